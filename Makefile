@@ -1,0 +1,41 @@
+# Two commands on a fresh machine: `make run` and `make test`.
+VENV := .venv
+PY := $(VENV)/bin/python
+CHROMIUM := /usr/bin/chromium
+export GRADIO_ANALYTICS_ENABLED := False
+export HF_HUB_DISABLE_TELEMETRY := 1
+
+.PHONY: run test bench assets clean
+
+$(PY):
+	python3 -m venv $(VENV)
+	$(PY) -m pip install --upgrade pip >/dev/null
+
+$(VENV)/.run-deps: requirements.txt | $(PY)
+	$(PY) -m pip install -r requirements.txt
+	touch $@
+
+$(VENV)/.dev-deps: requirements.txt requirements-dev.txt | $(PY)
+	$(PY) -m pip install -r requirements-dev.txt
+	touch $@ $(VENV)/.run-deps
+
+run: $(VENV)/.run-deps
+	$(PY) app.py $(ARGS)
+
+$(CHROMIUM):
+	@if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium
+
+test: $(VENV)/.dev-deps $(CHROMIUM)
+	$(PY) -m pytest -q $(PYTEST_ARGS)
+
+bench: $(VENV)/.dev-deps
+	$(PY) -m bench.core
+	$(PY) -m bench.train
+	$(PY) -m bench.app
+
+assets: $(VENV)/.run-deps
+	$(PY) -m model_core.make_assets
+
+clean:
+	rm -rf $(VENV) .pytest_cache tests/screenshots

@@ -1,0 +1,82 @@
+"""GPTConfig: the flat, validated description of a decoder-only transformer."""
+from dataclasses import asdict, dataclass, fields
+from typing import Optional
+
+ACTIVATIONS = ("gelu", "relu", "swiglu")
+NORMS = ("layernorm", "rmsnorm", "none")
+NORM_PLACEMENTS = ("pre", "post")
+POSITIONALS = ("learned", "sinusoidal")
+
+
+class ConfigError(ValueError):
+    """A configuration value is invalid; the message says what and how to fix it."""
+
+
+@dataclass
+class GPTConfig:
+    vocab_size: int = 65  # number of distinct tokens
+    block_size: int = 64  # longest context the model can attend over
+    d_model: int = 128  # width of the residual stream
+    n_heads: int = 4  # attention heads per layer; d_head = d_model // n_heads
+    n_layers: int = 4  # number of transformer blocks
+    d_mlp: Optional[int] = None  # FFN hidden width; None: 4*d_model (8/3*d_model for swiglu)
+    activation: str = "gelu"  # FFN non-linearity: gelu | relu | swiglu
+    norm: str = "layernorm"  # layernorm | rmsnorm | none (seed 002 has no norm at all)
+    norm_placement: str = "pre"  # pre: x + f(norm(x)) (GPT-2); post: norm(x + f(x)) (2017 paper)
+    positional: str = "learned"  # learned embedding table or fixed sinusoidal encoding
+    tie_weights: bool = True  # unembedding shares the token embedding matrix
+    attn_only: bool = False  # blocks without FFN (StatQuest seed)
+    dropout: float = 0.0  # dropout on attention weights and residual updates while training
+    bias: bool = True  # biases in linear layers and LayerNorm
+
+    def __post_init__(self):
+        self.validate()
+        if self.d_mlp is None:
+            self.d_mlp = int(8 * self.d_model / 3) if self.activation == "swiglu" else 4 * self.d_model
+
+    @property
+    def d_head(self) -> int:
+        return self.d_model // self.n_heads
+
+    def validate(self) -> None:
+        """Raise ConfigError naming the first invalid field and how to fix it."""
+        for name in ("vocab_size", "block_size", "d_model", "n_heads", "n_layers"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(f"{name} must be a positive whole number, got {value!r}.")
+        if self.d_model % self.n_heads:
+            lower = max(h for h in range(1, self.n_heads + 1) if self.d_model % h == 0)
+            raise ConfigError(
+                f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads}): "
+                f"use n_heads={lower} or a d_model that is a multiple of {self.n_heads}."
+            )
+        if self.d_mlp is not None and (isinstance(self.d_mlp, bool) or not isinstance(self.d_mlp, int) or self.d_mlp < 1):
+            raise ConfigError(f"d_mlp must be a positive whole number or None (automatic), got {self.d_mlp!r}.")
+        _check_choice("activation", self.activation, ACTIVATIONS)
+        _check_choice("norm", self.norm, NORMS)
+        _check_choice("norm_placement", self.norm_placement, NORM_PLACEMENTS)
+        _check_choice("positional", self.positional, POSITIONALS)
+        if self.positional == "sinusoidal" and self.d_model % 2:
+            raise ConfigError(f"sinusoidal positions need an even d_model, got {self.d_model}: use {self.d_model + 1}.")
+        if not isinstance(self.dropout, (int, float)) or not 0.0 <= self.dropout < 1.0:
+            raise ConfigError(f"dropout must be in [0, 1), got {self.dropout!r}: 0.0 to 0.2 is typical.")
+        for name in ("tie_weights", "attn_only", "bias"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(f"{name} must be true or false, got {getattr(self, name)!r}.")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "GPTConfig":
+        """Rebuild from a plain dict; unknown keys are an error, not silently dropped."""
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(d) - known)
+        if unknown:
+            raise ConfigError(f"unknown model config keys {unknown}; known keys are {sorted(known)}.")
+        return cls(**d)
+
+
+def _check_choice(name: str, value, choices) -> None:
+    if value not in choices:
+        raise ConfigError(f"{name} must be one of {', '.join(choices)}; got {value!r}.")
