@@ -87,9 +87,10 @@ class MLP(nn.Module):
         self.W_in = nn.Linear(cfg.d_model, cfg.d_mlp, bias=cfg.bias)
         if cfg.activation == "swiglu":
             self.W_gate = nn.Linear(cfg.d_model, cfg.d_mlp, bias=cfg.bias)
-            self.hook_pre_linear = HookPoint()  # [batch, pos, d_mlp], the ungated branch
         self.W_out = nn.Linear(cfg.d_mlp, cfg.d_model, bias=cfg.bias)
         self.hook_pre = HookPoint()  # [batch, pos, d_mlp], input of the non-linearity (the gate for swiglu)
+        if cfg.activation == "swiglu":
+            self.hook_pre_linear = HookPoint()  # [batch, pos, d_mlp], the ungated branch
         self.hook_post = HookPoint()  # [batch, pos, d_mlp], neuron activations
 
     def forward(self, x):

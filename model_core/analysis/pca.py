@@ -1,0 +1,58 @@
+"""PCA (scikit-learn) of embeddings and hidden states, for 2-D and 3-D scatter plots."""
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from sklearn.decomposition import PCA
+
+from ..cache import ActivationCache
+
+
+@dataclass
+class PCAResult:
+    coords: np.ndarray  # [N, k] projected points
+    explained_variance_ratio: np.ndarray  # [k] share of the variance each component explains
+    positions: np.ndarray  # [N] position (or row index) of each point, for colouring
+
+
+def embedding_pca(matrix: np.ndarray, n_components: int = 2) -> PCAResult:
+    """Project the rows of matrix [N, D] onto their top principal components."""
+    x = np.asarray(matrix, dtype=np.float64)
+    if n_components not in (2, 3):
+        raise ValueError(f"n_components must be 2 or 3, got {n_components}.")
+    k = min(n_components, x.shape[0], x.shape[1])
+    if x.shape[0] < 2 or k < 1:
+        raise ValueError(f"PCA needs at least 2 points, got {x.shape[0]}.")
+    pca = PCA(n_components=k, svd_solver="full").fit(x)
+    coords = np.zeros((x.shape[0], n_components), dtype=np.float32)
+    coords[:, :k] = pca.transform(x)
+    ratio = np.zeros(n_components, dtype=np.float32)
+    ratio[:k] = np.nan_to_num(pca.explained_variance_ratio_)
+    return PCAResult(coords, ratio, np.arange(x.shape[0]))
+
+
+@torch.no_grad()
+def token_embedding_pca(model, n_components: int = 2) -> PCAResult:
+    """Every row of the token embedding matrix (one point per vocabulary entry)."""
+    return embedding_pca(model.embed.weight.detach().cpu().numpy(), n_components)
+
+
+@torch.no_grad()
+def positional_pca(model, n_components: int = 2) -> PCAResult:
+    """One point per position 0..block_size-1."""
+    table = model.position_embeddings(model.cfg.block_size).detach().cpu().numpy()
+    return embedding_pca(table, n_components)
+
+
+@torch.no_grad()
+def token_plus_position_pca(model, ids: list[int], n_components: int = 2) -> PCAResult:
+    """The prompt's first residual stream: token vector + position vector at each position."""
+    idx = torch.tensor(ids, dtype=torch.long, device=model.embed.weight.device)
+    x = model.embed(idx) + model.position_embeddings(len(ids))  # (T, D)
+    return embedding_pca(x.cpu().numpy(), n_components)
+
+
+def hidden_state_pca(cache: ActivationCache, layer: int, n_components: int = 2) -> PCAResult:
+    """Hidden state after `layer` blocks (0 = embeddings) at each position of the prompt."""
+    name = "blocks.0.hook_resid_pre" if layer == 0 else f"blocks.{layer - 1}.hook_resid_post"
+    return embedding_pca(cache[name][0].numpy(), n_components)

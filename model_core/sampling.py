@@ -1,0 +1,136 @@
+"""Sampling: filter a next-token distribution (temperature, top-k, top-p, min-p) and generate."""
+import math
+from dataclasses import dataclass, field
+from typing import Iterator, Optional, Sequence
+
+import numpy as np
+import torch
+
+
+class SamplingError(ValueError):
+    """A sampling setting is out of range; the message says the valid range."""
+
+
+@dataclass
+class SamplingSettings:
+    temperature: float = 1.0  # 0 = greedy; <1 sharper, >1 flatter
+    top_k: Optional[int] = None  # keep the k most likely tokens; None or 0 = off
+    top_p: float = 1.0  # keep the smallest set whose probability reaches p; 1 = off, 0 = best token only
+    min_p: float = 0.0  # drop tokens below min_p x the best token's probability; 0 = off
+
+    def validate(self) -> "SamplingSettings":
+        t = self.temperature
+        if not isinstance(t, (int, float)) or not math.isfinite(t) or t < 0:
+            raise SamplingError(f"temperature must be a number ≥ 0 (0 = greedy), got {t!r}.")
+        if self.top_k is not None and (not float(self.top_k).is_integer() or self.top_k < 0):
+            raise SamplingError(f"top_k must be a whole number ≥ 0 (0 = off), got {self.top_k!r}.")
+        for name in ("top_p", "min_p"):
+            v = getattr(self, name)
+            if not isinstance(v, (int, float)) or not 0.0 <= v <= 1.0:
+                raise SamplingError(f"{name} must be between 0 and 1, got {v!r}.")
+        return self
+
+
+def filter_logits(logits, temperature=1.0, top_k=None, top_p=1.0, min_p=0.0):
+    """logits [..., V] -> (probs [..., V] summing to 1 over kept tokens, removed [..., V] bool).
+
+    Order: temperature, then top-k, top-p and min-p on the tempered distribution."""
+    SamplingSettings(temperature, top_k, top_p, min_p).validate()
+    logits = torch.as_tensor(logits, dtype=torch.float32)
+    V = logits.size(-1)
+    if temperature == 0:  # greedy: all mass on the argmax
+        keep = torch.zeros_like(logits, dtype=torch.bool).scatter_(-1, logits.argmax(-1, keepdim=True), True)
+        return keep.float(), ~keep
+    probs = torch.softmax(logits / temperature, dim=-1)
+    removed = torch.zeros_like(probs, dtype=torch.bool)
+    if top_k:
+        kth = probs.topk(min(int(top_k), V), dim=-1).values[..., -1:]
+        removed |= probs < kth
+    if top_p < 1.0:
+        sorted_p, order = probs.sort(dim=-1, descending=True)
+        before = sorted_p.cumsum(-1) - sorted_p  # mass of strictly better tokens
+        cut = before > top_p
+        cut[..., 0] = False  # the best token always survives (top_p = 0 keeps only it)
+        removed |= torch.zeros_like(cut).scatter(-1, order, cut)
+    if min_p > 0.0:
+        removed |= probs < min_p * probs.max(dim=-1, keepdim=True).values
+    kept = probs.masked_fill(removed, 0.0)
+    return kept / kept.sum(-1, keepdim=True), removed
+
+
+@dataclass
+class Step:
+    """One generated token."""
+
+    token: int
+    prob: float  # its probability in the filtered distribution it was drawn from
+    model_prob: float  # its probability under the model's own (unfiltered, T=1) distribution
+    logprob: float  # running sum of log model_prob over the generated tokens
+    probs: np.ndarray = field(repr=False)  # [V] filtered distribution
+    removed: np.ndarray = field(repr=False)  # [V] tokens the filters cut
+
+
+@torch.no_grad()
+def generate(model, prompt_ids: Sequence[int], max_new_tokens: int, temperature: float = 1.0,
+             top_k: Optional[int] = None, top_p: float = 1.0, min_p: float = 0.0,
+             seed: Optional[int] = None, stop_token: Optional[int] = None) -> Iterator[Step]:
+    """Yield one Step per new token; the context is cropped to block_size. Same seed, same output."""
+    SamplingSettings(temperature, top_k, top_p, min_p).validate()
+    if len(prompt_ids) == 0:
+        raise SamplingError("the prompt is empty: type at least one character.")
+    device = next(model.parameters()).device
+    gen = torch.Generator(device="cpu").manual_seed(seed if seed is not None else torch.seed())
+    ids, total = list(prompt_ids), 0.0
+    was_training = model.training
+    model.eval()
+    try:
+        for _ in range(max_new_tokens):
+            context = torch.tensor([ids[-model.cfg.block_size:]], dtype=torch.long, device=device)
+            logits = model(context)[0][0, -1].float().cpu()  # (V,)
+            probs, removed = filter_logits(logits, temperature, top_k, top_p, min_p)
+            token = int(torch.multinomial(probs, 1, generator=gen)) if temperature > 0 else int(probs.argmax())
+            model_prob = float(torch.softmax(logits, -1)[token])
+            total += math.log(max(model_prob, 1e-30))
+            ids.append(token)
+            yield Step(token, float(probs[token]), model_prob, total, probs.numpy(), removed.numpy())
+            if stop_token is not None and token == stop_token:
+                return
+    finally:
+        model.train(was_training)
+
+
+@dataclass
+class Completion:
+    settings: SamplingSettings
+    tokens: list[int]
+    mean_logprob: float  # mean log-probability per token under the model (higher = more typical)
+    distinct_2: float  # distinct bigrams / bigrams (1 = never repeats a pair)
+    repetition_rate: float  # share of 3-grams that already occurred earlier in the output
+
+
+def compare(model, prompt_ids: Sequence[int], settings: Sequence[SamplingSettings], max_new_tokens: int,
+            seed: int = 0, stop_token: Optional[int] = None) -> list[Completion]:
+    """Generate once per setting from the same prompt and seed, with quality measures for each."""
+    results = []
+    for s in settings:
+        steps = list(generate(model, prompt_ids, max_new_tokens, s.temperature, s.top_k, s.top_p, s.min_p,
+                              seed=seed, stop_token=stop_token))
+        tokens = [st.token for st in steps]
+        mean_lp = steps[-1].logprob / len(steps) if steps else 0.0
+        results.append(Completion(s, tokens, mean_lp, distinct_n(tokens, 2), repetition_rate(tokens)))
+    return results
+
+
+def distinct_n(tokens: Sequence[int], n: int = 2) -> float:
+    """Distinct n-grams over all n-grams; 1.0 for sequences too short to repeat."""
+    grams = [tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1)]
+    return len(set(grams)) / len(grams) if grams else 1.0
+
+
+def repetition_rate(tokens: Sequence[int], n: int = 3) -> float:
+    """Share of n-grams that already appeared earlier in the same sequence (loops score high)."""
+    seen, repeats, grams = set(), 0, [tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1)]
+    for g in grams:
+        repeats += g in seen
+        seen.add(g)
+    return repeats / len(grams) if grams else 0.0
