@@ -1,0 +1,229 @@
+"""Tokenizers: char (one id per character), word (whitespace split), bpe (byte-level, Hugging Face).
+
+All three share encode / decode / vocab_size / token_label / to_dict. (Named tokenization.py so it is never
+confused with the Hugging Face `tokenizers` package it uses.)"""
+import re
+from functools import lru_cache
+from typing import Optional
+
+TOKENIZER_KINDS = ("char", "word", "bpe")
+BPE_MIN_VOCAB, BPE_MAX_VOCAB, BPE_DEFAULT_VOCAB = 256, 4096, 512
+WORD = re.compile(r"<[^<>\s]+>|\S+")  # "<EOS>"-style specials stay whole even when glued to a word
+
+
+class TokenizerError(ValueError):
+    """A tokenizer cannot be built or restored; the message says how to fix it."""
+
+
+class UnknownTokenError(ValueError):
+    """The text has characters (or words) the vocabulary lacks; .unknown holds them."""
+
+    def __init__(self, unknown: set, what: str = "characters"):
+        self.unknown = set(unknown)
+        shown = ", ".join(repr(u) for u in sorted(self.unknown)[:20])
+        more = f" and {len(self.unknown) - 20} more" if len(self.unknown) > 20 else ""
+        super().__init__(
+            f"the text has {len(self.unknown)} {what} the tokenizer never saw in training: {shown}{more}. "
+            f"Remove them (strip_unknown) or retrain on text that contains them."
+        )
+
+
+def visible(text: str) -> str:
+    """Whitespace made visible for display: newline as ⏎, space as ␣, tab as ⇥."""
+    return text.replace("\n", "⏎").replace(" ", "␣").replace("\t", "⇥").replace("\r", "␍")
+
+
+class CharTokenizer:
+    """One token per distinct character; ids follow sorted character order (as in char-rnn / nanoGPT)."""
+
+    kind = "char"
+
+    def __init__(self, chars: list[str]):
+        self.chars = list(chars)
+        self.stoi = {c: i for i, c in enumerate(self.chars)}
+
+    @classmethod
+    def train(cls, text: str) -> "CharTokenizer":
+        return cls(sorted(set(text)))
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.chars)
+
+    def unknown(self, text: str) -> set:
+        return set(text) - self.stoi.keys()
+
+    def encode(self, text: str) -> list[int]:
+        missing = self.unknown(text)
+        if missing:
+            raise UnknownTokenError(missing)
+        stoi = self.stoi
+        return [stoi[c] for c in text]
+
+    def decode(self, ids) -> str:
+        return "".join(self.chars[i] for i in ids)
+
+    def strip_unknown(self, text: str) -> str:
+        return "".join(c for c in text if c in self.stoi)
+
+    def token_label(self, token_id: int) -> str:
+        return visible(self.chars[token_id])
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "chars": self.chars}
+
+
+class WordTokenizer:
+    """One token per distinct whitespace-separated word (StatQuest style); decode joins with spaces."""
+
+    kind = "word"
+
+    def __init__(self, words: list[str]):
+        self.words = list(words)
+        self.stoi = {w: i for i, w in enumerate(self.words)}
+
+    @classmethod
+    def train(cls, text: str) -> "WordTokenizer":
+        return cls(sorted(set(WORD.findall(text))))
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.words)
+
+    def unknown(self, text: str) -> set:
+        return set(WORD.findall(text)) - self.stoi.keys()
+
+    def encode(self, text: str) -> list[int]:
+        missing = self.unknown(text)
+        if missing:
+            raise UnknownTokenError(missing, what="words")
+        return [self.stoi[w] for w in WORD.findall(text)]
+
+    def decode(self, ids) -> str:
+        return " ".join(self.words[i] for i in ids)
+
+    def strip_unknown(self, text: str) -> str:
+        return " ".join(w for w in WORD.findall(text) if w in self.stoi)
+
+    def token_label(self, token_id: int) -> str:
+        return self.words[token_id]
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "words": self.words}
+
+
+class BPETokenizer:
+    """Byte-level BPE (GPT-2 style) trained with Hugging Face `tokenizers`; any text encodes exactly."""
+
+    kind = "bpe"
+
+    def __init__(self, hf_tokenizer):
+        self.hf = hf_tokenizer
+
+    @classmethod
+    def train(cls, text: str, vocab_size: int = BPE_DEFAULT_VOCAB) -> "BPETokenizer":
+        from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+        hf = Tokenizer(models.BPE())
+        hf.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+        hf.decoder = decoders.ByteLevel()
+        trainer = trainers.BpeTrainer(
+            vocab_size=vocab_size, show_progress=False, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+        )
+        hf.train_from_iterator(chunks(text), trainer=trainer, length=None)
+        return cls(hf)
+
+    @property
+    def vocab_size(self) -> int:
+        return self.hf.get_vocab_size()
+
+    def unknown(self, text: str) -> set:
+        return set()  # every byte is in the base alphabet
+
+    def encode(self, text: str) -> list[int]:
+        if len(text) < 1 << 17:
+            return self.hf.encode(text).ids
+        # Long texts: encode pieces in parallel. Pieces end at a pre-token boundary, so ids are identical.
+        return [i for enc in self.hf.encode_batch(list(chunks(text))) for i in enc.ids]
+
+    def decode(self, ids) -> str:
+        return self.hf.decode(list(ids), skip_special_tokens=False)
+
+    def strip_unknown(self, text: str) -> str:
+        return text
+
+    def token_label(self, token_id: int) -> str:
+        """The token's text: byte-level markers (Ġ, Ċ) turned back into bytes, whitespace made visible."""
+        token = self.hf.id_to_token(token_id)
+        raw = bytes(byte_decoder()[ch] for ch in token)
+        try:
+            return visible(raw.decode("utf-8"))
+        except UnicodeDecodeError:  # a fragment of a multi-byte character
+            return "".join(f"<0x{b:02X}>" for b in raw)
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "tokenizer_json": self.hf.to_str()}
+
+
+NEWLINE_THEN_TEXT = re.compile(r"\n(?=\S)")
+
+
+def chunks(text: str, size: int = 1 << 16):
+    """The text in ~64 kB pieces, each cut after a newline that is followed by a non-space character:
+    byte-level pre-tokenization always splits there, so the pieces tokenize exactly like the whole."""
+    start = 0
+    while start < len(text):
+        match = NEWLINE_THEN_TEXT.search(text, start + size)
+        end = len(text) if match is None else match.end()
+        yield text[start:end]
+        start = end
+
+
+@lru_cache(maxsize=1)
+def byte_decoder() -> dict[str, int]:
+    """GPT-2's printable stand-in character for each byte, inverted: 'Ġ' -> 0x20."""
+    printable = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1))
+    printable += list(range(ord("®"), ord("ÿ") + 1))
+    chars, extra = {}, 0
+    for b in range(256):
+        if b in printable:
+            chars[chr(b)] = b
+        else:
+            chars[chr(256 + extra)] = b
+            extra += 1
+    return chars
+
+
+def build_tokenizer(kind: str, text: str, vocab_size: Optional[int] = None):
+    """A tokenizer of the given kind fitted to text (vocab_size only for bpe)."""
+    if kind not in TOKENIZER_KINDS:
+        raise TokenizerError(f"unknown tokenizer {kind!r}; choose one of: {', '.join(TOKENIZER_KINDS)}.")
+    if not text:
+        raise TokenizerError("cannot build a tokenizer from empty text: provide some training text.")
+    if kind == "char":
+        return CharTokenizer.train(text)
+    if kind == "word":
+        return WordTokenizer.train(text)
+    vocab_size = BPE_DEFAULT_VOCAB if vocab_size is None else vocab_size
+    if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or not BPE_MIN_VOCAB <= vocab_size <= BPE_MAX_VOCAB:
+        raise TokenizerError(
+            f"BPE vocab size must be a whole number from {BPE_MIN_VOCAB} to {BPE_MAX_VOCAB}, got {vocab_size!r}."
+        )
+    return BPETokenizer.train(text, vocab_size)
+
+
+def tokenizer_from_dict(d: dict):
+    """Rebuild a tokenizer saved with to_dict(); TokenizerError if the dict is malformed."""
+    kind = d.get("kind") if isinstance(d, dict) else None
+    try:
+        if kind == "char":
+            return CharTokenizer(list(d["chars"]))
+        if kind == "word":
+            return WordTokenizer(list(d["words"]))
+        if kind == "bpe":
+            from tokenizers import Tokenizer
+
+            return BPETokenizer(Tokenizer.from_str(d["tokenizer_json"]))
+    except Exception as err:  # KeyError, TypeError, or the HF parser's own error
+        raise TokenizerError(f"the saved {kind} tokenizer is damaged ({err}); retrain or re-save the model.") from None
+    raise TokenizerError(f"saved tokenizer kind {kind!r} is unknown; expected one of {', '.join(TOKENIZER_KINDS)}.")
