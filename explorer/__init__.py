@@ -1,0 +1,1 @@
+"""Transformer Explorer UI layer: figures, captions and thin Gradio callbacks."""

@@ -1,0 +1,160 @@
+"""Attention patterns: all heads at a glance, one head in detail, the seed's four steps, one query's bars."""
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from .common import (
+    ATTENTION_SCALE, BLUE, DIVERGING_SCALE, GREY, MAGNITUDE_SCALE, ORANGE, RED, SMALL_FONT,
+    attention_coloraxis, compact, head_label, index_labels, masked_to_nan, style_figure, symmetric_range,
+)
+
+PAIR_HOVER = "query %{y} → key %{x}<br>weight %{z:.3f}"
+PERCENT_HOVER = "query %{y} → key %{x}<br>weight %{z}%"
+STEP_TITLES = ("Scores before mask", "Scores after causal mask", "Attention weights (softmax)", "Head output z")
+
+
+def _grid_axes(n_rows: int, n_cols: int, gap_x: float, gap_y: float) -> tuple[dict, list[tuple]]:
+    """Layout axes for an n_rows × n_cols grid of tick-less panels (built as one dict: 10× faster than
+    make_subplots + update_*axes for 64 panels) and each panel's (x domain, y domain)."""
+    width, height = (1 - gap_x * (n_cols - 1)) / n_cols, (1 - gap_y * (n_rows - 1)) / n_rows
+    axes, domains = {}, []
+    bare = dict(showticklabels=False, ticks="", showgrid=False, zeroline=False, type="category")
+    for i in range(n_rows * n_cols):
+        row, col = divmod(i, n_cols)
+        x0, y1 = col * (width + gap_x), 1 - row * (height + gap_y)
+        domains.append(([round(x0, 6), round(min(1, x0 + width), 6)], [round(max(0, y1 - height), 6), round(y1, 6)]))
+        suffix = "" if i == 0 else str(i + 1)
+        axes[f"xaxis{suffix}"] = dict(domain=domains[-1][0], anchor=f"y{suffix}", **bare)
+        axes[f"yaxis{suffix}"] = dict(domain=domains[-1][1], anchor=f"x{suffix}", autorange="reversed", **bare)
+    return axes, domains
+
+
+def _head_grid(patterns, tokens: list[str], gap_x: float, gap_y: float) -> tuple[go.Figure, list[tuple]]:
+    """L rows × H columns of small heatmaps sharing one colour axis; also returns panel domains.
+
+    Weights travel as whole percents (uint8): 4× smaller than float32, which matters for 64 heads."""
+    n_layers, n_heads = patterns.shape[:2]
+    labels = index_labels(tokens)
+    percent = np.rint(np.clip(patterns, 0, 1) * 100).astype(np.uint8)  # [L, H, T, T]
+    axes, domains = _grid_axes(n_layers, n_heads, gap_x, gap_y)
+    traces = [
+        go.Heatmap(z=percent[i // n_heads, i % n_heads], x=labels, y=labels, coloraxis="coloraxis",
+                   xaxis=f"x{i + 1}", yaxis=f"y{i + 1}", name=head_label(*divmod(i, n_heads)),
+                   hovertemplate=f"{head_label(*divmod(i, n_heads))}<br>{PERCENT_HOVER}<extra></extra>")
+        for i in range(n_layers * n_heads)
+    ]
+    return go.Figure(data=traces, layout=axes), domains
+
+
+def _percent_coloraxis(**colorbar) -> dict:
+    """The 0..1 attention scale for uint8 percent data: cmin/cmax 0..100, ticks still read 0..1."""
+    axis = attention_coloraxis(tickvals=[0, 25, 50, 75, 100], ticktext=["0", "0.25", "0.5", "0.75", "1"], **colorbar)
+    return {**axis, "cmin": 0, "cmax": 100}
+
+
+def attention_grid_figure(patterns, tokens: list[str], selected: tuple[int, int] | None = None) -> go.Figure:
+    """patterns [L, H, T, T] -> every head's pattern as a small heatmap titled L{l}·H{h}; selected head outlined."""
+    n_layers, n_heads = patterns.shape[:2]
+    fig, domains = _head_grid(patterns, tokens, gap_x=0.1 / n_heads, gap_y=0.4 / n_layers)
+    fig.update_layout(annotations=[
+        dict(text=head_label(*divmod(i, n_heads)), x=sum(dx) / 2, y=dy[1], xref="paper", yref="paper",
+             xanchor="center", yanchor="bottom", showarrow=False, font_size=SMALL_FONT + 1)
+        for i, (dx, dy) in enumerate(domains)
+    ])
+    if selected is not None:
+        panel = selected[0] * n_heads + selected[1] + 1
+        fig.add_shape(type="rect", xref=f"x{panel} domain", yref=f"y{panel} domain", x0=-0.04, x1=1.04,
+                      y0=-0.04, y1=1.04, line=dict(color=RED, width=3))
+    title = "Attention patterns of every head (rows = layers, columns = heads; query ↓, key →)"
+    return style_figure(fig, title, height=110 + 125 * n_layers, coloraxis=_percent_coloraxis(),
+                        margin=dict(l=20, r=20, t=80, b=20))
+
+
+def live_attention_figure(patterns, tokens: list[str]) -> go.Figure:
+    """patterns [L, H, T, T] -> compact grid (≤ 300 px) for the live training view; keeps zoom across updates."""
+    n_layers, n_heads = patterns.shape[:2]
+    fig, domains = _head_grid(patterns, tokens, gap_x=0.08 / n_heads, gap_y=0.12 / n_layers)
+    headers = [dict(text=f"L{layer}", x=0, y=sum(domains[layer * n_heads][1]) / 2, xanchor="right", xshift=-4)
+               for layer in range(n_layers)]  # row and column headers instead of L×H titles
+    headers += [dict(text=f"H{head}", x=sum(domains[head][0]) / 2, y=1, yanchor="bottom")
+                for head in range(n_heads)]
+    fig.update_layout(annotations=[dict(h, xref="paper", yref="paper", showarrow=False, font_size=SMALL_FONT)
+                                   for h in headers])
+    return style_figure(fig, "", height=min(300, 70 + 60 * n_layers), uirevision="live",
+                        coloraxis=_percent_coloraxis(thickness=10), margin=dict(l=40, r=10, t=30, b=10))
+
+
+def attention_head_figure(pattern, tokens: list[str], layer: int, head: int) -> go.Figure:
+    """pattern [T, T] -> one head's attention as a large heatmap: query rows (top = 0), key columns."""
+    labels, n = index_labels(tokens), len(tokens)
+    fig = go.Figure(go.Heatmap(
+        z=compact(pattern, 3), x=labels, y=labels, zmin=0, zmax=1, colorscale=ATTENTION_SCALE,
+        colorbar=dict(title=dict(text="attention weight", side="right")),
+        hovertemplate=PAIR_HOVER + "<extra></extra>",
+        texttemplate="%{z:.2f}" if n <= 12 else None, textfont=dict(size=SMALL_FONT),
+    ))
+    fig.update_xaxes(title_text="key position (looked at)", type="category", tickangle=-60 if n > 24 else 0)
+    fig.update_yaxes(title_text="query position (looking)", type="category", autorange="reversed")
+    title = f"Layer {layer} · head {head} attention pattern"
+    return style_figure(fig, title, height=int(np.clip(14 * n + 180, 440, 780)), margin=dict(l=90, b=90))
+
+
+def attention_steps_figure(scores_unmasked, scores_masked, pattern, z, tokens: list[str],
+                           layer: int, head: int) -> go.Figure:
+    """[T, T] ×3 and z [T, d_head] -> the seed's four panels: raw scores, masked scores, softmax, head output."""
+    labels, scores = index_labels(tokens), compact(scores_unmasked, 3)
+    z = compact(z, 3)
+    fig = make_subplots(rows=1, cols=4, subplot_titles=STEP_TITLES, shared_yaxes=True,
+                        horizontal_spacing=0.075, column_widths=[1, 1, 1, 0.8])
+    panels = [
+        (scores, labels, "coloraxis", PAIR_HOVER.replace("weight", "score")),
+        (masked_to_nan(scores_masked), labels, "coloraxis",
+         PAIR_HOVER.replace("weight", "score") + "<br>(blank cells: future keys, masked to −∞)"),
+        (compact(pattern, 3), labels, "coloraxis2", PAIR_HOVER),
+        (z, list(range(z.shape[1])), "coloraxis3", "position %{y}<br>dim %{x}<br>z %{z:.3f}"),
+    ]
+    for col, (values, x, axis, hover) in enumerate(panels, start=1):
+        fig.add_trace(go.Heatmap(z=values, x=x, y=labels, coloraxis=axis, hoverongaps=False,
+                                 hovertemplate=hover + "<extra></extra>"), row=1, col=col)
+    fig.update_layout(**_steps_coloraxes(fig, scores, z))
+    fig.update_xaxes(title_text="key position", type="category", showticklabels=len(tokens) <= 32)
+    fig.update_xaxes(title_text="d_head dimension", type="linear", showticklabels=True, row=1, col=4)
+    fig.update_yaxes(type="category", autorange="reversed")
+    fig.update_yaxes(title_text="query position", row=1, col=1)
+    title = f"Layer {layer} · head {head}: from scores to output, step by step"
+    return style_figure(fig, title, height=int(np.clip(9 * len(tokens) + 220, 400, 640)),
+                        margin=dict(l=80, r=60, t=90, b=70))
+
+
+def _steps_coloraxes(fig: go.Figure, scores: np.ndarray, z: np.ndarray) -> dict:
+    """Three colour axes for the steps figure (scores, weights 0..1, z centred at 0), bars right of panels 2-4."""
+    finite = scores[np.isfinite(scores)]
+    x = [fig.get_subplot(1, col).xaxis.domain[1] + 0.004 for col in (2, 3, 4)]
+    bar = dict(thickness=12, len=0.9, xanchor="left")
+    half = symmetric_range(z)
+    return dict(
+        coloraxis=dict(colorscale=MAGNITUDE_SCALE, cmin=float(finite.min()), cmax=float(finite.max()),
+                       colorbar=dict(title=dict(text="score (blank = masked)", side="right"), x=x[0], **bar)),
+        coloraxis2=attention_coloraxis(x=x[1], **bar),
+        coloraxis3=dict(colorscale=DIVERGING_SCALE, cmid=0, cmin=-half, cmax=half,
+                        colorbar=dict(title=dict(text="z value", side="right"), x=x[2], **bar)),
+    )
+
+
+def query_attention_bars_figure(pattern, tokens: list[str], query: int,
+                                layer: int | None = None, head: int | None = None) -> go.Figure:
+    """pattern [T, T] -> bars of how one query splits its attention over keys 0..query (later keys grey, 0)."""
+    labels, n = index_labels(tokens), len(tokens)
+    weights = compact(pattern[query], 4)
+    weights[query + 1:] = 0  # future keys are masked: exactly zero weight
+    strongest = int(np.argmax(weights[: query + 1]))
+    colors = [ORANGE if k == strongest else BLUE if k <= query else GREY for k in range(n)]
+    fig = go.Figure(go.Bar(x=labels, y=weights, marker_color=colors, name="attention weight",
+                           hovertemplate=f"query {labels[query]} → key %{{x}}<br>weight %{{y:.3f}}<extra></extra>"))
+    if query < n - 1:
+        fig.add_vrect(x0=query + 0.5, x1=n - 0.5, fillcolor=GREY, opacity=0.25, line_width=0,
+                      annotation_text="future keys (masked)", annotation_position="top left")
+    fig.update_xaxes(title_text="key position", type="category", tickangle=-60 if n > 24 else 0)
+    fig.update_yaxes(title_text="attention weight", range=[0, 1.05])
+    where = f" (layer {layer}, head {head})" if layer is not None and head is not None else ""
+    return style_figure(fig, f"Where {labels[query]} looks{where}", height=380, margin=dict(b=80))
