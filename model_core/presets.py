@@ -1,0 +1,62 @@
+"""Named starting points: model size plus training settings that suit it."""
+from dataclasses import dataclass, field
+
+from .config import ConfigError, GPTConfig
+from .train_config import TrainConfig
+
+
+@dataclass(frozen=True)
+class Preset:
+    name: str
+    description: str
+    model: dict = field(default_factory=dict)  # GPTConfig fields (vocab_size comes from the tokenizer)
+    train: dict = field(default_factory=dict)  # TrainConfig fields
+
+    def model_config(self, vocab_size: int, **overrides) -> GPTConfig:
+        """The preset's GPTConfig for a vocabulary, with any field overridden (None means keep)."""
+        return GPTConfig(**{**self.model, **_given(overrides), "vocab_size": vocab_size})
+
+    def train_config(self, **overrides) -> TrainConfig:
+        return TrainConfig(**{**self.train, **_given(overrides)})
+
+
+PRESETS = {
+    p.name: p
+    for p in (
+        Preset(
+            "classroom", "4 layers x 4 heads, d_model 128, 64-token context: trains on a laptop CPU in minutes.",
+            model=dict(n_layers=4, n_heads=4, d_model=128, block_size=64),
+            train=dict(batch_size=32, lr=3e-3, warmup_steps=100, max_steps=3000, eval_interval=250,
+                       eval_iters=20, snapshot_interval=250),
+        ),
+        Preset(
+            "names", "2 layers x 4 heads, d_model 64, 16-token context: for one-name-a-line corpora.",
+            model=dict(n_layers=2, n_heads=4, d_model=64, block_size=16),
+            train=dict(batch_size=64, lr=5e-3, warmup_steps=50, max_steps=2000, eval_interval=200,
+                       eval_iters=20, snapshot_interval=200),
+        ),
+        Preset(
+            "seed-notebook", "8 layers x 8 heads, d_model 512, 256-token context (seed 003's size): needs a GPU.",
+            model=dict(n_layers=8, n_heads=8, d_model=512, block_size=256, dropout=0.2),
+            train=dict(batch_size=128, lr=3e-4, warmup_steps=200, max_steps=5000, eval_interval=500,
+                       eval_iters=50, snapshot_interval=500),
+        ),
+        Preset(
+            "tiny", "1 layer x 2 heads, d_model 16, 16-token context: for tests and instant demos.",
+            model=dict(n_layers=1, n_heads=2, d_model=16, block_size=16),
+            train=dict(batch_size=8, lr=1e-2, warmup_steps=5, max_steps=50, eval_interval=10,
+                       eval_iters=2, snapshot_interval=25),
+        ),
+    )
+}
+DEFAULT_PRESET = "classroom"
+
+
+def get_preset(name: str) -> Preset:
+    if name not in PRESETS:
+        raise ConfigError(f"unknown preset {name!r}; choose one of: {', '.join(PRESETS)}.")
+    return PRESETS[name]
+
+
+def _given(overrides: dict) -> dict:
+    return {k: v for k, v in overrides.items() if v is not None}

@@ -1,0 +1,80 @@
+"""TrainConfig: the flat, validated description of one training run (optimiser, schedule, evaluation)."""
+from dataclasses import asdict, dataclass, fields
+from typing import Optional
+
+DEVICES = ("auto", "cpu", "cuda", "mps")
+
+
+class TrainConfigError(ValueError):
+    """A training setting is invalid; the message says what and how to fix it."""
+
+
+@dataclass
+class TrainConfig:
+    max_steps: int = 2000  # optimisation steps; the cosine schedule reaches min_lr here
+    batch_size: int = 32  # windows per step
+    lr: float = 3e-3  # peak learning rate, reached after warmup
+    min_lr: Optional[float] = None  # floor of the cosine decay; None: lr / 10
+    warmup_steps: int = 100  # linear ramp from ~0 to lr (Adam's early updates are noisy)
+    weight_decay: float = 0.1  # AdamW decay, applied to Linear weight matrices only
+    grad_clip: float = 1.0  # clip the global gradient norm to this; 0 turns clipping off
+    betas: tuple = (0.9, 0.99)  # AdamW momentum terms; 0.99 suits small batches of a tiny model
+    eval_interval: int = 250  # estimate train/val loss every this many steps; 0: only at start and end
+    eval_iters: int = 20  # batches averaged per loss estimate
+    snapshot_interval: int = 250  # record attention / embedding snapshot every this many steps; 0: off
+    seed: int = 1337  # seeds batch sampling and dropout; same seed on CPU, same losses
+    device: str = "auto"  # auto picks cuda, then mps, then cpu
+    probe_text: Optional[str] = None  # fixed prompt for snapshots; None: start of the validation text
+
+    def __post_init__(self):
+        self.betas = tuple(self.betas)
+        self.validate()
+
+    @property
+    def final_lr(self) -> float:
+        return self.lr / 10 if self.min_lr is None else self.min_lr
+
+    def validate(self) -> None:
+        """Raise TrainConfigError naming the first invalid field and how to fix it."""
+        for name in ("max_steps", "batch_size", "eval_iters"):
+            _check_int(name, getattr(self, name), minimum=1)
+        for name in ("warmup_steps", "eval_interval", "snapshot_interval", "seed"):
+            _check_int(name, getattr(self, name), minimum=0)
+        if not _is_number(self.lr) or not 0 < self.lr <= 10:
+            raise TrainConfigError(f"lr must be a positive number, got {self.lr!r}: 1e-3 to 1e-2 suits tiny models.")
+        if self.min_lr is not None and (not _is_number(self.min_lr) or not 0 <= self.min_lr <= self.lr):
+            raise TrainConfigError(f"min_lr must be between 0 and lr ({self.lr}), got {self.min_lr!r}: try lr / 10.")
+        if not _is_number(self.weight_decay) or self.weight_decay < 0:
+            raise TrainConfigError(f"weight_decay must be 0 or more, got {self.weight_decay!r}: 0.1 is usual.")
+        if not _is_number(self.grad_clip) or self.grad_clip < 0:
+            raise TrainConfigError(f"grad_clip must be 0 (off) or more, got {self.grad_clip!r}: 1.0 is usual.")
+        if len(self.betas) != 2 or not all(_is_number(b) and 0 <= b < 1 for b in self.betas):
+            raise TrainConfigError(f"betas must be two numbers in [0, 1), got {self.betas!r}: try (0.9, 0.99).")
+        if self.device not in DEVICES:
+            raise TrainConfigError(f"device must be one of {', '.join(DEVICES)}; got {self.device!r}.")
+        if self.probe_text is not None and not isinstance(self.probe_text, str):
+            raise TrainConfigError(f"probe_text must be text or None, got {type(self.probe_text).__name__}.")
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["betas"] = list(self.betas)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "TrainConfig":
+        """Rebuild from a plain dict; unknown keys are an error, not silently dropped."""
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(d) - known)
+        if unknown:
+            raise TrainConfigError(f"unknown training config keys {unknown}; known keys are {sorted(known)}.")
+        return cls(**d)
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value
+
+
+def _check_int(name: str, value, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        kind = "a positive whole number" if minimum == 1 else "a whole number >= 0"
+        raise TrainConfigError(f"{name} must be {kind}, got {value!r}.")

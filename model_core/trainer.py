@@ -1,0 +1,232 @@
+"""Trainer: AdamW, warmup + cosine schedule, clipping, periodic evaluation and snapshots.
+
+Knows nothing about GPT internals beyond model(x, y) -> (logits, loss); progress goes to a callback.
+pause() / resume() / stop() may be called from another thread while run() trains."""
+import math
+import threading
+import time
+from typing import Callable, Optional
+
+import torch
+
+from .data import check_long_enough, get_batch
+from .snapshots import PROBE_MAX_TOKENS, Snapshot, take_snapshot
+from .train_config import TrainConfig, TrainConfigError
+
+STATES = ("idle", "running", "paused", "stopped", "finished", "error")
+
+
+class TrainingError(RuntimeError):
+    """Training cannot go on (e.g. the loss blew up); the message says what to try."""
+
+
+def resolve_device(name: str) -> torch.device:
+    """'auto' -> cuda, else mps, else cpu; an explicit device must exist."""
+    cuda = torch.cuda.is_available()
+    mps = getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available()
+    if name == "auto":
+        return torch.device("cuda" if cuda else "mps" if mps else "cpu")
+    if (name == "cuda" and not cuda) or (name == "mps" and not mps):
+        raise TrainConfigError(f"device {name!r} is not available on this machine: use 'cpu' or 'auto'.")
+    return torch.device(name)
+
+
+def param_groups(model: torch.nn.Module, weight_decay: float) -> list[dict]:
+    """Decay only the weight matrices of Linear layers; embeddings (also when the unembedding is tied
+    to them), norms and biases get none. Each parameter appears once."""
+    embedding_ids = {id(m.weight) for m in model.modules() if isinstance(m, torch.nn.Embedding)}
+    decay_ids = {
+        id(m.weight) for m in model.modules()
+        if isinstance(m, torch.nn.Linear) and m.weight.dim() == 2 and id(m.weight) not in embedding_ids
+    }
+    params = [p for p in model.parameters() if p.requires_grad]  # parameters() lists a tied tensor once
+    return [
+        {"params": [p for p in params if id(p) in decay_ids], "weight_decay": weight_decay},
+        {"params": [p for p in params if id(p) not in decay_ids], "weight_decay": 0.0},
+    ]
+
+
+def lr_at(step: int, cfg: TrainConfig) -> float:
+    """Linear warmup to cfg.lr, then cosine decay to cfg.final_lr at cfg.max_steps (nanoGPT's schedule)."""
+    if step < cfg.warmup_steps:
+        return cfg.lr * (step + 1) / (cfg.warmup_steps + 1)
+    if step >= cfg.max_steps:
+        return cfg.final_lr
+    progress = (step - cfg.warmup_steps) / max(1, cfg.max_steps - cfg.warmup_steps)
+    return cfg.final_lr + 0.5 * (1.0 + math.cos(math.pi * progress)) * (cfg.lr - cfg.final_lr)
+
+
+def make_optimizer(model, cfg: TrainConfig, device: torch.device) -> torch.optim.AdamW:
+    """AdamW over param_groups; the fused kernel where this torch has it, else the foreach one."""
+    groups = param_groups(model, cfg.weight_decay)
+    try:
+        return torch.optim.AdamW(groups, lr=cfg.lr, betas=cfg.betas, fused=True)
+    except (RuntimeError, TypeError, ValueError):
+        return torch.optim.AdamW(groups, lr=cfg.lr, betas=cfg.betas, foreach=device.type != "mps")
+
+
+class Trainer:
+    def __init__(self, model, train_data: torch.Tensor, val_data: Optional[torch.Tensor], cfg: TrainConfig,
+                 tokenizer=None):
+        self.cfg, self.tokenizer = cfg, tokenizer
+        self.block_size = model.cfg.block_size
+        check_long_enough(train_data, self.block_size, "training")
+        if val_data is not None:
+            check_long_enough(val_data, self.block_size, "validation")
+        self.device = resolve_device(cfg.device)
+        self.model = model.to(self.device)
+        self.train_data, self.val_data = train_data.long(), None if val_data is None else val_data.long()
+        torch.manual_seed(cfg.seed)  # dropout; the model's init is seeded by whoever built it
+        self.generator = torch.Generator().manual_seed(cfg.seed)  # training batches
+        self.optimizer = make_optimizer(self.model, cfg, self.device)
+        self.params = [p for g in self.optimizer.param_groups for p in g["params"]]
+        self.probe_ids = self.probe()
+        self.step_count, self.elapsed = 0, 0.0
+        self.history: list[dict] = []  # one metrics dict per step
+        self.evals: list[dict] = []  # {step, train_loss, val_loss}
+        self.snapshots: list[Snapshot] = []
+        self.state = "idle"
+        self.error: Optional[BaseException] = None
+        self._unpaused, self._stop = threading.Event(), threading.Event()
+        self._unpaused.set()
+
+    # ------------------------------------------------------------------ control (any thread)
+    def pause(self) -> None:
+        self._unpaused.clear()
+
+    def resume(self) -> None:
+        self._unpaused.set()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._unpaused.set()  # wake a paused run so it can finish
+
+    # ------------------------------------------------------------------ one step
+    def step(self) -> dict:
+        """One optimisation step on a fresh batch; returns its metrics."""
+        start = time.perf_counter()
+        lr = lr_at(self.step_count, self.cfg)
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+        x, y = get_batch(self.train_data, self.block_size, self.cfg.batch_size, self.generator)
+        x, y = x.to(self.device, non_blocking=True), y.to(self.device, non_blocking=True)
+        _, loss = self.model(x, y)
+        loss.backward()
+        if self.cfg.grad_clip > 0:
+            norm = torch.nn.utils.clip_grad_norm_(self.params, self.cfg.grad_clip)
+            loss_value, grad_norm = torch.stack((loss.detach(), norm.to(loss.dtype))).tolist()  # one sync
+        else:
+            loss_value, grad_norm = loss.item(), None
+        if not math.isfinite(loss_value):
+            self.optimizer.zero_grad(set_to_none=True)
+            raise TrainingError(
+                f"the loss became {loss_value} at step {self.step_count + 1}, so training stopped. "
+                f"Try a lower learning rate (now {lr:.3g}), gradient clipping (grad_clip=1.0) "
+                "or a norm layer (norm='layernorm')."
+            )
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        seconds = time.perf_counter() - start
+        self.step_count += 1
+        self.elapsed += seconds
+        metrics = {
+            "step": self.step_count, "loss": loss_value, "lr": lr, "grad_norm": grad_norm,
+            "tokens_per_sec": x.numel() / seconds if seconds > 0 else 0.0, "elapsed": self.elapsed,
+        }
+        self.history.append(metrics)
+        return metrics
+
+    # ------------------------------------------------------------------ evaluation and snapshots
+    @torch.inference_mode()
+    def evaluate(self) -> dict:
+        """Mean loss over eval_iters batches of each split (same batches every time); appended to evals."""
+        was_training = self.model.training
+        self.model.eval()
+        try:
+            result = {"step": self.step_count}
+            for split, data in (("train", self.train_data), ("val", self.val_data)):
+                result[f"{split}_loss"] = None if data is None else self.mean_loss(data)
+        finally:
+            self.model.train(was_training)
+        self.evals.append(result)
+        return result
+
+    def mean_loss(self, data: torch.Tensor) -> float:
+        generator = torch.Generator().manual_seed(self.cfg.seed + 1)
+        total = torch.zeros((), device=self.device)
+        for _ in range(self.cfg.eval_iters):
+            x, y = get_batch(data, self.block_size, self.cfg.batch_size, generator)
+            total += self.model(x.to(self.device), y.to(self.device))[1]
+        return total.item() / self.cfg.eval_iters
+
+    def probe(self) -> list[int]:
+        """Token ids of the snapshot prompt: cfg.probe_text if given, else the start of the validation text."""
+        if self.cfg.probe_text and self.tokenizer is not None:
+            ids = self.tokenizer.encode(self.tokenizer.strip_unknown(self.cfg.probe_text))
+            if ids:
+                return ids[: self.block_size]
+        source = self.val_data if self.val_data is not None else self.train_data
+        return source[: min(self.block_size, PROBE_MAX_TOKENS)].tolist()
+
+    def snapshot(self) -> Snapshot:
+        """Snapshot now, with the losses of an evaluation at this step if there was one."""
+        latest = self.evals[-1] if self.evals and self.evals[-1]["step"] == self.step_count else None
+        if latest:
+            train_loss, val_loss = latest["train_loss"], latest["val_loss"]
+        else:
+            train_loss, val_loss = (self.history[-1]["loss"] if self.history else None), None
+        snap = take_snapshot(self.model, self.probe_ids, self.step_count, train_loss, val_loss)
+        self.snapshots.append(snap)
+        return snap
+
+    # ------------------------------------------------------------------ the loop
+    def run(self, max_steps: Optional[int] = None, max_seconds: Optional[float] = None,
+            callback: Optional[Callable[[dict], None]] = None) -> str:
+        """Train until max_steps total steps (default cfg.max_steps), max_seconds, or stop(); returns the
+        final state. callback(metrics) runs after every step; metrics gain 'eval' / 'snapshot' entries
+        on the steps that have them."""
+        target = self.cfg.max_steps if max_steps is None else max_steps
+        deadline = None if max_seconds is None else time.perf_counter() + max_seconds
+        self.state = "running"
+        self.model.train()
+        try:
+            self.checkpoint_extras(None, callback, force=self.step_count == 0)
+            while self.step_count < target and not self._stop.is_set():
+                if deadline is not None and time.perf_counter() >= deadline:
+                    break
+                if not self._unpaused.is_set():
+                    deadline = self.wait_while_paused(deadline)
+                    continue
+                metrics = self.step()
+                self.checkpoint_extras(metrics, callback)
+            stopped = self._stop.is_set()
+            self.checkpoint_extras(None, callback, force=True)
+            self.state = "stopped" if stopped else "finished"
+        except BaseException as err:
+            self.state, self.error = "error", err
+            raise
+        finally:
+            self._stop.clear()  # a stop is acknowledged once run() returns
+        return self.state
+
+    def wait_while_paused(self, deadline: Optional[float]) -> Optional[float]:
+        """Block until resume() or stop(); returns the deadline pushed back by the time spent paused."""
+        self.state = "paused"
+        paused_at = time.perf_counter()
+        while not self._unpaused.wait(timeout=0.1):
+            pass
+        self.state = "running"
+        return None if deadline is None else deadline + time.perf_counter() - paused_at
+
+    def checkpoint_extras(self, metrics: Optional[dict], callback, force: bool = False) -> None:
+        """Evaluate and snapshot when due (or forced and not yet done for this step); then the callback."""
+        step, cfg = self.step_count, self.cfg
+        extras = {}
+        if force or (cfg.eval_interval and step % cfg.eval_interval == 0):
+            if not self.evals or self.evals[-1]["step"] != step:
+                extras["eval"] = self.evaluate()
+        if force or (cfg.snapshot_interval and step % cfg.snapshot_interval == 0):
+            if cfg.snapshot_interval and (not self.snapshots or self.snapshots[-1].step != step):
+                extras["snapshot"] = self.snapshot()
+        if callback is not None and (metrics is not None or extras):
+            callback({**(metrics or {"step": step}), **extras})
