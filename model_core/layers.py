@@ -10,6 +10,11 @@ from .config import GPTConfig
 from .hooks import HookPoint
 
 
+def maybe_dropout(p: float) -> nn.Module:
+    """Dropout, or identity when p is 0 (torch's dropout still draws a mask at p=0 in training)."""
+    return nn.Dropout(p) if p > 0 else nn.Identity()
+
+
 class Norm(nn.Module):
     """LayerNorm, RMSNorm or identity, followed by a hook on the normalised output."""
 
@@ -35,7 +40,7 @@ class CausalSelfAttention(nn.Module):
         self.n_heads, self.d_head, self.dropout = cfg.n_heads, cfg.d_head, cfg.dropout
         self.W_qkv = nn.Linear(cfg.d_model, 3 * cfg.d_model, bias=cfg.bias)
         self.W_o = nn.Linear(cfg.d_model, cfg.d_model, bias=cfg.bias)
-        self.attn_dropout = nn.Dropout(cfg.dropout)
+        self.attn_dropout = maybe_dropout(cfg.dropout)
         causal = torch.tril(torch.ones(cfg.block_size, cfg.block_size, dtype=torch.bool))
         self.register_buffer("causal", causal, persistent=False)  # (block, block), True = may attend
         self.hook_q = HookPoint()  # [batch, pos, head, d_head]
@@ -119,7 +124,7 @@ class Block(nn.Module):
             self.mlp = MLP(cfg)
             self.hook_mlp_out = HookPoint()  # [batch, pos, d_model]
         self.hook_resid_post = HookPoint()  # [batch, pos, d_model]
-        self.drop = nn.Dropout(cfg.dropout)
+        self.drop = maybe_dropout(cfg.dropout)
 
     def forward(self, x):
         x = self.hook_resid_pre(x)  # (B, T, D)

@@ -9,7 +9,7 @@ import torch.nn.functional as F
 from .cache import ActivationCache
 from .config import GPTConfig
 from .hooks import HookedModule, HookPoint, NamesFilter, names_predicate
-from .layers import Block, Norm, sinusoidal_table
+from .layers import Block, Norm, maybe_dropout, sinusoidal_table
 
 
 class GPT(HookedModule):
@@ -25,7 +25,7 @@ class GPT(HookedModule):
         else:
             self.register_buffer("pos_table", sinusoidal_table(cfg.block_size, cfg.d_model), persistent=False)
         self.hook_pos_embed = HookPoint()  # [batch, pos, d_model]
-        self.drop = nn.Dropout(cfg.dropout)
+        self.drop = maybe_dropout(cfg.dropout)
         self.blocks = nn.ModuleList([Block(cfg) for _ in range(cfg.n_layers)])
         # Post-norm blocks already end in a norm, so only pre-norm models get a final one.
         self.ln_final = Norm(cfg, cfg.norm if cfg.norm_placement == "pre" else "none")
@@ -78,7 +78,7 @@ class GPT(HookedModule):
         store: dict[str, torch.Tensor] = {}
 
         def save(tensor, hook):
-            store[hook.name] = tensor.detach().cpu()
+            store[hook.name] = tensor.detach() if tensor.device.type == "cpu" else tensor.detach().cpu()
 
         hooks = [(name, save) for name in self.hook_names if keep(name)]
         logits, _ = self.run_with_hooks(idx, fwd_hooks=hooks)
