@@ -2,6 +2,7 @@
 import numpy as np
 import plotly.graph_objects as go
 import plotly.io as pio
+from plotly.subplots import make_subplots
 
 TEMPLATE = "plotly_white"
 FONT_SIZE = 14  # body text; readable on a classroom projector
@@ -103,6 +104,16 @@ def histogram_bars(counts, edges, name: str, color: str = BLUE) -> go.Bar:
         name=name, marker=dict(color=color, line=dict(width=0)),
         hovertemplate="value ≈ %{x:.3f}<br>count %{y}<extra></extra>",
     )
+
+
+def histogram_pair_figure(panels: list[tuple], title: str, x_title: str, height: int = 380) -> go.Figure:
+    """Two pre-computed histograms side by side; panels = [(counts, edges, subplot title), ...]."""
+    fig = make_subplots(rows=1, cols=len(panels), subplot_titles=[p[2] for p in panels], horizontal_spacing=0.08)
+    for col, (counts, edges, name) in enumerate(panels, start=1):
+        fig.add_trace(histogram_bars(counts, edges, name, PALETTE[col - 1]), row=1, col=col)
+    fig.update_xaxes(title_text=x_title)
+    fig.update_yaxes(title_text="count", col=1)
+    return style_figure(fig, title, height, showlegend=False, bargap=0, margin=dict(t=90))
 
 
 def unique_labels(labels: list[str]) -> list[str]:

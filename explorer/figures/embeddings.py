@@ -1,0 +1,70 @@
+"""Embeddings: PCA scatter plots, the learned positional table, token vs position embedding sizes."""
+import numpy as np
+import plotly.graph_objects as go
+
+from .common import (
+    BLUE, DIVERGING_SCALE, MAGNITUDE_SCALE, SMALL_FONT, compact, index_labels, position_lines_figure,
+    style_figure, symmetric_range,
+)
+
+MAX_TEXT_LABELS = 300  # more points than this: hover only, no text on the plot
+
+
+def _pc_titles(n: int, explained) -> list[str]:
+    """['PC1 (34%)', 'PC2 (12%)', ...]; plain 'PC1' when the explained ratios are unknown."""
+    if explained is None:
+        return [f"PC{i + 1}" for i in range(n)]
+    return [f"PC{i + 1} ({float(explained[i]):.0%})" for i in range(n)]
+
+
+def pca_scatter_figure(coords, labels: list[str], color=None, title: str = "PCA of embeddings",
+                       explained=None, color_title: str = "position") -> go.Figure:
+    """coords [N, 2|3] -> 2-D scatter with text labels (N ≤ 300), or a 3-D scatter for 3 columns.
+
+    color [N] numbers (e.g. position) colour the points; explained [k] ratios go in the axis titles."""
+    coords = compact(coords, 3)
+    n_points, n_dims = coords.shape
+    axes = _pc_titles(n_dims, explained)
+    marker = dict(size=8 if n_dims == 2 else 4, color=BLUE, line=dict(width=0))
+    if color is not None:
+        marker.update(color=compact(color, 3), colorscale=MAGNITUDE_SCALE, showscale=True,
+                      colorbar=dict(title=dict(text=color_title, side="right")))
+    text_mode = n_points <= MAX_TEXT_LABELS
+    common = dict(mode="markers+text" if text_mode else "markers", marker=marker, customdata=list(labels),
+                  text=list(labels) if text_mode else None, textfont=dict(size=SMALL_FONT + 1), name="")
+    if n_dims == 3:
+        fig = go.Figure(go.Scatter3d(
+            x=coords[:, 0], y=coords[:, 1], z=coords[:, 2], **common,
+            hovertemplate="%{customdata}<br>PC1 %{x:.2f}, PC2 %{y:.2f}, PC3 %{z:.2f}<extra></extra>"))
+        fig.update_layout(scene=dict(xaxis_title=axes[0], yaxis_title=axes[1], zaxis_title=axes[2]))
+        return style_figure(fig, title, height=620, margin=dict(l=10, r=10, t=60, b=10))
+    fig = go.Figure(go.Scatter(
+        x=coords[:, 0], y=coords[:, 1], textposition="top center", **common,
+        hovertemplate="%{customdata}<br>PC1 %{x:.2f}, PC2 %{y:.2f}<extra></extra>"))
+    fig.update_xaxes(title_text=axes[0], zeroline=True)
+    fig.update_yaxes(title_text=axes[1], zeroline=True)
+    return style_figure(fig, title, height=520)
+
+
+def positional_heatmap_figure(W_pos, tokens: list[str] | None = None) -> go.Figure:
+    """W_pos [P, D] learned positional embeddings -> positions × d_model heatmap, diverging around 0.
+
+    With tokens (len P) the rows are labelled index:token, else by position number."""
+    values = compact(W_pos, 3)
+    n_pos = values.shape[0]
+    rows = index_labels(tokens) if tokens is not None and len(tokens) == n_pos else [str(p) for p in range(n_pos)]
+    half = symmetric_range(values)
+    fig = go.Figure(go.Heatmap(
+        z=values, y=rows, colorscale=DIVERGING_SCALE, zmid=0, zmin=-half, zmax=half,
+        colorbar=dict(title=dict(text="value", side="right")),
+        hovertemplate="position %{y}<br>dim %{x}<br>value %{z:.3f}<extra></extra>"))
+    fig.update_xaxes(title_text="d_model dimension")
+    fig.update_yaxes(title_text="position", type="category", autorange="reversed")
+    title = f"Learned positional embeddings (first {n_pos} positions)"
+    return style_figure(fig, title, height=int(np.clip(8 * n_pos + 160, 360, 720)), margin=dict(l=80))
+
+
+def embedding_norms_figure(tok_norms, pos_norms, tokens: list[str]) -> go.Figure:
+    """[T] L2 norms per position -> token vs positional embedding sizes, means in the legend."""
+    series = [("token embedding", tok_norms), ("position embedding", pos_norms)]
+    return position_lines_figure(series, tokens, "Token vs position embedding norms", "L2 norm")

@@ -1,0 +1,75 @@
+"""Feed-forward (MLP) neurons: activation histograms, sparsity and dead neurons, what excites a neuron."""
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from .common import BLUE, GREY, ORANGE, RED, compact, histogram_pair_figure, style_figure
+
+TOP_TOKENS_HEADERS = ["rank", "position", "activation", "context"]
+MAX_SCATTER_COLUMNS = 4
+
+
+def ffn_histograms_figure(pre_hist, pre_edges, post_hist, post_edges, layer: int,
+                          activation_name: str = "GELU") -> go.Figure:
+    """Histogram counts [bins] and edges [bins+1] before / after the non-linearity, side by side."""
+    panels = [(pre_hist, pre_edges, "FFN input (pre-activation)"),
+              (post_hist, post_edges, f"after {activation_name}")]
+    return histogram_pair_figure(panels, f"Layer {layer} · FFN activation values", "activation value")
+
+
+def neuron_sparsity_figure(fraction_active, layer_sparsity, layer: int) -> go.Figure:
+    """fraction_active [M] per neuron and layer_sparsity [L] (share inactive) -> two panels; dead neurons red."""
+    fraction = compact(fraction_active, 3)
+    dead = np.flatnonzero(fraction == 0)
+    fig = make_subplots(rows=1, cols=2, column_widths=[0.78, 0.22], horizontal_spacing=0.08,
+                        subplot_titles=["fraction of positions where each neuron is active",
+                                        "inactive share per layer"])
+    fig.add_trace(go.Bar(x=np.arange(len(fraction)), y=fraction, name="active neuron", marker_color=BLUE,
+                         marker_line_width=0, hovertemplate="neuron %{x}<br>active at %{y:.0%}<extra></extra>"),
+                  row=1, col=1)
+    fig.add_trace(go.Scatter(x=dead, y=np.zeros(len(dead)), mode="markers", name="dead neuron (never active)",
+                             marker=dict(color=RED, symbol="x", size=9),
+                             hovertemplate="neuron %{x}: never active (dead)<extra></extra>"), row=1, col=1)
+    sparsity = compact(layer_sparsity, 3)
+    fig.add_trace(go.Bar(x=[f"L{i}" for i in range(len(sparsity))], y=sparsity, showlegend=False,
+                         marker_color=[ORANGE if i == layer else GREY for i in range(len(sparsity))],
+                         hovertemplate="%{x}: inactive %{y:.0%}<extra></extra>"), row=1, col=2)
+    fig.update_xaxes(title_text="neuron index", row=1, col=1)
+    fig.update_xaxes(title_text="layer", type="category", row=1, col=2)
+    fig.update_yaxes(title_text="fraction active", range=[0, 1.02], row=1, col=1)
+    fig.update_yaxes(range=[0, 1.02], tickformat=".0%", row=1, col=2)
+    title = f"Layer {layer} · FFN neuron activity ({len(dead)} of {len(fraction)} neurons dead)"
+    return style_figure(fig, title, height=400, bargap=0, legend=dict(x=0, y=1.0, yanchor="bottom",
+                        orientation="h"), margin=dict(t=110))
+
+
+def top_tokens_table(positions, values, tokens_in_context: list[str], window: int = 6) -> list[list]:
+    """Positions [k] and activations [k] of a neuron's top hits -> rows with a context snippet each.
+
+    The snippet shows up to `window` tokens before the hit and 2 after; the hit itself is in [brackets]."""
+    rows = []
+    for rank, (pos, value) in enumerate(zip(np.asarray(positions).tolist(), np.asarray(values).tolist()), 1):
+        before = "".join(tokens_in_context[max(0, pos - window):pos])
+        after = "".join(tokens_in_context[pos + 1:pos + 3])
+        rows.append([rank, f"{pos}:{tokens_in_context[pos]}", round(float(value), 3),
+                     f"{before}[{tokens_in_context[pos]}]{after}"])
+    return rows
+
+
+def ffn_in_out_scatter_figure(x, y, dims=None) -> go.Figure:
+    """x, y [N, k] FFN input / output at k ≤ 8 residual dimensions -> one scatter per dimension."""
+    x, y = compact(x, 3), compact(y, 3)
+    k = x.shape[1]
+    dims = list(range(k)) if dims is None else list(dims)
+    n_cols = min(MAX_SCATTER_COLUMNS, k)
+    n_rows = int(np.ceil(k / n_cols))
+    fig = make_subplots(rows=n_rows, cols=n_cols, subplot_titles=[f"dim {d}" for d in dims],
+                        horizontal_spacing=0.06, vertical_spacing=0.22 / n_rows)
+    for i, dim in enumerate(dims):
+        fig.add_trace(go.Scatter(x=x[:, i], y=y[:, i], mode="markers", marker=dict(size=5, color=BLUE, opacity=0.6),
+                                 showlegend=False, hovertemplate=f"dim {dim}<br>input %{{x:.3f}}<br>"
+                                 "output %{y:.3f}<extra></extra>"), row=i // n_cols + 1, col=i % n_cols + 1)
+    fig.update_xaxes(title_text="FFN input", row=n_rows)
+    fig.update_yaxes(title_text="FFN output", col=1)
+    return style_figure(fig, "FFN input vs output, per residual dimension", height=120 + 260 * n_rows,
+                        margin=dict(t=90))

@@ -1,0 +1,69 @@
+"""Sampling: the next-token distribution before/after filtering, temperature, step-by-step generation."""
+import numpy as np
+import plotly.graph_objects as go
+
+from .common import BLUE, GREY, ORANGE, compact, lines_figure, style_figure, top_legend, unique_labels
+
+GENERATION_TABLE_HEADERS = ["step", "token", "probability (after filtering)", "model probability",
+                            "cumulative log-prob"]
+SEED_LOGITS = np.linspace(-5, 5, 100)  # the seed's "100 evenly spaced logits" demo
+
+
+def softmax(logits, temperature: float = 1.0) -> np.ndarray:
+    """Numerically stable softmax of logits / temperature (float64)."""
+    z = np.asarray(logits, dtype=np.float64) / temperature
+    e = np.exp(z - z.max())
+    return e / e.sum()
+
+
+def next_token_figure(probs_before, probs_after, removed, labels: list[str], top_n: int = 30) -> go.Figure:
+    """[V] probabilities before/after top-k/top-p filtering and removed [V] bool -> grouped bars for the
+    top_n tokens by model probability; cut tokens are grey and have an 'after' bar of exactly 0."""
+    before, removed = np.asarray(probs_before, dtype=np.float64), np.asarray(removed, dtype=bool)
+    order = np.argsort(-before, kind="stable")[:top_n]
+    after = np.where(removed, 0.0, np.asarray(probs_after, dtype=np.float64))[order]
+    vocab = unique_labels(list(labels))
+    names = [vocab[i] for i in order]
+    cut = removed[order]
+    fig = go.Figure([
+        go.Bar(x=names, y=compact(before[order]), name="model's distribution",
+               marker_color=[GREY if c else BLUE for c in cut],
+               hovertemplate="%{x}<br>model probability %{y:.1%}<extra></extra>"),
+        go.Bar(x=names, y=compact(after), name="after filtering (renormalised)", marker_color=ORANGE,
+               hovertemplate="%{x}<br>after filtering %{y:.1%}<extra></extra>"),
+        go.Bar(x=[None], y=[None], name="cut by filtering (grey)", marker_color=GREY, showlegend=True),
+    ])
+    fig.update_xaxes(title_text="token (most likely first)", type="category")
+    fig.update_yaxes(title_text="probability", tickformat=".0%", rangemode="tozero")
+    title = f"Next-token probabilities: filtering cut {int(removed.sum())} of {len(removed)} tokens " \
+            f"(top {len(order)} shown)"
+    return style_figure(fig, title, height=420, barmode="group", bargap=0.25, legend=top_legend(),
+                        margin=dict(t=100, b=80))
+
+
+def temperature_curve_figure(logits=None, temperatures=(0.5, 1.0, 2.0), labels: list[str] | None = None,
+                             top_n: int = 10) -> go.Figure:
+    """Softmax at several temperatures: over the model's top_n next tokens (logits [V], labels [V]),
+    or, without logits, over the seed's 100 evenly spaced logits in [-5, 5]."""
+    if logits is None:
+        series = [(f"T = {t:g}", softmax(SEED_LOGITS, t)) for t in temperatures]
+        fig = lines_figure(compact(SEED_LOGITS, 3), series, "Softmax sensitivity to temperature",
+                           "logit", "probability", with_means=False)
+        return fig.update_traces(mode="lines")
+    order = np.argsort(-np.asarray(logits, dtype=np.float64), kind="stable")[:top_n]
+    names = unique_labels(list(labels) if labels is not None else [str(i) for i in range(len(logits))])
+    series = [(f"T = {t:g}", softmax(logits, t)[order]) for t in temperatures]  # softmax over the full vocab
+    fig = lines_figure([names[i] for i in order], series,
+                       f"Softmax sensitivity to temperature (top {len(order)} next tokens)",
+                       "token (highest logit first)", "probability", with_means=False)
+    return fig.update_xaxes(type="category").update_yaxes(tickformat=".0%")
+
+
+def generation_steps_table(steps: list[dict]) -> list[list]:
+    """[{token_label, prob, model_prob, logprob}, ...] -> rows for GENERATION_TABLE_HEADERS."""
+    rows, total = [], 0.0
+    for step, s in enumerate(steps, start=1):
+        total += float(s["logprob"])
+        rows.append([step, s["token_label"], round(float(s["prob"]), 3),
+                     round(float(s.get("model_prob", s["prob"])), 3), round(total, 3)])
+    return rows
