@@ -1,0 +1,136 @@
+"""Train a GPT from the command line:  python -m model_core.train --corpus shakespeare --max-seconds 60
+
+Progress goes to stderr (tqdm); at the end one JSON line with the results goes to stdout."""
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import torch
+from tqdm import tqdm
+
+from .checkpoint import Checkpoint, save_checkpoint
+from .config import ACTIVATIONS, NORM_PLACEMENTS, NORMS, POSITIONALS
+from .corpora import CORPORA, load_corpus, load_text_file
+from .data import token_tensor, train_val_split
+from .model import GPT
+from .presets import DEFAULT_PRESET, PRESETS, get_preset
+from .tokenization import TOKENIZER_KINDS, build_tokenizer
+from .train_config import DEVICES
+from .trainer import Trainer, TrainingError
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse that reports a bad flag in one line (no usage dump) and exits with status 2."""
+
+    def error(self, message):
+        self.exit(2, f"error: {message} (see {self.prog} --help)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = OneLineParser(prog="python -m model_core.train", description="Train a small GPT on a text.")
+    source = p.add_mutually_exclusive_group()
+    source.add_argument("--corpus", choices=CORPORA, help="built-in text to train on (default: shakespeare)")
+    source.add_argument("--text-file", help="path of your own UTF-8 text file to train on")
+    p.add_argument("--tokenizer", choices=TOKENIZER_KINDS, default="char", help="how text becomes tokens")
+    p.add_argument("--bpe-vocab", type=int, help="vocabulary size of the bpe tokenizer (256..4096, default 512)")
+    p.add_argument("--preset", choices=list(PRESETS), default=DEFAULT_PRESET,
+                   help="model size and training settings to start from; the flags below override it")
+    arch = p.add_argument_group("architecture (overrides the preset)")
+    arch.add_argument("--d-model", type=int, help="width of the residual stream")
+    arch.add_argument("--n-heads", type=int, help="attention heads per layer (must divide d-model)")
+    arch.add_argument("--n-layers", type=int, help="number of transformer blocks")
+    arch.add_argument("--block-size", type=int, help="context length in tokens")
+    arch.add_argument("--norm", choices=NORMS, help="normalisation layer")
+    arch.add_argument("--norm-placement", choices=NORM_PLACEMENTS, help="pre-norm (GPT-2) or post-norm (2017)")
+    arch.add_argument("--activation", choices=ACTIVATIONS, help="feed-forward non-linearity")
+    arch.add_argument("--positional", choices=POSITIONALS, help="learned or sinusoidal position encoding")
+    arch.add_argument("--tie-weights", action=argparse.BooleanOptionalAction, default=None,
+                      help="share the token embedding with the unembedding")
+    arch.add_argument("--attn-only", action="store_true", default=None, help="blocks without a feed-forward layer")
+    arch.add_argument("--dropout", type=float, help="dropout probability while training (0 to 0.2 typical)")
+    train = p.add_argument_group("training (overrides the preset)")
+    train.add_argument("--batch-size", type=int, help="windows per optimisation step")
+    train.add_argument("--lr", type=float, help="peak learning rate")
+    train.add_argument("--max-steps", type=int, help="optimisation steps (the lr schedule ends here)")
+    train.add_argument("--max-seconds", type=float, help="stop after this many seconds of training")
+    train.add_argument("--eval-interval", type=int, help="estimate train/val loss every N steps")
+    train.add_argument("--eval-iters", type=int, help="batches per loss estimate")
+    train.add_argument("--seed", type=int, help="random seed (same seed on CPU, same run)")
+    train.add_argument("--device", choices=DEVICES, help="where to train; auto picks cuda, mps, then cpu")
+    p.add_argument("--out", help="checkpoint directory to write (default: runs/<corpus>-<preset>)")
+    return p
+
+
+def load_text(args, block_size: int) -> tuple[str, str]:
+    """(text, corpus label) from --text-file or --corpus."""
+    if args.text_file:
+        return load_text_file(args.text_file, block_size=block_size), f"file:{Path(args.text_file).name}"
+    name = args.corpus or "shakespeare"
+    return load_corpus(name), name
+
+
+def train(args) -> dict:
+    """Run the whole pipeline for parsed args; returns the summary printed as JSON."""
+    preset = get_preset(args.preset)
+    block_size = args.block_size or preset.model["block_size"]
+    text, corpus = load_text(args, block_size)
+    tokenizer = build_tokenizer(args.tokenizer, text, args.bpe_vocab)
+    train_data, val_data = train_val_split(token_tensor(tokenizer.encode(text)))
+    model_cfg = preset.model_config(
+        tokenizer.vocab_size, d_model=args.d_model, n_heads=args.n_heads, n_layers=args.n_layers,
+        block_size=args.block_size, norm=args.norm, norm_placement=args.norm_placement,
+        activation=args.activation, positional=args.positional, tie_weights=args.tie_weights,
+        attn_only=args.attn_only, dropout=args.dropout,
+    )
+    train_cfg = preset.train_config(
+        batch_size=args.batch_size, lr=args.lr, max_steps=args.max_steps, eval_interval=args.eval_interval,
+        eval_iters=args.eval_iters, seed=args.seed, device=args.device,
+    )
+    torch.manual_seed(train_cfg.seed)  # model initialisation
+    trainer = Trainer(GPT(model_cfg), train_data, val_data, train_cfg, tokenizer)
+    started = time.perf_counter()
+    with tqdm(total=train_cfg.max_steps, file=sys.stderr, unit="step", dynamic_ncols=True) as bar:
+        trainer.run(max_seconds=args.max_seconds, callback=lambda m: progress(bar, m))
+    out = Path(args.out or f"runs/{corpus.replace(':', '-')}-{args.preset}")
+    save_checkpoint(Checkpoint.from_trainer(trainer, corpus), out)
+    final = trainer.evals[-1]
+    tokens = trainer.step_count * train_cfg.batch_size * model_cfg.block_size
+    return {
+        "steps": trainer.step_count,
+        "train_loss": final["train_loss"],
+        "val_loss": final["val_loss"],
+        "tokens_per_sec": round(tokens / trainer.elapsed, 1) if trainer.elapsed else 0.0,
+        "seconds": round(time.perf_counter() - started, 2),
+        "params": trainer.model.num_params(),
+        "out": str(out),
+    }
+
+
+def progress(bar, metrics: dict) -> None:
+    if "loss" in metrics:
+        bar.update(1)
+        if metrics["step"] % 10 == 0:
+            bar.set_postfix(loss=f"{metrics['loss']:.3f}", refresh=False)
+    if "eval" in metrics and metrics["eval"]["val_loss"] is not None:
+        bar.write(f"step {metrics['step']}: train {metrics['eval']['train_loss']:.4f} "
+                  f"val {metrics['eval']['val_loss']:.4f}", file=sys.stderr)
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        summary = train(args)
+    except (ValueError, TrainingError) as err:  # the project's errors all carry a user-facing message
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+    print(json.dumps(summary))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
