@@ -33,11 +33,9 @@ def layernorm_effect_figure(x_before, x_after, bins: int = 50) -> go.Figure:
         mean, std = values.mean(), values.std()
         panels.append((counts, edges, f"{name}: mean {mean:.2f}, std {std:.2f}"))
         lines.append((mean, std))
-    fig = histogram_pair_figure(panels, "What LayerNorm does to the values", "value")
+    fig = histogram_pair_figure(panels, "What LayerNorm does to the values (red: mean, dashed: ±1 std)", "value")
     for col, (mean, std) in enumerate(lines, start=1):
         fig.add_vline(x=mean, line=dict(color=RED, width=2), row=1, col=col)
         for offset in (-std, std):
             fig.add_vline(x=mean + offset, line=dict(color="black", width=1.5, dash="dash"), row=1, col=col)
-    fig.add_annotation(text="red: mean · dashed: ±1 std", xref="paper", yref="paper", x=1, y=1.12,
-                       xanchor="right", showarrow=False)
     return fig

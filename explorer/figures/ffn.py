@@ -3,7 +3,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .common import BLUE, GREY, ORANGE, RED, compact, histogram_pair_figure, style_figure
+from .common import BLUE, GREY, ORANGE, RED, compact, histogram_pair_figure, style_figure, top_legend
 
 TOP_TOKENS_HEADERS = ["rank", "position", "activation", "context"]
 MAX_SCATTER_COLUMNS = 4
@@ -22,25 +22,23 @@ def neuron_sparsity_figure(fraction_active, layer_sparsity, layer: int) -> go.Fi
     fraction = compact(fraction_active, 3)
     dead = np.flatnonzero(fraction == 0)
     fig = make_subplots(rows=1, cols=2, column_widths=[0.78, 0.22], horizontal_spacing=0.08,
-                        subplot_titles=["fraction of positions where each neuron is active",
-                                        "inactive share per layer"])
+                        subplot_titles=["", "inactive share per layer"])
     fig.add_trace(go.Bar(x=np.arange(len(fraction)), y=fraction, name="active neuron", marker_color=BLUE,
                          marker_line_width=0, hovertemplate="neuron %{x}<br>active at %{y:.0%}<extra></extra>"),
                   row=1, col=1)
     fig.add_trace(go.Scatter(x=dead, y=np.zeros(len(dead)), mode="markers", name="dead neuron (never active)",
-                             marker=dict(color=RED, symbol="x", size=9),
+                             marker=dict(color=RED, symbol="x", size=9), cliponaxis=False,
                              hovertemplate="neuron %{x}: never active (dead)<extra></extra>"), row=1, col=1)
     sparsity = compact(layer_sparsity, 3)
-    fig.add_trace(go.Bar(x=[f"L{i}" for i in range(len(sparsity))], y=sparsity, showlegend=False,
+    fig.add_trace(go.Bar(x=[f"L{i}" for i in range(len(sparsity))], y=sparsity, showlegend=False, width=0.7,
                          marker_color=[ORANGE if i == layer else GREY for i in range(len(sparsity))],
                          hovertemplate="%{x}: inactive %{y:.0%}<extra></extra>"), row=1, col=2)
     fig.update_xaxes(title_text="neuron index", row=1, col=1)
     fig.update_xaxes(title_text="layer", type="category", row=1, col=2)
-    fig.update_yaxes(title_text="fraction active", range=[0, 1.02], row=1, col=1)
+    fig.update_yaxes(title_text="fraction of positions active", range=[0, 1.02], row=1, col=1)
     fig.update_yaxes(range=[0, 1.02], tickformat=".0%", row=1, col=2)
     title = f"Layer {layer} · FFN neuron activity ({len(dead)} of {len(fraction)} neurons dead)"
-    return style_figure(fig, title, height=400, bargap=0, legend=dict(x=0, y=1.0, yanchor="bottom",
-                        orientation="h"), margin=dict(t=110))
+    return style_figure(fig, title, height=400, bargap=0, legend=top_legend(), margin=dict(t=100))
 
 
 def top_tokens_table(positions, values, tokens_in_context: list[str], window: int = 6) -> list[list]:
