@@ -8,7 +8,7 @@ from typing import Optional
 
 TOKENIZER_KINDS = ("char", "word", "bpe")
 BPE_MIN_VOCAB, BPE_MAX_VOCAB, BPE_DEFAULT_VOCAB = 256, 4096, 512
-WORD = re.compile(r"<[^<>\s]+>|\S+")  # "<EOS>"-style specials stay whole even when glued to a word
+WORD = re.compile(r"<[^<>\s]+>|(?:(?!<[^<>\s]+>)\S)+")  # "<EOS>"-style specials stay whole even when glued to a word
 
 
 class TokenizerError(ValueError):

@@ -76,7 +76,9 @@ class Trainer:
         self.device = resolve_device(cfg.device)
         self.model = model.to(self.device)
         self.train_data, self.val_data = train_data.long(), None if val_data is None else val_data.long()
-        torch.manual_seed(cfg.seed)  # dropout; the model's init is seeded by whoever built it
+        # Dropout draws from torch's global RNG; keep our own copy of its state so that runs of
+        # different trainers in turn do not disturb each other. (The model's init is seeded by its builder.)
+        self.rng_state = torch.Generator().manual_seed(cfg.seed).get_state()
         self.generator = torch.Generator().manual_seed(cfg.seed)  # training batches
         self.optimizer = make_optimizer(self.model, cfg, self.device)
         self.params = [p for g in self.optimizer.param_groups for p in g["params"]]
@@ -189,6 +191,7 @@ class Trainer:
         deadline = None if max_seconds is None else time.perf_counter() + max_seconds
         self.state = "running"
         self.model.train()
+        torch.random.set_rng_state(self.rng_state)
         try:
             self.checkpoint_extras(None, callback, force=self.step_count == 0)
             while self.step_count < target and not self._stop.is_set():
@@ -206,6 +209,7 @@ class Trainer:
             self.state, self.error = "error", err
             raise
         finally:
+            self.rng_state = torch.random.get_rng_state()
             self._stop.clear()  # a stop is acknowledged once run() returns
         return self.state
 

@@ -1,0 +1,82 @@
+"""Char, word and BPE tokenizers: round trips, unknown characters, display labels, serialisation."""
+import json
+
+import pytest
+
+from model_core.corpora import load_corpus
+from model_core.tokenization import (
+    TokenizerError, UnknownTokenError, build_tokenizer, tokenizer_from_dict,
+)
+
+TEXT = "First Citizen:\nBefore we proceed any further, hear me speak.\n\nAll:\nSpeak, speak.\n" * 20
+
+
+def restored(tok):
+    return tokenizer_from_dict(json.loads(json.dumps(tok.to_dict())))
+
+
+def test_char_round_trip_and_sorted_vocab():
+    tok = build_tokenizer("char", TEXT)
+    assert tok.chars == sorted(set(TEXT)) and tok.vocab_size == len(set(TEXT))
+    assert tok.decode(tok.encode(TEXT)) == TEXT
+    assert restored(tok).encode(TEXT) == tok.encode(TEXT)
+
+
+def test_bpe_round_trip_exact_even_for_unseen_characters():
+    tok = build_tokenizer("bpe", TEXT, vocab_size=300)
+    assert tok.vocab_size <= 300
+    for text in (TEXT, "héllo wörld €\t  double  space\n\n", ""):
+        assert tok.decode(tok.encode(text)) == text
+    assert len(tok.encode(TEXT)) < len(TEXT)  # merges compress
+    assert restored(tok).encode(TEXT) == tok.encode(TEXT)
+
+
+def test_bpe_on_shakespeare_is_fast_and_exact():
+    import time
+
+    text = load_corpus("shakespeare")
+    start = time.perf_counter()
+    tok = build_tokenizer("bpe", text, vocab_size=512)
+    ids = tok.encode(text)
+    assert time.perf_counter() - start < 15  # a few seconds on a laptop
+    assert tok.decode(ids) == text
+
+
+def test_word_tokenizer_keeps_specials():
+    tok = build_tokenizer("word", load_corpus("toy-words"))
+    assert set(tok.words) == {"what", "is", "statquest", "awesome", "<EOS>"}
+    ids = tok.encode("what is statquest <EOS>")
+    assert tok.decode(ids) == "what is statquest <EOS>"
+    assert tok.encode("awesome<EOS>") == [tok.stoi["awesome"], tok.stoi["<EOS>"]]
+    assert restored(tok).words == tok.words
+
+
+def test_unknown_characters_are_named():
+    tok = build_tokenizer("char", "abc ")
+    with pytest.raises(UnknownTokenError) as info:
+        tok.encode("abcé€!")
+    assert info.value.unknown == {"é", "€", "!"}
+    assert "'é'" in str(info.value) and "'€'" in str(info.value)
+    assert tok.strip_unknown("a é b!") == "a  b"
+    with pytest.raises(UnknownTokenError, match="'zebra'"):
+        build_tokenizer("word", "a b").encode("a zebra")
+
+
+def test_token_labels_make_whitespace_visible():
+    char = build_tokenizer("char", "a b\nc")
+    assert [char.token_label(i) for i in range(char.vocab_size)] == ["⏎", "␣", "a", "b", "c"]
+    bpe = build_tokenizer("bpe", TEXT, vocab_size=300)
+    labels = [bpe.token_label(i) for i in bpe.encode(" speak.\n")]
+    assert "".join(labels) == "␣speak.⏎"
+    assert not any("Ġ" in label or "Ċ" in label for label in labels)
+
+
+def test_bad_requests_raise_clear_errors():
+    with pytest.raises(TokenizerError, match="char, word, bpe"):
+        build_tokenizer("sentencepiece", TEXT)
+    with pytest.raises(TokenizerError, match="256 to 4096"):
+        build_tokenizer("bpe", TEXT, vocab_size=100)
+    with pytest.raises(TokenizerError, match="empty"):
+        build_tokenizer("char", "")
+    with pytest.raises(TokenizerError, match="damaged"):
+        tokenizer_from_dict({"kind": "bpe", "tokenizer_json": "{not json"})

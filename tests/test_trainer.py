@@ -1,0 +1,190 @@
+"""Trainer: learning, determinism, schedule, weight-decay groups, thread control, NaN stop, snapshots."""
+import json
+import threading
+import time
+
+import numpy as np
+import pytest
+import torch
+
+from model_core import GPT, GPTConfig
+from model_core.data import token_tensor, train_val_split
+from model_core.snapshots import Snapshot
+from model_core.tokenization import build_tokenizer
+from model_core.train_config import TrainConfig, TrainConfigError
+from model_core.trainer import Trainer, TrainingError, lr_at, param_groups, resolve_device
+
+TEXT = "the cat sat on the mat. the dog sat on the log. " * 40
+
+
+def make_trainer(seed=0, model_overrides=None, **train_overrides):
+    tok = build_tokenizer("char", TEXT)
+    train, val = train_val_split(token_tensor(tok.encode(TEXT)))
+    torch.manual_seed(seed)
+    model = GPT(GPTConfig(vocab_size=tok.vocab_size, block_size=16, d_model=32, n_heads=2, n_layers=1,
+                          **(model_overrides or {})))
+    cfg = dict(max_steps=60, batch_size=16, lr=1e-2, warmup_steps=5, eval_interval=20, eval_iters=2,
+               snapshot_interval=0, seed=seed, device="cpu")
+    cfg.update(train_overrides)
+    return Trainer(model, train, val, TrainConfig(**cfg), tok)
+
+
+def test_loss_decreases_on_a_tiny_corpus():
+    trainer = make_trainer()
+    assert trainer.run() == "finished"
+    assert trainer.step_count == 60 and len(trainer.history) == 60
+    first, last = trainer.evals[0], trainer.evals[-1]
+    assert [e["step"] for e in trainer.evals] == [0, 20, 40, 60]
+    assert last["val_loss"] < first["val_loss"] - 1.0
+    metrics = trainer.history[-1]
+    assert set(metrics) == {"step", "loss", "lr", "grad_norm", "tokens_per_sec", "elapsed"}
+    assert metrics["tokens_per_sec"] > 0 and trainer.model.training
+
+
+def test_same_seed_same_losses():
+    a, b = make_trainer(seed=3, max_steps=8), make_trainer(seed=3, max_steps=8)
+    a.run(), b.run()
+    assert [m["loss"] for m in a.history] == [m["loss"] for m in b.history]
+    c = make_trainer(seed=4, max_steps=8)
+    c.run()
+    assert [m["loss"] for m in c.history] != [m["loss"] for m in a.history]
+
+
+def test_dropout_runs_are_reproducible_too():
+    a, b = (make_trainer(seed=1, max_steps=5, model_overrides={"dropout": 0.1}) for _ in range(2))
+    a.run(), b.run()
+    assert [m["loss"] for m in a.history] == [m["loss"] for m in b.history]
+
+
+def test_warmup_then_cosine_to_min_lr():
+    cfg = TrainConfig(max_steps=100, lr=1e-2, warmup_steps=10)
+    lrs = [lr_at(s, cfg) for s in range(101)]
+    assert lrs[0] < 2e-3 and lrs[10] == pytest.approx(1e-2)
+    assert all(x <= y for x, y in zip(lrs[:11], lrs[1:11]))
+    assert all(x >= y for x, y in zip(lrs[10:], lrs[11:]))
+    assert lrs[100] == pytest.approx(1e-3) and lr_at(500, cfg) == pytest.approx(1e-3)
+
+
+@pytest.mark.parametrize("tie", [True, False])
+def test_weight_decay_only_on_linear_matrices(tie):
+    model = GPT(GPTConfig(vocab_size=10, block_size=8, d_model=16, n_heads=2, n_layers=2, tie_weights=tie))
+    decay, no_decay = param_groups(model, 0.1)
+    assert decay["weight_decay"] == 0.1 and no_decay["weight_decay"] == 0.0
+    names = {id(p): n for n, p in model.named_parameters()}  # a tied tensor is listed once, as embed.weight
+    decayed = {names[id(p)] for p in decay["params"]}
+    assert len(decay["params"]) + len(no_decay["params"]) == len(list(model.parameters()))
+    assert "embed.weight" not in decayed and "pos_embed.weight" not in decayed
+    assert all(n.endswith("weight") and "ln" not in n for n in decayed)
+    assert ("unembed.weight" in decayed) == (not tie)
+    assert all(names[id(p)].endswith("bias") or "ln" in names[id(p)] or "embed" in names[id(p)]
+               for p in no_decay["params"])
+
+
+def test_pause_resume_stop_from_another_thread():
+    trainer = make_trainer(max_steps=10**6, eval_interval=0)
+    thread = threading.Thread(target=trainer.run)
+    thread.start()
+    try:
+        wait_for(lambda: trainer.step_count >= 3)
+        trainer.pause()
+        wait_for(lambda: trainer.state == "paused")
+        paused_at = trainer.step_count
+        time.sleep(0.3)
+        assert trainer.step_count == paused_at
+        trainer.resume()
+        wait_for(lambda: trainer.step_count > paused_at + 2)
+        assert trainer.state == "running"
+    finally:
+        trainer.stop()
+        thread.join(timeout=20)
+    assert not thread.is_alive() and trainer.state == "stopped"
+    assert trainer.evals[-1]["step"] == trainer.step_count  # final evaluation on stop
+
+
+def test_stop_wakes_a_paused_run():
+    trainer = make_trainer(max_steps=10**6, eval_interval=0)
+    trainer.pause()
+    thread = threading.Thread(target=trainer.run)
+    thread.start()
+    wait_for(lambda: trainer.state == "paused")
+    trainer.stop()
+    thread.join(timeout=20)
+    assert trainer.state == "stopped" and trainer.step_count == 0
+
+
+def test_max_seconds_stops_early():
+    trainer = make_trainer(max_steps=10**6, eval_interval=0)
+    start = time.perf_counter()
+    assert trainer.run(max_seconds=0.5) == "finished"
+    assert time.perf_counter() - start < 10 and 0 < trainer.step_count < 10**6
+
+
+def test_nan_loss_stops_with_the_step():
+    trainer = make_trainer()
+    trainer.run(max_steps=2)
+    trainer.model.hook_dict["blocks.0.hook_resid_post"].add_hook(lambda x, hook: x * float("nan"))
+    with pytest.raises(TrainingError, match="at step 3") as info:
+        trainer.run(max_steps=5)
+    assert "learning rate" in str(info.value) and trainer.state == "error"
+
+
+def test_no_hooks_left_attached_after_training_with_snapshots():
+    trainer = make_trainer(max_steps=10, snapshot_interval=5)
+    trainer.run()
+    assert not any(h.has_hooks() for h in trainer.model.hook_dict.values())
+
+
+def test_snapshots_are_small_and_round_trip():
+    trainer = make_trainer(max_steps=10, snapshot_interval=5, eval_interval=5)
+    trainer.run()
+    assert [s.step for s in trainer.snapshots] == [0, 5, 10]
+    snap = trainer.snapshots[-1]
+    cfg = trainer.model.cfg
+    T = len(snap.probe_ids)
+    assert snap.attention.shape == (cfg.n_layers, cfg.n_heads, T, T) and snap.attention.dtype == np.uint8
+    assert np.allclose(snap.pattern().sum(-1), 1.0, atol=0.05)  # rows are distributions
+    assert np.all(np.triu(snap.attention, k=1) == 0)  # causal
+    assert snap.head_stats["entropy"].shape == (cfg.n_layers, cfg.n_heads)
+    assert snap.embedding_coords.shape == (cfg.vocab_size, 2)
+    assert snap.val_loss == trainer.evals[-1]["val_loss"]
+    encoded = json.dumps(snap.to_dict())
+    assert len(encoded) < 20_000
+    back = Snapshot.from_dict(json.loads(encoded))
+    assert np.array_equal(back.attention, snap.attention) and back.step == 10
+    assert np.allclose(back.head_stats["entropy"], snap.head_stats["entropy"], atol=1e-4)
+
+
+def test_probe_text_is_used():
+    trainer = make_trainer(max_steps=1, snapshot_interval=1, probe_text="the cat sat")
+    trainer.run()
+    assert trainer.tokenizer.decode(trainer.snapshots[0].probe_ids) == "the cat sat"
+
+
+def test_evaluate_restores_train_mode():
+    trainer = make_trainer()
+    trainer.model.train()
+    result = trainer.evaluate()
+    assert trainer.model.training and result["val_loss"] > 0
+
+
+def test_config_errors_are_clear():
+    with pytest.raises(TrainConfigError, match="lr must be a positive"):
+        TrainConfig(lr=-1)
+    with pytest.raises(TrainConfigError, match="batch_size"):
+        TrainConfig(batch_size=0)
+    with pytest.raises(TrainConfigError, match="device"):
+        TrainConfig(device="tpu")
+    with pytest.raises(TrainConfigError, match="unknown training config keys"):
+        TrainConfig.from_dict({"learning_rate": 1})
+    assert TrainConfig.from_dict(TrainConfig().to_dict()) == TrainConfig()
+    assert resolve_device("cpu").type == "cpu"
+    if not torch.cuda.is_available():
+        with pytest.raises(TrainConfigError, match="not available"):
+            resolve_device("cuda")
+
+
+def wait_for(condition, timeout=20.0):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
