@@ -39,7 +39,7 @@ def _head_grid(patterns, tokens: list[str], gap_x: float, gap_y: float) -> tuple
     axes, domains = _grid_axes(n_layers, n_heads, gap_x, gap_y)
     traces = [
         go.Heatmap(z=percent[i // n_heads, i % n_heads], x=labels, y=labels, coloraxis="coloraxis",
-                   xaxis=f"x{i + 1}", yaxis=f"y{i + 1}", name=head_label(*divmod(i, n_heads)),
+                   xaxis=f"x{i + 1 if i else ''}", yaxis=f"y{i + 1 if i else ''}", name=head_label(*divmod(i, n_heads)),
                    hovertemplate=f"{head_label(*divmod(i, n_heads))}<br>{PERCENT_HOVER}<extra></extra>")
         for i in range(n_layers * n_heads)
     ]
@@ -63,7 +63,8 @@ def attention_grid_figure(patterns, tokens: list[str], selected: tuple[int, int]
     ])
     if selected is not None:
         panel = selected[0] * n_heads + selected[1] + 1
-        fig.add_shape(type="rect", xref=f"x{panel} domain", yref=f"y{panel} domain", x0=-0.04, x1=1.04,
+        suffix = "" if panel == 1 else panel  # plotly calls the first axes 'x', not 'x1'
+        fig.add_shape(type="rect", xref=f"x{suffix} domain", yref=f"y{suffix} domain", x0=-0.04, x1=1.04,
                       y0=-0.04, y1=1.04, line=dict(color=RED, width=3))
     title = "Attention patterns of every head (rows = layers, columns = heads; query ↓, key →)"
     return style_figure(fig, title, height=110 + 125 * n_layers, coloraxis=_percent_coloraxis(),

@@ -1,0 +1,266 @@
+"""Figure builders: structure that a student would notice if it broke (labels, scales, greying, sizes)."""
+import ast
+import json
+import pathlib
+import time
+
+import numpy as np
+import plotly.graph_objects as go
+import pytest
+
+import explorer.figures as F
+from explorer.figures.common import figure_to_json, index_labels
+
+rng = np.random.default_rng(0)
+FIGURES_DIR = pathlib.Path(F.__file__).parent
+
+
+def random_patterns(*shape) -> np.ndarray:
+    """Causal softmax patterns of shape [..., T, T]."""
+    x = rng.normal(size=shape) * 2
+    T = shape[-1]
+    x[..., np.triu_indices(T, 1)[0], np.triu_indices(T, 1)[1]] = -np.inf
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def random_stats(L: int, H: int) -> dict[str, np.ndarray]:
+    keys = ["entropy", "prev_token", "self", "first_token", "mean_distance", "entropy_no_sink",
+            "prev_token_no_sink", "self_no_sink", "mean_distance_no_sink"]
+    return {k: rng.uniform(0, 1, (L, H)).astype(np.float32) for k in keys}
+
+
+TOKENS = list("hello␣hello⏎")  # duplicates on purpose: labels must still be unique
+T = len(TOKENS)
+
+
+def test_figure_modules_import_only_numpy_and_plotly():
+    allowed = {"numpy", "plotly", "math", "collections", "__future__"}
+    for path in FIGURES_DIR.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                roots = {alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                roots = {node.module.split(".")[0]}
+            else:
+                continue
+            assert roots <= allowed, f"{path.name} imports {roots - allowed}"
+
+
+def test_index_labels_are_unique_even_for_repeated_tokens():
+    labels = index_labels(TOKENS)
+    assert labels[:3] == ["0:h", "1:e", "2:l"] and len(set(labels)) == T
+
+
+def test_attention_grid_structure_and_selected_outline():
+    P = random_patterns(2, 3, T, T)
+    fig = F.attention_grid_figure(P, TOKENS, selected=(1, 2))
+    assert len(fig.data) == 6
+    assert [a.text for a in fig.layout.annotations] == [f"L{l}·H{h}" for l in range(2) for h in range(3)]
+    assert list(fig.data[0].x) == index_labels(TOKENS)
+    assert "query %{y} → key %{x}" in fig.data[0].hovertemplate
+    assert fig.layout.shapes[0].xref == "x6 domain"  # L1·H2 is the 6th panel
+    bar = fig.layout.coloraxis.colorbar
+    assert list(bar.ticktext)[0] == "0" and list(bar.ticktext)[-1] == "1"  # reads as 0..1
+    assert fig.layout.coloraxis.cmin == 0 and fig.layout.coloraxis.cmax == 100  # whole percents
+    assert fig.data[5].z.dtype == np.uint8 and fig.data[5].z.max() <= 100
+    assert np.allclose(fig.data[5].z / 100, P[1, 2], atol=0.006)
+
+
+def test_attention_grid_is_small_and_fast_for_8x8_heads_64_positions():
+    P = random_patterns(8, 8, 64, 64)
+    start = time.perf_counter()
+    fig = F.attention_grid_figure(P, [chr(97 + i % 26) for i in range(64)], selected=(0, 0))
+    elapsed = time.perf_counter() - start
+    assert len(fig.data) == 64
+    assert len(figure_to_json(fig)) < 1_500_000
+    assert elapsed < 3
+
+
+def test_live_attention_figure_is_compact_and_keeps_zoom():
+    fig = F.live_attention_figure(random_patterns(8, 8, 16, 16), [str(i) for i in range(16)])
+    assert fig.layout.height <= 300 and fig.layout.uirevision == "live"
+    assert len(fig.data) == 64
+
+
+def test_attention_head_figure_axes_scale_and_hover():
+    P = random_patterns(T, T)
+    fig = F.attention_head_figure(P, TOKENS, layer=1, head=2)
+    trace = fig.data[0]
+    assert (trace.zmin, trace.zmax) == (0, 1)
+    assert list(trace.x) == list(trace.y) == index_labels(TOKENS)
+    assert fig.layout.yaxis.autorange == "reversed"  # position 0 at the top
+    assert "query %{y} → key %{x}" in trace.hovertemplate and "weight" in trace.hovertemplate
+    assert "Layer 1 · head 2" in fig.layout.title.text
+    assert trace.z.dtype == np.float32
+
+
+def test_attention_steps_figure_masks_render_as_blank():
+    scores = rng.normal(size=(T, T))
+    masked = scores.copy()
+    masked[np.triu_indices(T, 1)] = -np.inf
+    fig = F.attention_steps_figure(scores, masked, random_patterns(T, T), rng.normal(size=(T, 4)), TOKENS, 0, 1)
+    assert [a.text for a in fig.layout.annotations] == list(F.attention.STEP_TITLES)
+    assert len(fig.data) == 4
+    z = np.asarray(fig.data[1].z, dtype=float)
+    assert np.isnan(z[np.triu_indices(T, 1)]).all() and not np.isinf(z).any()
+    assert "masked" in fig.data[1].hovertemplate and "masked" in fig.layout.coloraxis.colorbar.title.text
+    assert (fig.layout.coloraxis2.cmin, fig.layout.coloraxis2.cmax) == (0, 1)
+    assert fig.layout.coloraxis3.cmid == 0 and np.asarray(fig.data[3].z).shape == (T, 4)
+
+
+def test_query_attention_bars_grey_zero_future():
+    P = random_patterns(T, T)
+    fig = F.query_attention_bars_figure(P, TOKENS, query=5, layer=1, head=2)
+    bars = fig.data[0]
+    assert fig.layout.title.text == "Where 5:␣ looks (layer 1, head 2)"
+    assert np.all(np.asarray(bars.y)[6:] == 0)
+    assert all(c == F.common.GREY for c in bars.marker.color[6:])
+    assert F.common.GREY not in bars.marker.color[:6]
+
+
+def test_head_statistics_table_and_figure():
+    stats = random_stats(2, 3)
+    rows = F.head_statistics_table(stats)
+    assert len(rows) == 6 and all(len(r) == len(F.HEAD_TABLE_HEADERS) for r in rows)
+    assert rows[4][0] == "L1·H1"
+    assert rows[4][2] == round(float(stats["prev_token"][1, 1]), 3)
+    assert all(isinstance(v, float) and v == round(v, 3) for v in rows[0][1:])
+    fig = F.head_statistics_figure(stats)
+    assert len(fig.data) == 3 and (fig.layout.coloraxis.cmin, fig.layout.coloraxis.cmax) == (0, 1)
+
+
+def test_residual_line_figures():
+    L = 3
+    norms = rng.uniform(1, 2, (L, T))
+    fig = F.residual_norms_figure(norms, norms + 1, norms + 2)
+    assert len(fig.data) == 3 and list(fig.data[0].x) == [0, 1, 2]
+    assert np.allclose(fig.data[2].y, (norms + 2).mean(1), atol=1e-3)
+    assert len(F.update_norms_figure(norms, norms).data) == 2
+    fig = F.update_vs_residual_figure(norms[0], norms[1], TOKENS, 1)
+    assert "mean" in fig.data[0].name and list(fig.data[0].x) == index_labels(TOKENS)
+    assert "Layer 1" in fig.layout.title.text
+    fig = F.variance_figure(norms[0], norms[1], TOKENS, 0)
+    assert len(fig.data) == 2 and "variance of residual" in fig.layout.title.text
+
+
+def test_residual_heatmap_modes():
+    stream = rng.normal(size=(4, T, 8))
+    fig = F.residual_heatmap_figure(stream, TOKENS)
+    assert np.asarray(fig.data[0].z).shape == (4, T)
+    assert list(fig.data[0].y) == ["embed", "after L0", "after L1", "after L2"]
+    full = F.residual_heatmap_figure(stream, TOKENS, mode="full").data[0]
+    assert np.asarray(full.z).shape == (4, T * 8) and full.zmid == 0 and full.zmin == -full.zmax
+    with pytest.raises(ValueError, match="'norm' or 'full'"):
+        F.residual_heatmap_figure(stream, TOKENS, mode="pixels")
+
+
+def test_logit_lens_figure_text_and_top_k_hover():
+    k, rows = 3, 4
+    labels = np.array(list("abcdef"))[rng.integers(0, 6, (rows, T, k))]
+    probs = np.sort(rng.uniform(0, 0.3, (rows, T, k)), -1)[..., ::-1]
+    fig = F.logit_lens_figure(labels[..., 0], probs[..., 0], TOKENS, top_k_labels=labels, top_k_probs=probs)
+    trace = fig.data[0]
+    assert (trace.zmin, trace.zmax) == (0, 1) and trace.texttemplate == "%{text}"
+    assert trace.y[0] == "embed" and trace.y[-1].endswith("(final)")
+    assert trace.customdata[0][0].startswith(f"1. {labels[0, 0, 0]}") and trace.customdata[0][0].count("<br>") == 2
+    long = F.logit_lens_figure(labels[..., 0].repeat(6, 1), probs[..., 0].repeat(6, 1), TOKENS * 6)
+    assert long.data[0].texttemplate is None  # 72 positions: too narrow for cell text
+
+
+def test_pca_scatter_2d_3d_and_many_points():
+    fig = F.pca_scatter_figure(rng.normal(size=(T, 2)), TOKENS, np.arange(T), "Token PCA", [0.34, 0.12])
+    assert fig.layout.xaxis.title.text == "PC1 (34%)" and fig.data[0].mode == "markers+text"
+    assert fig.data[0].textfont.size >= 12 and list(fig.data[0].customdata) == TOKENS
+    fig = F.pca_scatter_figure(rng.normal(size=(4096, 2)), [str(i) for i in range(4096)])
+    assert fig.data[0].mode == "markers" and fig.data[0].text is None
+    fig = F.pca_scatter_figure(rng.normal(size=(20, 3)), [str(i) for i in range(20)], explained=[.3, .2, .1])
+    assert fig.data[0].type == "scatter3d" and fig.layout.scene.zaxis.title.text == "PC3 (10%)"
+
+
+def test_embedding_figures():
+    fig = F.positional_heatmap_figure(rng.normal(size=(T, 16)), TOKENS)
+    assert fig.data[0].zmid == 0 and list(fig.data[0].y) == index_labels(TOKENS)
+    assert list(F.positional_heatmap_figure(rng.normal(size=(5, 4))).data[0].y) == ["0", "1", "2", "3", "4"]
+    fig = F.embedding_norms_figure(np.ones(T), np.full(T, 0.5), TOKENS)
+    assert len(fig.data) == 2 and "mean 0.5" in fig.data[1].name
+
+
+def test_ffn_figures_and_table():
+    pre_h, pre_e = np.histogram(rng.normal(size=500), 20)
+    post_h, post_e = np.histogram(rng.uniform(size=500), 20)
+    fig = F.ffn_histograms_figure(pre_h, pre_e, post_h, post_e, 1, "GELU")
+    assert len(fig.data) == 2 and fig.layout.annotations[1].text == "after GELU"
+    fraction = rng.uniform(0.1, 1, 64)
+    fraction[[3, 10, 40]] = 0
+    fig = F.neuron_sparsity_figure(fraction, np.array([0.4, 0.6]), layer=1)
+    assert list(fig.data[1].x) == [3, 10, 40] and fig.data[1].marker.color == F.common.RED
+    assert "3 of 64 neurons dead" in fig.layout.title.text
+    rows = F.top_tokens_table(np.array([7, 0]), np.array([2.5, 1.0]), TOKENS)
+    assert rows[0] == [1, "7:e", 2.5, "ello␣h[e]ll"] and rows[1][3] == "[h]el"
+    fig = F.ffn_in_out_scatter_figure(rng.normal(size=(30, 6)), rng.normal(size=(30, 6)))
+    assert len(fig.data) == 6 and fig.layout.annotations[5].text == "dim 5"
+
+
+def test_next_token_figure_greys_cut_tokens_and_zeroes_after():
+    V = 40
+    before = rng.dirichlet(np.ones(V))
+    removed = np.ones(V, bool)
+    removed[np.argsort(-before)[:5]] = False
+    after = np.where(removed, 0, before) / before[~removed].sum()
+    labels = [f"t{i}" for i in range(V)]
+    fig = F.next_token_figure(before, after, removed, labels, top_n=12)
+    model, filtered = fig.data[0], fig.data[1]
+    assert len(model.x) == 12 and list(model.x[:5]) == [labels[i] for i in np.argsort(-before)[:5]]
+    assert list(model.marker.color[5:]) == [F.common.GREY] * 7 and F.common.GREY not in model.marker.color[:5]
+    assert np.all(np.asarray(filtered.y)[5:] == 0) and np.all(np.asarray(filtered.y)[:5] > 0)
+    assert "35 of 40" in fig.layout.title.text
+    assert any("cut" in t.name for t in fig.data)  # the legend explains the grey bars
+
+
+def test_temperature_curve_and_generation_table():
+    logits = rng.normal(size=50)
+    fig = F.temperature_curve_figure(logits, [0.5, 1, 2], [f"t{i}" for i in range(50)])
+    assert len(fig.data) == 3 and len(fig.data[0].x) == 10
+    assert fig.data[0].y[0] > fig.data[2].y[0]  # colder = sharper on the top token
+    assert len(F.temperature_curve_figure(None, [0.5, 1]).data[0].x) == 100
+    rows = F.generation_steps_table([{"token_label": "a", "prob": 0.5, "model_prob": 0.4, "logprob": -0.7},
+                                     {"token_label": "b", "prob": 0.25, "model_prob": 0.2, "logprob": -1.4}])
+    assert rows[1] == [2, "b", 0.25, 0.2, -2.1] and len(rows[0]) == len(F.GENERATION_TABLE_HEADERS)
+
+
+def test_data_training_and_building_block_figures():
+    fig = F.token_index_figure(np.arange(T), TOKENS)
+    assert list(fig.data[0].x) == index_labels(TOKENS) and fig.layout.yaxis.title.text == "token id"
+    steps = np.arange(100)
+    assert len(F.loss_figure(steps, rng.uniform(1, 2, 100), [0, 50], [2.0, 1.5], [1.9, 1.4]).data) == 3
+    assert len(F.loss_figure(steps, rng.uniform(1, 2, 100)).data) == 1
+    assert [t.name for t in F.activation_functions_figure().data] == ["ReLU", "GELU", "SiLU"]
+    fig = F.layernorm_effect_figure(rng.normal(2, 3, 300), rng.normal(0, 1, 300))
+    assert len(fig.data) == 2 and len(fig.layout.shapes) == 6  # mean and ±1 std in each panel
+
+
+def every_figure() -> list[go.Figure]:
+    P = random_patterns(2, 2, T, T)
+    return [
+        F.attention_grid_figure(P, TOKENS), F.attention_head_figure(P[0, 0], TOKENS, 0, 0),
+        F.query_attention_bars_figure(P[0, 0], TOKENS, 3), F.head_statistics_figure(random_stats(2, 2)),
+        F.residual_heatmap_figure(rng.normal(size=(3, T, 8)), TOKENS),
+        F.next_token_figure(np.full(5, .2), np.full(5, .2), np.zeros(5, bool), list("abcde")),
+        F.activation_functions_figure(), F.token_index_figure(np.arange(T), TOKENS),
+    ]
+
+
+def test_projector_readability_and_json():
+    for fig in every_figure():
+        layout = fig.layout
+        assert layout.font.size >= 12 and layout.height and layout.title.text is not None
+        assert layout.template.layout.paper_bgcolor == "white"  # plotly_white
+        parsed = json.loads(figure_to_json(fig))
+        assert set(parsed) >= {"data", "layout"} and "uid" not in parsed["data"][0]
+
+
+def test_large_heatmap_payload_stays_small():
+    fig = F.attention_head_figure(random_patterns(256, 256), [chr(97 + i % 26) for i in range(256)], 0, 0)
+    assert fig.data[0].text is None  # no per-cell strings
+    assert len(figure_to_json(fig)) < 400_000
