@@ -1,0 +1,1 @@
+"""Thin callbacks: validate, call model_core, call a figure function, return. One module per tab."""

@@ -1,0 +1,39 @@
+"""Embeddings tab: PCA of token, position and token+position vectors, hidden states, positional heatmap."""
+import torch
+
+from model_core.analysis import hidden_state_pca, positional_pca, token_embedding_pca, token_plus_position_pca
+
+from .. import captions
+from ..figures.embeddings import embedding_norms_figure, pca_scatter_figure, positional_heatmap_figure
+from ..session import Session
+from .common import analyse
+
+
+def embeddings_view(session: Session, prompt: str, dims, layer, drop_unknown: bool = False):
+    """-> token PCA, positional PCA, token+position PCA, hidden-state PCA, positional heatmap, norms, caption."""
+    a = analyse(session, prompt, drop_unknown)
+    model, tok, k = session.model, session.tokenizer, 3 if str(dims) == "3" else 2
+    layer = min(max(int(layer or 0), 0), model.cfg.n_layers)
+    vocab = [tok.token_label(i) for i in range(model.cfg.vocab_size)]
+    tok_pca, pos_pca = token_embedding_pca(model, k), positional_pca(model, k)
+    both = token_plus_position_pca(model, a.ids, k)
+    hidden = hidden_state_pca(a.cache, layer, k) if len(a.ids) >= 2 else both
+    pos_labels = [str(p) for p in range(model.cfg.block_size)]
+    where = "the embeddings" if layer == 0 else f"layer {layer - 1}"
+    with torch.no_grad():
+        tok_norms = model.embed.weight[a.ids].norm(dim=-1).numpy()
+        pos_table = model.position_embeddings(model.cfg.block_size).detach().cpu()
+        pos_norms = pos_table[: len(a.ids)].norm(dim=-1).numpy()
+    return (
+        pca_scatter_figure(tok_pca.coords, vocab, None, "Token embeddings (one point per vocabulary entry)",
+                           tok_pca.explained_variance_ratio),
+        pca_scatter_figure(pos_pca.coords, pos_labels, pos_pca.positions, "Position embeddings",
+                           pos_pca.explained_variance_ratio),
+        pca_scatter_figure(both.coords, a.labels, both.positions, "Token + position (the prompt's first residual)",
+                           both.explained_variance_ratio),
+        pca_scatter_figure(hidden.coords, a.labels, hidden.positions, f"Hidden state after {where}",
+                           hidden.explained_variance_ratio),
+        positional_heatmap_figure(pos_table.numpy()),
+        embedding_norms_figure(tok_norms, pos_norms, a.labels),
+        captions.embedding_caption(tok_pca.explained_variance_ratio),
+    )

@@ -1,0 +1,45 @@
+"""Picking a shipped model, saving the inspected model as a .zip, loading an uploaded one."""
+import tempfile
+from pathlib import Path
+
+from model_core.checkpoint import load_checkpoint_zip, save_checkpoint_zip
+
+from ..errors import UserError
+from ..limits import LIMITS
+from ..session import Session
+from ..shipped import load_shipped
+
+
+def model_summary(session: Session) -> str:
+    c = session.checkpoint
+    cfg = c.model.cfg
+    val = next((e["val_loss"] for e in reversed(c.evals or []) if e.get("val_loss") is not None), None)
+    trained = f", val loss {val:.3f}" if val is not None else ""
+    return (f"Inspecting **{session.model_name}**: {cfg.n_layers} layers × {cfg.n_heads} heads, d_model "
+            f"{cfg.d_model}, context {cfg.block_size}, vocabulary {cfg.vocab_size}, "
+            f"{c.model.num_params():,} parameters{trained}.")
+
+
+def pick_shipped(session: Session, name: str) -> str:
+    if not name:
+        raise UserError("Pick one of the shipped models first.")
+    session.use(load_shipped(name), name)
+    return model_summary(session)
+
+
+def save_zip(session: Session) -> str:
+    """Path of a .zip holding the inspected model (config, weights, tokenizer, history)."""
+    slug = "".join(ch if ch.isalnum() else "-" for ch in session.model_name)[:40].strip("-") or "model"
+    path = Path(tempfile.mkdtemp(prefix="te-")) / f"{slug}.zip"
+    save_checkpoint_zip(session.checkpoint, path)
+    return str(path)
+
+
+def load_zip(session: Session, upload) -> str:
+    if not upload:
+        raise UserError("Choose a .zip checkpoint to upload first.")
+    p = Path(upload)
+    if p.stat().st_size > LIMITS.max_upload_bytes:
+        raise UserError(f"{p.name} is {p.stat().st_size / 1e6:.1f} MB; the limit is {LIMITS.max_upload_mb:g} MB.")
+    session.use(load_checkpoint_zip(p), f"uploaded {p.name}")
+    return model_summary(session)

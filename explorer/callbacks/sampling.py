@@ -1,0 +1,90 @@
+"""Sampling tab: the filtered next-token distribution, temperature curves, side-by-side comparison, steps."""
+import html
+
+import torch
+
+from model_core.sampling import SamplingError, SamplingSettings, compare, filter_logits, generate
+
+from .. import captions
+from ..errors import UserError
+from ..figures.sampling import generation_steps_table, next_token_figure, temperature_curve_figure
+from ..limits import LIMITS
+from ..prompting import encode_prompt
+from ..session import Session
+from .common import analyse
+
+COMPARE_HEADERS = ["temperature", "top_k", "top_p", "min_p"]
+DEFAULT_COMPARISON = [[0.5, 0, 1.0, 0.0], [1.0, 0, 1.0, 0.0], [1.5, 0, 1.0, 0.0], [1.0, 0, 0.9, 0.0]]
+
+
+def settings(temperature, top_k, top_p, min_p) -> SamplingSettings:
+    try:
+        return SamplingSettings(float(temperature), int(top_k or 0) or None, float(top_p), float(min_p)).validate()
+    except (TypeError, ValueError) as err:
+        raise SamplingError(str(err) if isinstance(err, SamplingError) else f"not a number: {err}") from None
+
+
+def distribution_view(session: Session, prompt: str, temperature, top_k, top_p, min_p, drop_unknown=False):
+    """-> next-token figure (before/after filtering), temperature figure, caption."""
+    s = settings(temperature, top_k, top_p, min_p)
+    a = analyse(session, prompt, drop_unknown)
+    logits = a.logits[-1]
+    before = torch.softmax(logits, -1).numpy()
+    after, removed = filter_logits(logits, s.temperature, s.top_k, s.top_p, s.min_p)
+    vocab = [session.tokenizer.token_label(i) for i in range(len(before))]
+    temps = sorted({0.5, 1.0, 2.0, s.temperature} - {0.0})
+    return (next_token_figure(before, after.numpy(), removed.numpy(), vocab),
+            temperature_curve_figure(logits.numpy(), temps, vocab),
+            captions.sampling_caption(before, after.numpy(), removed.numpy(), vocab))
+
+
+def parse_table(rows) -> list[SamplingSettings]:
+    """Rows of the comparison table (list of lists or a DataFrame) -> validated settings."""
+    rows = rows.values.tolist() if hasattr(rows, "values") else rows
+    rows = [r for r in (rows or []) if any(str(c).strip() not in ("", "None", "nan") for c in r)]
+    if not rows:
+        raise UserError("Add at least one row of settings to compare (temperature, top_k, top_p, min_p).")
+    if len(rows) > 6:
+        raise UserError(f"Compare at most 6 settings at once ({len(rows)} given).")
+    out = []
+    for i, row in enumerate(rows, 1):
+        try:
+            out.append(settings(*(list(row) + [0, 1.0, 0.0])[:4]))
+        except SamplingError as err:
+            raise UserError(f"Row {i}: {err}") from None
+    return out
+
+
+def comparison_view(session: Session, prompt: str, rows, max_new_tokens, seed, drop_unknown=False) -> str:
+    """-> HTML: one column per setting, the generated text, and distinct-2 / repetition / mean log-prob."""
+    tok, cfg = session.tokenizer, session.model.cfg
+    ids = encode_prompt(tok, prompt, cfg.block_size, drop_unknown)
+    n = min(max(int(max_new_tokens or 1), 1), LIMITS.max_new_tokens)
+    results = compare(session.model, ids, parse_table(rows), n, seed=int(seed or 0))
+    cells = []
+    for r in results:
+        s = r.settings
+        head = f"T={s.temperature:g} · top-k {s.top_k or 'off'} · top-p {s.top_p:g} · min-p {s.min_p:g}"
+        cells.append(
+            f"<div class='te-col'><div class='te-col-head'>{html.escape(head)}</div>"
+            f"<pre class='te-gen'><b>{html.escape(prompt)}</b>{html.escape(tok.decode(r.tokens))}</pre>"
+            f"<div class='te-metrics'>distinct-2 <b>{r.distinct_2:.2f}</b> · repetition <b>{r.repetition_rate:.2f}</b>"
+            f" · mean log-prob <b>{r.mean_logprob:.2f}</b></div></div>")
+    return f"<div class='te-compare'>{''.join(cells)}</div>"
+
+
+def steps_view(session: Session, prompt: str, temperature, top_k, top_p, min_p, max_new_tokens, seed,
+               drop_unknown=False):
+    """-> step rows (token, probability, running log-prob) and the text coloured by probability (HTML)."""
+    s = settings(temperature, top_k, top_p, min_p)
+    tok, cfg = session.tokenizer, session.model.cfg
+    ids = encode_prompt(tok, prompt, cfg.block_size, drop_unknown)
+    n = min(max(int(max_new_tokens or 1), 1), LIMITS.max_new_tokens)
+    steps = list(generate(session.model, ids, n, s.temperature, s.top_k, s.top_p, s.min_p, seed=int(seed or 0)))
+    rows = [dict(token_label=tok.token_label(st.token), prob=st.prob, model_prob=st.model_prob, logprob=st.logprob)
+            for st in steps]
+    spans = "".join(
+        f"<span title='p={st.prob:.2f}' style='background:rgba(37,99,235,{0.08 + 0.6 * st.prob:.2f})'>"
+        f"{html.escape(tok.decode([st.token]))}</span>" for st in steps)
+    text = f"<pre class='te-gen'><b>{html.escape(tok.decode(ids))}</b>{spans}</pre>"
+    return generation_steps_table(rows), text

@@ -1,0 +1,139 @@
+"""Train tab: build a model from the controls, train it in a background thread, poll its progress."""
+import pandas as pd
+import torch
+
+from model_core import GPT, GPTConfig
+from model_core.train_config import TrainConfig
+from model_core.trainer import Trainer
+
+from .. import captions
+from ..errors import UserError
+from ..figures.attention import live_attention_figure
+from ..figures.common import figure_to_json
+from ..limits import LIMITS
+from ..session import Session
+from ..training_run import TrainingRun
+from .data import choose_data
+
+ARCH_FIELDS = ("n_layers", "n_heads", "d_model", "block_size", "activation", "norm", "norm_placement",
+               "positional", "tie_weights", "attn_only", "dropout")
+OPTIM_FIELDS = ("lr", "batch_size", "max_steps", "warmup_steps", "weight_decay", "grad_clip", "eval_interval")
+INT_FIELDS = {"n_layers", "n_heads", "d_model", "block_size", "batch_size", "max_steps", "warmup_steps",
+              "eval_interval"}
+LOSS_POINTS = 400  # the live chart shows at most this many per-step points
+
+
+def _number(name, value):
+    if value is None or value == "":
+        raise UserError(f"{name} is empty: enter a number.")
+    if isinstance(value, (bool, str)):
+        return value
+    return int(value) if name in INT_FIELDS else float(value)
+
+
+def model_config(session: Session, arch: dict) -> GPTConfig:
+    vocab = session.data.tokenizer.vocab_size if session.data else session.tokenizer.vocab_size
+    return GPTConfig(vocab_size=vocab, **{k: _number(k, v) for k, v in arch.items()})
+
+
+def param_count_view(session: Session, *arch_values) -> str:
+    """Parameter count of the model the controls describe, or what is wrong with them."""
+    try:
+        cfg = model_config(session, dict(zip(ARCH_FIELDS, arch_values)))
+    except ValueError as err:
+        return f"⚠️ {err}"
+    with torch.device("meta"):
+        n = GPT(cfg).num_params()
+    over = f" — over this server's limit of {LIMITS.max_params:,}" if n > LIMITS.max_params else ""
+    return f"**{n:,} parameters** (d_head {cfg.d_head}, d_mlp {cfg.d_mlp}, vocabulary {cfg.vocab_size}){over}"
+
+
+def start_training(session: Session, corpus: str, kind: str, bpe_vocab, *values) -> str:
+    """Build the model and trainer from the controls and start the background run."""
+    if session.run is not None and session.run.active:
+        raise UserError("A run is already going: pause or stop it before starting a new one.")
+    if session.data is None:
+        choose_data(session, corpus or "shakespeare", None, kind or "char", bpe_vocab)
+    arch, optim = dict(zip(ARCH_FIELDS, values)), dict(zip(OPTIM_FIELDS, values[len(ARCH_FIELDS):]))
+    cfg = model_config(session, arch)
+    tc = TrainConfig(**{k: _number(k, v) for k, v in optim.items()}, eval_iters=10,
+                     snapshot_interval=max(25, _number("eval_interval", optim["eval_interval"])), device="cpu")
+    if tc.max_steps > LIMITS.max_steps:
+        raise UserError(f"{tc.max_steps:,} steps is more than this server allows ({LIMITS.max_steps:,}).")
+    torch.manual_seed(tc.seed)
+    model = GPT(cfg)
+    if model.num_params() > LIMITS.max_params:
+        raise UserError(f"This model has {model.num_params():,} parameters; the limit here is "
+                        f"{LIMITS.max_params:,}. Use fewer layers or a smaller d_model.")
+    d = session.data
+    trainer = Trainer(model, d.train, d.val, tc, tokenizer=d.tokenizer)
+    session.run = TrainingRun(trainer, d.tokenizer, d.name, sample_every=max(50, tc.eval_interval)).start()
+    return f"Training started: {model.num_params():,} parameters on {d.name}, {tc.max_steps:,} steps."
+
+
+def control(session: Session, action: str) -> str:
+    run = session.run
+    if run is None or not run.active:
+        raise UserError("No training run is going: press Start first.")
+    getattr(run.trainer, action)()
+    return {"pause": "Pausing… the model on the other tabs becomes this one at its current step.",
+            "resume": "Resumed.", "stop": "Stopping after the current step…"}[action]
+
+
+def poll(session: Session):
+    """-> loss DataFrame, status markdown, live-attention figure JSON, latest sample, whether to keep polling."""
+    run = session.run
+    if run is None:
+        return empty_losses(), "No training run yet: set the controls and press **Start**.", "", "", False
+    run.heartbeat()
+    session.adopt_training_model()
+    t = run.trainer
+    last = t.history[-1] if t.history else {}
+    status = status_text(run, last)
+    snap = t.snapshots[-1] if t.snapshots else None
+    live = ""
+    if snap is not None:
+        labels = [run.tokenizer.token_label(i) for i in snap.probe_ids]
+        live = figure_to_json(live_attention_figure(snap.pattern(), labels))
+    sample = f"step {run.samples[-1][0]}:\n{run.samples[-1][1]}" if run.samples else ""
+    return losses_frame(t.history, t.evals), status, live, sample, run.active
+
+
+def status_text(run: TrainingRun, last: dict) -> str:
+    t = run.trainer
+    if run.error:
+        return f"❌ Training stopped with an error: {run.error}"
+    step, total = t.step_count, t.cfg.max_steps
+    tps = sum(m["tokens_per_sec"] for m in t.history[-20:]) / max(1, len(t.history[-20:]))
+    steps_per_sec = tps / (t.cfg.batch_size * t.block_size) if tps else 0
+    eta = (total - step) / steps_per_sec if steps_per_sec and run.active else 0
+    evals = t.evals[-1] if t.evals else {}
+    val = f" · val loss **{evals['val_loss']:.3f}**" if evals.get("val_loss") is not None else ""
+    loss = f" · loss {last['loss']:.3f}" if last else ""
+    return (f"**{t.state}** · step **{step:,} / {total:,}**{loss}{val} · {tps:,.0f} tokens/s"
+            + (f" · ETA {eta:,.0f} s" if eta else "") + ". " + loss_sentence(t))
+
+
+def loss_sentence(t: Trainer) -> str:
+    if not t.history:
+        return ""
+    ev = [e for e in t.evals if e.get("val_loss") is not None]
+    return captions.loss_caption(
+        [m["step"] for m in t.history], [m["loss"] for m in t.history], [e["step"] for e in ev],
+        [e["val_loss"] for e in ev] or None, [e["train_loss"] for e in ev] or None, t.model.cfg.vocab_size)
+
+
+def losses_frame(history: list[dict], evals: list[dict]) -> pd.DataFrame:
+    """Long-format losses for gr.LinePlot: per-step train loss (thinned) and the evaluations."""
+    stride = max(1, len(history) // LOSS_POINTS)
+    rows = [(m["step"], m["loss"], "train (batch)") for m in history[::stride]]
+    for e in evals:
+        rows.append((e["step"], e["train_loss"], "train (eval)"))
+        if e.get("val_loss") is not None:
+            rows.append((e["step"], e["val_loss"], "validation"))
+    return pd.DataFrame(rows, columns=["step", "loss", "series"]) if rows else empty_losses()
+
+
+def empty_losses() -> pd.DataFrame:
+    return pd.DataFrame({"step": pd.Series(dtype=int), "loss": pd.Series(dtype=float),
+                         "series": pd.Series(dtype=str)})

@@ -1,0 +1,61 @@
+"""The Guide tab: a short classroom explanation per tab, for someone who has never seen a transformer."""
+
+GUIDE = """
+## How to use this app in a class
+
+A **GPT** reads text as a list of *tokens* (here usually single characters) and, at every position, guesses
+the next token. It has been trained by showing it lots of text and nudging its numbers whenever it guessed
+wrong. This app lets you train one yourself and then look inside.
+
+### Data
+**What you see:** the text, its vocabulary (every distinct token with its id), the token ids as a bar chart,
+the 90/10 split into training and validation text, and one batch of (input → target) pairs.
+**Look for:** the target is always the next token of the input. The model learns from *every* position at
+once: from one token, from two tokens, … up to the block size.
+**Ask the class:** why do we keep 10% of the text away from training?
+
+### Train
+**What you see:** the loss (how surprised the model is by the real next token; lower is better) for
+training batches and for the held-out validation text, a sample written by the model every so often, and the
+attention of every head on a fixed text.
+**Look for:** the loss starts near ln(vocabulary size) (≈ 4.2 for 65 characters: pure guessing) and falls
+fast, then slowly. Samples go from random letters to word-like shapes to names followed by a colon.
+**Ask the class:** what would it mean if training loss kept falling but validation loss went up?
+
+### Attention
+**What you see:** one small heatmap per head. Rows are the token doing the looking (the *query*), columns
+are the tokens it can look at (the *keys*). Only earlier tokens are allowed (the *causal mask*), so the top
+right half is empty. The four panels show the steps: raw scores, scores after the mask, softmax weights,
+and the head's output.
+**Look for:** a bright line just below the diagonal is a *previous-token head*. A bright first column is an
+*attention sink*: the head parks attention on the first token when it has nothing useful to do.
+**Ask the class:** why can't a token look at the tokens after it?
+
+### Residual stream
+**What you see:** the running vector at every position that each layer reads and adds to; its size across
+layers; the size of what attention and the FFN add; and the *logit lens*: what the model would predict if it
+stopped after each layer.
+**Look for:** updates are small compared with the stream: layers *add* information rather than replace it.
+In the logit lens the final guess often appears in the middle layers already.
+**Ask the class:** what does it mean that the stream is a *sum*?
+
+### Embeddings
+**What you see:** token vectors and position vectors squeezed to 2 or 3 dimensions with PCA, their sum for
+your prompt, and hidden states after a chosen layer.
+**Look for:** vowels cluster together, as do capitals and punctuation; learned positions often form a smooth
+curve (neighbouring positions are similar).
+**Ask the class:** why does the model need position vectors at all?
+
+### FFN
+**What you see:** histograms of the values entering and leaving the non-linearity, how often each neuron
+fires, neurons that never fire ("dead"), and the tokens that most excite one neuron.
+**Look for:** after GELU/ReLU most values sit at or near zero: each token switches on only some neurons.
+**Ask the class:** pick a neuron: can you guess what it detects from its top tokens?
+
+### Sampling
+**What you see:** the next-token probabilities, and what temperature, top-k, top-p and min-p cut away
+(greyed out); generations for several settings side by side from the same seed.
+**Look for:** low temperature repeats itself (high repetition, low distinct-2); high temperature invents
+nonsense (low mean log-probability).
+**Ask the class:** which column reads most like Shakespeare, and which number agrees?
+"""

@@ -1,0 +1,20 @@
+"""Caps on what one user may start, settable from app.py flags."""
+from dataclasses import dataclass
+
+
+@dataclass
+class Limits:
+    max_params: int = 5_000_000  # largest model a user may train (parameters)
+    max_steps: int = 20_000  # longest training run (optimisation steps)
+    max_upload_mb: float = 20.0  # largest text or checkpoint upload
+    max_trainers: int = 2  # training runs at once on this server (they share the CPU)
+    max_sessions: int = 64  # browser sessions kept in memory; the least recently used is dropped
+    max_new_tokens: int = 500  # longest generation
+    heartbeat_seconds: float = 300.0  # a run whose page stopped polling this long is stopped
+
+    @property
+    def max_upload_bytes(self) -> int:
+        return int(self.max_upload_mb * 1_000_000)
+
+
+LIMITS = Limits()  # app.py replaces the fields from its flags before building the UI

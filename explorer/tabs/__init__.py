@@ -1,0 +1,1 @@
+"""One builder per tab: each creates its components and wires its events."""

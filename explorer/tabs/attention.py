@@ -1,0 +1,32 @@
+import gradio as gr
+
+from ..binding import bind
+from ..callbacks.attention import attention_view
+from ..figures.heads import HEAD_TABLE_HEADERS
+from .common import ANALYSIS, API, caption, prompt_row
+
+
+def build_attention_tab():
+    """-> (run event args) so the app can analyse the default prompt on load."""
+    gr.Markdown("Every attention head of every layer for your prompt. Each row of a heatmap is a query "
+                "token; the colour says how much it looks at each earlier (key) token.")
+    prompt, drop, run = prompt_row("Show attention")
+    with gr.Row():
+        layer = gr.Slider(0, 7, value=0, step=1, label="Layer")
+        head = gr.Slider(0, 7, value=0, step=1, label="Head")
+        query = gr.Slider(-1, 255, value=-1, step=1, label="Query position for the bars (-1 = last)")
+    note = caption()
+    grid = gr.Plot(label="All heads (layer × head)")
+    with gr.Row():
+        big = gr.Plot(label="Selected head")
+        bars = gr.Plot(label="Where one query looks")
+    steps = gr.Plot(label="How the pattern is made")
+    stats = gr.Dataframe(headers=HEAD_TABLE_HEADERS, label="Head statistics", interactive=False, wrap=True)
+    inputs = [prompt, layer, head, query, drop]
+    outputs = [grid, big, steps, bars, stats, note]
+    fn = bind(attention_view)
+    run.click(fn, inputs, outputs, api_name="attention", **API, **ANALYSIS)
+    prompt.submit(fn, inputs, outputs, api_visibility="private", **ANALYSIS)
+    for control in (layer, head, query):
+        control.release(fn, inputs, outputs, api_visibility="private", **ANALYSIS)
+    return fn, inputs, outputs

@@ -1,0 +1,31 @@
+import gradio as gr
+
+from model_core.corpora import CORPORA
+
+from ..binding import bind
+from ..callbacks.data import data_view
+from .common import API
+
+
+def build_data_tab():
+    """-> (corpus, upload, tokenizer kind, bpe vocab) for the Train tab."""
+    gr.Markdown("What the model learns from. Pick a built-in text or upload your own (UTF-8 .txt), "
+                "then choose how it is cut into tokens.")
+    with gr.Row():
+        corpus = gr.Dropdown(list(CORPORA), value="shakespeare", label="Built-in corpus")
+        upload = gr.File(label="…or upload a .txt file", file_types=[".txt"], type="filepath")
+        kind = gr.Radio(["char", "word", "bpe"], value="char", label="Tokenizer")
+        bpe_vocab = gr.Slider(256, 4096, value=512, step=64, label="BPE vocabulary size")
+    show = gr.Button("Prepare data", variant="primary")
+    summary = gr.Markdown()
+    with gr.Row():
+        vocab = gr.Dataframe(headers=["id", "token", "count"], label="Vocabulary", interactive=False, max_height=360)
+        sample = gr.Textbox(label="Sample of the text", lines=14, interactive=False)
+    index_fig = gr.Plot(label="Token indices of the first 50 tokens")
+    split = gr.Markdown()
+    batch = gr.Dataframe(headers=["example", "position", "input (context so far)", "target (next token)"],
+                         label="One training batch: the target is always the input shifted by one",
+                         interactive=False, max_height=400)
+    inputs, outputs = [corpus, upload, kind, bpe_vocab], [summary, vocab, sample, index_fig, split, batch]
+    show.click(bind(data_view), inputs, outputs, api_name="data", api_visibility="public", concurrency_limit=2)
+    return corpus, upload, kind, bpe_vocab

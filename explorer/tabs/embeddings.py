@@ -1,0 +1,31 @@
+import gradio as gr
+
+from ..binding import bind
+from ..callbacks.embeddings import embeddings_view
+from .common import ANALYSIS, API, caption, prompt_row
+
+
+def build_embeddings_tab():
+    gr.Markdown("Each token and each position is a vector of d_model numbers. PCA squeezes them to 2 or 3 "
+                "dimensions so we can see which ones the model treats as similar.")
+    prompt, drop, run = prompt_row("Show embeddings")
+    with gr.Row():
+        dims = gr.Radio(["2", "3"], value="2", label="PCA dimensions")
+        layer = gr.Slider(0, 8, value=0, step=1, label="Hidden state after layer (0 = embeddings)")
+    note = caption()
+    with gr.Row():
+        tok = gr.Plot(label="Token embeddings")
+        pos = gr.Plot(label="Position embeddings")
+    with gr.Row():
+        both = gr.Plot(label="Token + position")
+        hidden = gr.Plot(label="Hidden states")
+    with gr.Row():
+        heat = gr.Plot(label="Position embedding values")
+        norms = gr.Plot(label="Token vs position vector sizes")
+    inputs, outputs = [prompt, dims, layer, drop], [tok, pos, both, hidden, heat, norms, note]
+    fn = bind(embeddings_view)
+    run.click(fn, inputs, outputs, api_name="embeddings", **API, **ANALYSIS)
+    prompt.submit(fn, inputs, outputs, api_visibility="private", **ANALYSIS)
+    dims.change(fn, inputs, outputs, api_visibility="private", **ANALYSIS)
+    layer.release(fn, inputs, outputs, api_visibility="private", **ANALYSIS)
+    return fn, inputs, outputs

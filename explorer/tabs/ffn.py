@@ -1,0 +1,26 @@
+import gradio as gr
+
+from ..binding import bind
+from ..callbacks.ffn import ffn_view
+from .common import ANALYSIS, API, caption, prompt_row
+
+
+def build_ffn_tab():
+    gr.Markdown("The feed-forward network (FFN) works on each position separately: it widens the vector "
+                "to d_mlp neurons, applies a non-linearity, and narrows it back.")
+    prompt, drop, run = prompt_row("Show FFN neurons")
+    with gr.Row():
+        layer = gr.Slider(0, 7, value=0, step=1, label="Layer")
+        neuron = gr.Number(0, label="Neuron (for the top-token table)", precision=0, minimum=0)
+    note = caption()
+    hist = gr.Plot(label="Activation values")
+    sparsity = gr.Plot(label="How often each neuron fires")
+    top = gr.Dataframe(headers=["rank", "position", "token", "activation", "context"],
+                       label="Tokens that most activate the neuron", interactive=False)
+    inputs, outputs = [prompt, layer, neuron, drop], [hist, sparsity, top, note]
+    fn = bind(ffn_view)
+    run.click(fn, inputs, outputs, api_name="ffn", **API, **ANALYSIS)
+    prompt.submit(fn, inputs, outputs, api_visibility="private", **ANALYSIS)
+    layer.release(fn, inputs, outputs, api_visibility="private", **ANALYSIS)
+    neuron.submit(fn, inputs, outputs, api_visibility="private", **ANALYSIS)
+    return fn, inputs, outputs

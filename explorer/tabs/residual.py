@@ -1,0 +1,30 @@
+import gradio as gr
+
+from ..binding import bind
+from ..callbacks.residual import residual_view
+from .common import ANALYSIS, API, caption, prompt_row
+
+
+def build_residual_tab():
+    gr.Markdown("The residual stream is the running sum every layer reads from and writes to. "
+                "Here: how big it is, how big each layer's updates are, and what it would predict at each layer.")
+    prompt, drop, run = prompt_row("Show residual stream")
+    with gr.Row():
+        layer = gr.Slider(0, 7, value=0, step=1, label="Layer (for the per-position charts)")
+        mode = gr.Radio(["norm", "full"], value="norm", label="Heatmap: vector size per position, or every dimension")
+    note = caption()
+    with gr.Row():
+        norms = gr.Plot(label="Residual norm across layers")
+        updates = gr.Plot(label="Update size per layer")
+    with gr.Row():
+        per_pos = gr.Plot(label="Update vs residual per position")
+        variance = gr.Plot(label="Variance: residual vs attention output")
+    heatmap = gr.Plot(label="The residual stream, layer by layer")
+    lens = gr.Plot(label="Logit lens")
+    inputs, outputs = [prompt, layer, mode, drop], [norms, updates, per_pos, heatmap, variance, lens, note]
+    fn = bind(residual_view)
+    run.click(fn, inputs, outputs, api_name="residual", **API, **ANALYSIS)
+    prompt.submit(fn, inputs, outputs, api_visibility="private", **ANALYSIS)
+    layer.release(fn, inputs, outputs, api_visibility="private", **ANALYSIS)
+    mode.change(fn, inputs, outputs, api_visibility="private", **ANALYSIS)
+    return fn, inputs, outputs

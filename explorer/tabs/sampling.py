@@ -1,0 +1,47 @@
+import gradio as gr
+
+from ..binding import bind
+from ..callbacks.sampling import (COMPARE_HEADERS, DEFAULT_COMPARISON, comparison_view, distribution_view,
+                                  steps_view)
+from .common import ANALYSIS, API, caption, prompt_row
+
+
+def build_sampling_tab():
+    gr.Markdown("The model gives a probability to every possible next token. Sampling settings decide "
+                "which of them may be picked.")
+    prompt, drop, run = prompt_row("Show next-token distribution")
+    with gr.Row():
+        temperature = gr.Slider(0, 3, value=1.0, step=0.05, label="Temperature (0 = always the top token)")
+        top_k = gr.Slider(0, 100, value=0, step=1, label="Top-k (0 = off)")
+        top_p = gr.Slider(0, 1, value=1.0, step=0.01, label="Top-p (1 = off)")
+        min_p = gr.Slider(0, 1, value=0.0, step=0.01, label="Min-p (0 = off)")
+    note = caption()
+    with gr.Row():
+        dist = gr.Plot(label="Next-token distribution before and after filtering")
+        temp = gr.Plot(label="Softmax sensitivity to temperature")
+    knobs = [temperature, top_k, top_p, min_p]
+    fn = bind(distribution_view)
+    run.click(fn, [prompt, *knobs, drop], [dist, temp, note], api_name="next_token", **API, **ANALYSIS)
+    for k in knobs:
+        k.release(fn, [prompt, *knobs, drop], [dist, temp, note], api_visibility="private", **ANALYSIS)
+
+    gr.Markdown("### Side by side\nEach row is one setting; all columns start from the same prompt and seed.")
+    with gr.Row():
+        table = gr.Dataframe(DEFAULT_COMPARISON, headers=COMPARE_HEADERS, datatype="number", row_count=(4, "dynamic"),
+                             column_count=(4, "fixed"), interactive=True, label="Settings to compare", scale=3)
+        with gr.Column(scale=1):
+            length = gr.Slider(10, 500, value=150, step=10, label="New tokens")
+            seed = gr.Number(0, label="Seed", precision=0)
+            go = gr.Button("Compare", variant="primary")
+    columns = gr.HTML(label="Generations")
+    go.click(bind(comparison_view), [prompt, table, length, seed, drop], columns, api_name="compare", **API,
+             **ANALYSIS)
+
+    gr.Markdown("### Step by step\nGenerate with the knobs above; each token is shaded by its probability.")
+    step_go = gr.Button("Generate step by step")
+    text = gr.HTML()
+    rows = gr.Dataframe(headers=["step", "token", "probability", "model probability", "log-prob so far"],
+                        interactive=False, label="Steps")
+    step_go.click(bind(steps_view), [prompt, *knobs, length, seed, drop], [rows, text], api_name="generate",
+                  **API, **ANALYSIS)
+    return fn, [prompt, *knobs, drop], [dist, temp, note]
