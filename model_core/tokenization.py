@@ -205,7 +205,8 @@ def build_tokenizer(kind: str, text: str, vocab_size: Optional[int] = None):
     if kind == "word":
         return WordTokenizer.train(text)
     vocab_size = BPE_DEFAULT_VOCAB if vocab_size is None else vocab_size
-    if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or not BPE_MIN_VOCAB <= vocab_size <= BPE_MAX_VOCAB:
+    whole = isinstance(vocab_size, int) and not isinstance(vocab_size, bool)
+    if not whole or not BPE_MIN_VOCAB <= vocab_size <= BPE_MAX_VOCAB:
         raise TokenizerError(
             f"BPE vocab size must be a whole number from {BPE_MIN_VOCAB} to {BPE_MAX_VOCAB}, got {vocab_size!r}."
         )

@@ -55,7 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--lr", type=float, help="peak learning rate")
     train.add_argument("--max-steps", type=int, help="optimisation steps (the lr schedule ends here)")
     train.add_argument("--max-seconds", type=float, help="stop after this many seconds of training")
-    train.add_argument("--eval-interval", type=int, help="estimate train/val loss every N steps")
+    train.add_argument("--eval-interval", type=int,
+                       help="estimate train/val loss every N steps (0: only once, at the end)")
     train.add_argument("--eval-iters", type=int, help="batches per loss estimate")
     train.add_argument("--seed", type=int, help="random seed (same seed on CPU, same run)")
     train.add_argument("--device", choices=DEVICES, help="where to train; auto picks cuda, mps, then cpu")
@@ -93,9 +94,9 @@ def train(args) -> dict:
     started = time.perf_counter()
     with tqdm(total=train_cfg.max_steps, file=sys.stderr, unit="step", dynamic_ncols=True) as bar:
         trainer.run(max_seconds=args.max_seconds, callback=lambda m: progress(bar, m))
+    final = trainer.evals[-1] if trainer.evals else trainer.evaluate()
     out = Path(args.out or f"runs/{corpus.replace(':', '-')}-{args.preset}")
     save_checkpoint(Checkpoint.from_trainer(trainer, corpus), out)
-    final = trainer.evals[-1]
     tokens = trainer.step_count * train_cfg.batch_size * model_cfg.block_size
     return {
         "steps": trainer.step_count,

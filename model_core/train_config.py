@@ -19,9 +19,9 @@ class TrainConfig:
     weight_decay: float = 0.1  # AdamW decay, applied to Linear weight matrices only
     grad_clip: float = 1.0  # clip the global gradient norm to this; 0 turns clipping off
     betas: tuple = (0.9, 0.99)  # AdamW momentum terms; 0.99 suits small batches of a tiny model
-    eval_interval: int = 250  # estimate train/val loss every this many steps; 0: only at start and end
+    eval_interval: int = 250  # estimate train/val loss every N steps (and at start and end); 0: never
     eval_iters: int = 20  # batches averaged per loss estimate
-    snapshot_interval: int = 250  # record attention / embedding snapshot every this many steps; 0: off
+    snapshot_interval: int = 250  # snapshot attention + embeddings every N steps (and start, end); 0: never
     seed: int = 1337  # seeds batch sampling and dropout; same seed on CPU, same losses
     device: str = "auto"  # auto picks cuda, then mps, then cpu
     probe_text: Optional[str] = None  # fixed prompt for snapshots; None: start of the validation text

@@ -187,6 +187,8 @@ class Trainer:
         """Train until max_steps total steps (default cfg.max_steps), max_seconds, or stop(); returns the
         final state. callback(metrics) runs after every step; metrics gain 'eval' / 'snapshot' entries
         on the steps that have them."""
+        if self.state in ("running", "paused"):
+            raise TrainingError("this trainer is already running; pause(), resume() or stop() it instead.")
         target = self.cfg.max_steps if max_steps is None else max_steps
         deadline = None if max_seconds is None else time.perf_counter() + max_seconds
         self.state = "running"
@@ -223,14 +225,15 @@ class Trainer:
         return None if deadline is None else deadline + time.perf_counter() - paused_at
 
     def checkpoint_extras(self, metrics: Optional[dict], callback, force: bool = False) -> None:
-        """Evaluate and snapshot when due (or forced and not yet done for this step); then the callback."""
+        """Evaluate and snapshot when due, or when forced (start and end) unless their interval is 0
+        (off) or they were already done at this step; then the callback."""
         step, cfg = self.step_count, self.cfg
         extras = {}
-        if force or (cfg.eval_interval and step % cfg.eval_interval == 0):
+        if cfg.eval_interval and (force or step % cfg.eval_interval == 0):
             if not self.evals or self.evals[-1]["step"] != step:
                 extras["eval"] = self.evaluate()
-        if force or (cfg.snapshot_interval and step % cfg.snapshot_interval == 0):
-            if cfg.snapshot_interval and (not self.snapshots or self.snapshots[-1].step != step):
+        if cfg.snapshot_interval and (force or step % cfg.snapshot_interval == 0):
+            if not self.snapshots or self.snapshots[-1].step != step:
                 extras["snapshot"] = self.snapshot()
         if callback is not None and (metrics is not None or extras):
             callback({**(metrics or {"step": step}), **extras})

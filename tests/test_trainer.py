@@ -81,7 +81,7 @@ def test_weight_decay_only_on_linear_matrices(tie):
 
 
 def test_pause_resume_stop_from_another_thread():
-    trainer = make_trainer(max_steps=10**6, eval_interval=0)
+    trainer = make_trainer(max_steps=10**6, eval_interval=10**5)
     thread = threading.Thread(target=trainer.run)
     thread.start()
     try:
@@ -117,6 +117,12 @@ def test_max_seconds_stops_early():
     start = time.perf_counter()
     assert trainer.run(max_seconds=0.5) == "finished"
     assert time.perf_counter() - start < 10 and 0 < trainer.step_count < 10**6
+
+
+def test_zero_intervals_mean_pure_training():
+    trainer = make_trainer(max_steps=3, eval_interval=0, snapshot_interval=0)
+    trainer.run()
+    assert trainer.step_count == 3 and trainer.evals == [] and trainer.snapshots == []
 
 
 def test_nan_loss_stops_with_the_step():
