@@ -3,6 +3,7 @@ import gradio as gr
 
 from .binding import bind
 from .callbacks.models import model_summary
+from .callbacks.train import param_count_view
 from .guide import GUIDE
 from .session import REGISTRY
 from .tabs.attention import build_attention_tab
@@ -32,7 +33,7 @@ def build_app() -> gr.Blocks:
             with gr.Tab("Data", id="data"):
                 data_inputs = build_data_tab()
             with gr.Tab("Train", id="train"):
-                build_train_tab(data_inputs, model_info)
+                train_arch, train_params = build_train_tab(data_inputs, model_info)
             with gr.Tab("Attention", id="attention") as attention_tab:
                 attention = build_attention_tab()
             with gr.Tab("Residual stream", id="residual") as residual_tab:
@@ -47,6 +48,7 @@ def build_app() -> gr.Blocks:
                 gr.Markdown(GUIDE)
         demo.load(bind(model_summary), None, model_info, api_visibility="private")
         demo.load(*attention, api_visibility="private")
+        demo.load(bind(param_count_view), train_arch, train_params, api_visibility="private")
         for tab, (fn, inputs, outputs) in ((attention_tab, attention), (residual_tab, residual),
                                           (embeddings_tab, embeddings), (ffn_tab, ffn), (sampling_tab, sampling)):
             tab.select(fn, inputs, outputs, api_visibility="private", concurrency_limit=4,

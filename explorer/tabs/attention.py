@@ -2,6 +2,7 @@ import gradio as gr
 
 from ..binding import bind
 from ..callbacks.attention import attention_view
+from ..callbacks.history import snapshot_view
 from ..figures.heads import HEAD_TABLE_HEADERS
 from .common import ANALYSIS, API, caption, prompt_row
 
@@ -29,4 +30,10 @@ def build_attention_tab():
     prompt.submit(fn, inputs, outputs, api_visibility="private", **ANALYSIS)
     for control in (layer, head, query):
         control.release(fn, inputs, outputs, api_visibility="private", **ANALYSIS)
+    with gr.Accordion("Watch the heads form during training", open=False):
+        progress = gr.Slider(0, 1, value=1, step=0.01, label="Training progress (0 = start, 1 = end)")
+        history_note = caption()
+        history_grid = gr.Plot(label="All heads at that point of training (on the fixed probe text)")
+    progress.release(bind(snapshot_view), progress, [history_grid, history_note], api_name="snapshot",
+                     **API, **ANALYSIS)
     return fn, inputs, outputs

@@ -1,0 +1,24 @@
+"""Scrub through the snapshots recorded while the inspected model trained: watch the heads form."""
+from ..errors import UserError
+from ..figures.attention import attention_grid_figure
+from ..session import Session
+
+
+def snapshot_view(session: Session, progress):
+    """progress 0..1 of the training run -> (attention grid at the nearest snapshot, caption)."""
+    snaps = session.checkpoint.snapshots or []
+    if not snaps:
+        raise UserError("This model has no training snapshots: train one on the Train tab (or pick a shipped "
+                        "model) to watch its heads form.")
+    i = round(min(max(float(progress or 0), 0.0), 1.0) * (len(snaps) - 1))
+    snap = snaps[i]
+    labels = [session.tokenizer.token_label(t) for t in snap.probe_ids]
+    losses = []
+    if snap.train_loss is not None:
+        losses.append(f"train loss {snap.train_loss:.2f}")
+    if snap.val_loss is not None:
+        losses.append(f"validation loss {snap.val_loss:.2f}")
+    caption = (f"Step **{snap.step:,}** (snapshot {i + 1} of {len(snaps)})"
+               + (f": {', '.join(losses)}." if losses else ".")
+               + " Slide to the right to see the diagonal and previous-token stripes appear.")
+    return attention_grid_figure(snap.pattern(), labels), caption
