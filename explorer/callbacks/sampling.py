@@ -1,5 +1,6 @@
 """Sampling tab: the filtered next-token distribution, temperature curves, side-by-side comparison, steps."""
 import html
+import math
 
 import torch
 
@@ -81,8 +82,9 @@ def steps_view(session: Session, prompt: str, temperature, top_k, top_p, min_p, 
     ids = encode_prompt(tok, prompt, cfg.block_size, drop_unknown)
     n = min(max(int(max_new_tokens or 1), 1), LIMITS.max_new_tokens)
     steps = list(generate(session.model, ids, n, s.temperature, s.top_k, s.top_p, s.min_p, seed=int(seed or 0)))
-    rows = [dict(token_label=tok.token_label(st.token), prob=st.prob, model_prob=st.model_prob, logprob=st.logprob)
-            for st in steps]
+    # Step.logprob is already a running sum; the table wants each step's own log-prob and sums them itself.
+    rows = [dict(token_label=tok.token_label(st.token), prob=st.prob, model_prob=st.model_prob,
+                 logprob=math.log(max(st.model_prob, 1e-30))) for st in steps]
     spans = "".join(
         f"<span title='p={st.prob:.2f}' style='background:rgba(37,99,235,{0.08 + 0.6 * st.prob:.2f})'>"
         f"{html.escape(tok.decode([st.token]))}</span>" for st in steps)
