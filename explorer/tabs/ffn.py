@@ -2,6 +2,7 @@ import gradio as gr
 
 from ..binding import bind
 from ..callbacks.ffn import ffn_view
+from ..figures.ffn import TOP_TOKENS_HEADERS
 from .common import ANALYSIS, API, caption, prompt_row
 
 
@@ -15,7 +16,7 @@ def build_ffn_tab():
     note = caption()
     hist = gr.Plot(label="Activation values")
     sparsity = gr.Plot(label="How often each neuron fires")
-    top = gr.Dataframe(headers=["rank", "position", "token", "activation", "context"],
+    top = gr.Dataframe(headers=TOP_TOKENS_HEADERS,
                        label="Tokens that most activate the neuron", interactive=False)
     inputs, outputs = [prompt, layer, neuron, drop], [hist, sparsity, top, note]
     fn = bind(ffn_view)

@@ -3,6 +3,7 @@ import gradio as gr
 from ..binding import bind
 from ..callbacks.sampling import (COMPARE_HEADERS, DEFAULT_COMPARISON, comparison_view, distribution_view,
                                   steps_view)
+from ..figures.sampling import GENERATION_TABLE_HEADERS
 from .common import ANALYSIS, API, caption, prompt_row
 
 
@@ -40,7 +41,7 @@ def build_sampling_tab():
     gr.Markdown("### Step by step\nGenerate with the knobs above; each token is shaded by its probability.")
     step_go = gr.Button("Generate step by step")
     text = gr.HTML()
-    rows = gr.Dataframe(headers=["step", "token", "probability", "model probability", "log-prob so far"],
+    rows = gr.Dataframe(headers=GENERATION_TABLE_HEADERS,
                         interactive=False, label="Steps")
     step_go.click(bind(steps_view), [prompt, *knobs, length, seed, drop], [rows, text], api_name="generate",
                   **API, **ANALYSIS)
