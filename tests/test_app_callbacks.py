@@ -1,0 +1,441 @@
+"""The app's callbacks without a server: each tab's view on a tiny model, bad input, training, sessions."""
+import io
+import time
+import zipfile
+
+import gradio as gr
+import numpy as np
+import plotly.graph_objects as go
+import pytest
+import torch
+
+from explorer.callbacks import attention, data, embeddings, ffn, history, models, residual, sampling, train
+from explorer.errors import UserError, friendly
+from explorer.figures.ffn import TOP_TOKENS_HEADERS
+from explorer.limits import LIMITS
+from explorer.session import Session
+from model_core import GPT, GPTConfig
+from model_core.checkpoint import Checkpoint
+from model_core.tokenization import build_tokenizer
+
+TEXT = "First Citizen:\nBefore we proceed any further, hear me speak."
+PROMPT = "First Citizen"
+N_LAYERS, N_HEADS, BLOCK = 3, 2, 16  # 3 x 2 so that L x H (6) differs from L + H (5)
+
+# Train-tab controls in ARCH_FIELDS / OPTIM_FIELDS order: a tiny model that trains in about a second.
+TINY_ARCH = dict(n_layers=1, n_heads=2, d_model=16, block_size=8, activation="gelu", norm="layernorm",
+                 norm_placement="pre", positional="learned", tie_weights=True, attn_only=False, dropout=0.0)
+TINY_OPTIM = dict(lr=1e-2, batch_size=8, max_steps=30, warmup_steps=5, weight_decay=0.1, grad_clip=1.0,
+                  eval_interval=10)
+
+
+def arch_values(**overrides) -> list:
+    return [{**TINY_ARCH, **overrides}[k] for k in train.ARCH_FIELDS]
+
+
+def train_values(**overrides) -> list:
+    arch = {k: v for k, v in overrides.items() if k in TINY_ARCH}
+    optim = {**TINY_OPTIM, **{k: v for k, v in overrides.items() if k in TINY_OPTIM}}
+    return arch_values(**arch) + [optim[k] for k in train.OPTIM_FIELDS]
+
+
+def tiny_session(seed: int = 0, name: str = "tiny") -> Session:
+    tokenizer = build_tokenizer("char", TEXT)
+    torch.manual_seed(seed)
+    model = GPT(GPTConfig(vocab_size=tokenizer.vocab_size, block_size=BLOCK, d_model=16, n_heads=N_HEADS,
+                          n_layers=N_LAYERS))
+    return Session(Checkpoint(model.eval(), tokenizer), name)
+
+
+def weights(session: Session) -> dict:
+    return {k: v.detach().clone() for k, v in session.model.state_dict().items()}
+
+
+def same_weights(a: dict, b: dict) -> bool:
+    return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+def wait_until_done(session: Session, timeout: float = 60.0):
+    """Poll like the page's timer does until the run ends; -> the last poll's outputs."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        out = train.poll(session)
+        if not out[-1]:
+            return train.poll(session)  # one more: adopts the finished model
+        time.sleep(0.1)
+    raise AssertionError(f"training did not finish within {timeout} s: {train.poll(session)[1]}")
+
+
+def wait_for_state(session: Session, state: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while session.run.trainer.state != state:
+        assert time.monotonic() < deadline, f"trainer never reached {state!r} (is {session.run.trainer.state!r})"
+        time.sleep(0.02)
+
+
+def wait_for_steps(session: Session, steps: int, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while session.run.trainer.step_count < steps:
+        assert time.monotonic() < deadline, f"training did not reach step {steps}"
+        time.sleep(0.02)
+
+
+@pytest.fixture
+def session():
+    return tiny_session()
+
+
+@pytest.fixture
+def training_sessions():
+    """Sessions whose runs are stopped and joined after the test, so no thread outlives it."""
+    made = []
+
+    def make(seed: int = 0) -> Session:
+        made.append(tiny_session(seed))
+        return made[-1]
+
+    yield make
+    for s in made:
+        s.stop_training()
+        if s.run is not None:
+            s.run.thread.join(timeout=30)
+            assert not s.run.active, "a training thread did not stop"
+
+
+def kinds(outputs) -> list[str]:
+    return [type(o).__name__ for o in outputs]
+
+
+# ---------------------------------------------------------------- one view per tab
+
+def test_attention_view_outputs(session):
+    grid, head, steps, bars, stats, caption = attention.attention_view(session, PROMPT, 1, 1, -1)
+    assert all(isinstance(f, go.Figure) for f in (grid, head, steps, bars))
+    heatmaps = [t for t in grid.data if t.type == "heatmap"]
+    assert len(heatmaps) == N_LAYERS * N_HEADS
+    T = len(PROMPT)
+    assert all(np.asarray(h.z).shape == (T, T) for h in heatmaps)
+    assert [row[0] for row in stats] == [f"L{l}·H{h}" for l in range(N_LAYERS) for h in range(N_HEADS)]
+    z = np.asarray(head.data[0].z, dtype=float)  # the selected head: causal rows that sum to 1
+    np.testing.assert_allclose(z.sum(axis=1), 1.0, atol=0.01)
+    assert np.all(z[np.triu_indices(T, 1)] == 0)
+    assert "L1·H1" in caption and len(caption) > 40
+
+
+def test_attention_view_clamps_layer_head_and_query(session):
+    out = attention.attention_view(session, PROMPT, 99, -5, 500)
+    assert "Layer 2 · head 0" in out[1].layout.title.text
+
+
+def test_residual_view_outputs(session):
+    out = residual.residual_view(session, PROMPT, 1, "full")
+    assert kinds(out) == ["Figure"] * 6 + ["str"]
+    assert all(len(f.data) > 0 for f in out[:6])
+    assert "residual" in out[-1].lower()
+
+
+def test_embeddings_view_outputs_2d_and_3d(session):
+    out2 = embeddings.embeddings_view(session, PROMPT, "2", 1)
+    assert kinds(out2) == ["Figure"] * 6 + ["str"]
+    assert out2[0].data[0].type == "scatter"
+    out3 = embeddings.embeddings_view(session, PROMPT, "3", N_LAYERS)
+    assert out3[0].data[0].type == "scatter3d"
+    assert "variance" in out3[-1]
+
+
+def test_ffn_view_outputs(session):
+    hist, sparsity, rows, caption = ffn.ffn_view(session, PROMPT, 0, 3)
+    assert isinstance(hist, go.Figure) and isinstance(sparsity, go.Figure)
+    assert len(rows) == 10 and [r[0] for r in rows] == list(range(1, 11))
+    assert all(len(r) == len(TOP_TOKENS_HEADERS) for r in rows)  # the tab's Dataframe uses these headers
+    activations = [r[2] for r in rows]
+    assert activations == sorted(activations, reverse=True)
+    assert "neuron" in caption
+
+
+def test_next_token_distribution(session):
+    dist, temp, caption = sampling.distribution_view(session, PROMPT, 1.0, 0, 1.0, 0.0)
+    assert isinstance(dist, go.Figure) and isinstance(temp, go.Figure)
+    before = np.asarray(dist.data[0].y, dtype=float)
+    assert len(before) == session.tokenizer.vocab_size
+    assert before.sum() == pytest.approx(1.0, abs=1e-3)
+    assert "kept" in caption.lower() or "token" in caption.lower()
+
+
+def test_top_p_zero_keeps_exactly_one_token(session):
+    dist, _, caption = sampling.distribution_view(session, PROMPT, 1.0, 0, 0.0, 0.0)
+    after = np.asarray(dist.data[1].y, dtype=float)
+    assert np.count_nonzero(after) == 1 and after.max() == pytest.approx(1.0)
+    assert "kept 1 of" in caption
+
+
+def test_comparison_has_one_column_per_row(session):
+    rows = sampling.DEFAULT_COMPARISON[:3]
+    html = sampling.comparison_view(session, PROMPT, rows, 12, 0)
+    assert html.count("class='te-col'") == 3
+    assert html.count("distinct-2") == 3 and "T=0.5" in html
+
+
+def test_steps_view_running_logprob(session):
+    rows, text = sampling.steps_view(session, PROMPT, 1.0, 0, 1.0, 0.0, 6, 0)
+    assert [r[0] for r in rows] == list(range(1, 7))
+    running = np.cumsum([np.log(r[3]) for r in rows])  # model probabilities -> running log-prob
+    np.testing.assert_allclose([r[4] for r in rows], running, atol=0.02)
+    assert text.startswith("<pre") and text.count("<span") == 6
+
+
+def test_data_view_outputs(session):
+    summary, vocab, sample, fig, split, batch = data.data_view(session, "first-names", None, "char", 512)
+    assert "first-names" in summary and "tokens" in summary
+    assert session.data.name == "first-names"
+    assert len(vocab) == session.data.tokenizer.vocab_size and len(vocab[0]) == 3
+    assert sample and isinstance(fig, go.Figure)
+    assert "Training split" in split
+    assert len(batch) == data.BATCH_SHOWN * data.WINDOW_SHOWN
+    for b in range(data.BATCH_SHOWN):  # each position's context extends the previous one by one token
+        contexts = [r[2] for r in batch if r[0] == b]
+        assert all(later.startswith(earlier) for earlier, later in zip(contexts, contexts[1:]))
+
+
+def test_model_summary_and_save_load_roundtrip(session):
+    assert "tiny" in models.model_summary(session) and f"{N_LAYERS} layers" in models.model_summary(session)
+    path = models.save_zip(session)
+    other = tiny_session(seed=5)
+    summary = models.load_zip(other, path)
+    assert "uploaded" in summary
+    assert same_weights(weights(other), weights(session))
+
+
+# ---------------------------------------------------------------- bad prompts
+
+def test_empty_prompt_is_a_readable_error(session):
+    for prompt in ("", "   ", None):
+        with pytest.raises(UserError, match="Type a prompt"):
+            attention.attention_view(session, prompt, 0, 0, -1)
+
+
+def test_unknown_characters_are_named_and_can_be_dropped(session):
+    with pytest.raises(UserError) as err:
+        residual.residual_view(session, "Zebra€ First", 0)
+    message = str(err.value)
+    assert "'Z'" in message and "'€'" in message and "Drop unknown characters" in message
+    out = residual.residual_view(session, "Zebra€ First", 0, "norm", drop_unknown=True)
+    assert isinstance(out[0], go.Figure)
+
+
+def test_prompt_of_only_unknown_characters(session):
+    with pytest.raises(UserError, match="Nothing is left"):
+        ffn.ffn_view(session, "ZZZ", 0, 0, drop_unknown=True)
+
+
+def test_long_prompt_is_cropped_not_refused(session):
+    long_prompt = TEXT[: BLOCK * 2]
+    with pytest.warns(UserWarning, match=f"only the last {BLOCK}"):
+        grid, *_ = attention.attention_view(session, long_prompt, 0, 0, -1)
+    assert np.asarray(grid.data[0].z).shape == (BLOCK, BLOCK)
+
+
+def test_sampling_settings_errors(session):
+    with pytest.raises(ValueError, match="temperature"):
+        sampling.distribution_view(session, PROMPT, -0.5, 0, 1.0, 0.0)
+    with pytest.raises(ValueError, match="top_p"):
+        sampling.distribution_view(session, PROMPT, 1.0, 0, 1.5, 0.0)
+    with pytest.raises(ValueError, match="temperature"):
+        sampling.steps_view(session, PROMPT, -1, 0, 1.0, 0.0, 5, 0)
+
+
+@pytest.mark.parametrize("rows, message", [
+    ([], "at least one row"),
+    ([[None, None, None, None]], "at least one row"),
+    ([[1.0, 0, 1.0, 0.0]] * 7, "at most 6"),
+    ([[1.0, 0, 1.0, 0.0], ["hot", 0, 1.0, 0.0]], "Row 2.*not a number"),
+    ([[1.0, 0, 2.0, 0.0]], "Row 1.*top_p"),
+])
+def test_comparison_table_errors(session, rows, message):
+    with pytest.raises(UserError, match=message):
+        sampling.comparison_view(session, PROMPT, rows, 10, 0)
+
+
+# ---------------------------------------------------------------- bad uploads
+
+def corrupt_zips(tmp_path):
+    random_bytes = tmp_path / "random.zip"
+    random_bytes.write_bytes(np.random.default_rng(0).bytes(4096))
+    text = tmp_path / "notes.zip"
+    text.write_text("these are my notes, not a model\n")
+    junk = tmp_path / "junk.zip"
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as zf:
+        zf.writestr("config.json", "{not json")
+    junk.write_bytes(buffer.getvalue())
+    return [random_bytes, text, junk]
+
+
+def test_corrupt_checkpoint_upload_leaves_model_alone(session, tmp_path):
+    before, version = weights(session), session.version
+    model = session.model
+    for path in corrupt_zips(tmp_path):
+        with pytest.raises(ValueError) as err:
+            models.load_zip(session, str(path))
+        assert "Traceback" not in str(err.value) and len(str(err.value)) > 20, str(err.value)
+        assert session.model is model and session.version == version
+    assert same_weights(weights(session), before)
+    with pytest.raises(UserError, match="Choose a .zip"):
+        models.load_zip(session, None)
+
+
+def test_bad_text_uploads_on_data_tab(session, tmp_path, monkeypatch):
+    empty = tmp_path / "empty.txt"
+    empty.write_text("")
+    binary = tmp_path / "image.txt"
+    binary.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)))
+    latin1 = tmp_path / "latin1.txt"
+    latin1.write_bytes("café au lait, encore un café s'il vous plaît".encode("latin-1"))
+    for path, message in ((empty, "empty"), (binary, "binary"), (latin1, "UTF-8")):
+        with pytest.raises(ValueError, match=message):
+            data.data_view(session, "shakespeare", str(path), "char", 512)
+    assert session.data is None
+    monkeypatch.setattr(LIMITS, "max_upload_mb", 0.0001)
+    big = tmp_path / "big.txt"
+    big.write_text("to be or not to be " * 100)
+    with pytest.raises(UserError, match="the limit is"):
+        data.data_view(session, "shakespeare", str(big), "char", 512)
+
+
+def test_good_text_upload(session, tmp_path):
+    path = tmp_path / "mine.txt"
+    path.write_text("the cat sat on the mat. " * 20)
+    summary, *_ = data.data_view(session, "shakespeare", str(path), "word", 512)
+    assert "mine.txt" in summary and session.data.tokenizer.vocab_size == 5  # the cat sat on mat.
+
+
+# ---------------------------------------------------------------- the Train tab's controls
+
+def test_param_count_view(session):
+    assert train.param_count_view(session, *arch_values()).startswith("**")
+    bad = train.param_count_view(session, *arch_values(d_model=18, n_heads=4))
+    assert bad.startswith("⚠️") and "divisible" in bad
+    huge = train.param_count_view(session, *arch_values(n_layers=8, d_model=512, block_size=256))
+    assert "over this server's limit" in huge
+    empty = train.param_count_view(session, *arch_values(d_model=None))
+    assert empty.startswith("⚠️") and "d_model is empty" in empty
+
+
+def test_start_training_refuses_bad_settings(session, monkeypatch):
+    with pytest.raises(ValueError, match="divisible"):
+        train.start_training(session, "first-names", "char", 512, *train_values(d_model=18, n_heads=4))
+    with pytest.raises(ValueError, match="lr"):
+        train.start_training(session, "first-names", "char", 512, *train_values(lr=-1))
+    monkeypatch.setattr(LIMITS, "max_params", 1000)
+    with pytest.raises(UserError, match="limit here is 1,000"):
+        train.start_training(session, "first-names", "char", 512, *train_values())
+    monkeypatch.setattr(LIMITS, "max_steps", 10)
+    with pytest.raises(UserError, match="more than this server allows"):
+        train.start_training(session, "first-names", "char", 512, *train_values())
+    assert session.run is None
+
+
+def test_controls_without_a_run(session):
+    for action in ("pause", "resume", "stop"):
+        with pytest.raises(UserError, match="press Start"):
+            train.control(session, action)
+    losses, status, live, sample, active = train.poll(session)
+    assert losses.empty and "No training run" in status and not active
+    with pytest.raises(UserError, match="no training snapshots"):
+        history.snapshot_view(session, 0.5)
+
+
+# ---------------------------------------------------------------- training
+
+def test_training_runs_to_the_end_and_is_adopted(training_sessions):
+    s = training_sessions()
+    message = train.start_training(s, "first-names", "char", 512, *train_values())
+    assert "Training started" in message and "first-names" in message
+    losses, status, live, sample, active = wait_until_done(s)
+    assert not active and "finished" in status and "30 / 30" in status
+    assert set(losses["series"]) >= {"train (batch)", "validation"}
+    assert losses[losses.series == "train (batch)"].step.max() == 30
+    assert live.startswith("{") and '"data"' in live  # the live attention figure as JSON
+    summary = models.model_summary(s)
+    assert "trained on first-names (30 steps)" in summary and "val loss" in summary
+    assert s.model.cfg.block_size == 8 and s.tokenizer is s.data.tokenizer
+    out = attention.attention_view(s, "anna", 0, 0, -1)  # the adopted model answers on the other tabs
+    assert len([t for t in out[0].data if t.type == "heatmap"]) == 2
+    grid, caption = history.snapshot_view(s, 1.0)
+    assert isinstance(grid, go.Figure) and "Step **30**" in caption
+
+
+def test_pause_resume_stop_from_another_thread(training_sessions):
+    s = training_sessions()
+    train.start_training(s, "first-names", "char", 512, *train_values(max_steps=20_000))
+    with pytest.raises(UserError, match="already going"):
+        train.start_training(s, "first-names", "char", 512, *train_values())
+    wait_for_steps(s, 3)
+    assert "Pausing" in train.control(s, "pause")
+    wait_for_state(s, "paused")
+    steps = s.run.trainer.step_count
+    _, status, *_ = train.poll(s)
+    assert "paused" in status and steps > 0
+    assert f"({steps} steps)" in models.model_summary(s)  # a copy of the paused model is inspected
+    assert s.model is not s.run.trainer.model
+    time.sleep(0.3)
+    assert s.run.trainer.step_count == steps  # really paused
+    assert train.control(s, "resume") == "Resumed."
+    wait_for_steps(s, steps + 1)
+    assert "Stopping" in train.control(s, "stop")
+    _, status, *_ = wait_until_done(s)
+    assert "stopped" in status and s.run.trainer.step_count < 20_000
+
+
+def test_two_sessions_are_independent(training_sessions):
+    a, b = training_sessions(seed=0), training_sessions(seed=0)
+    b_before = weights(b)
+    b_view = attention.attention_view(b, PROMPT, 1, 1, -1)[1].data[0].z
+    train.start_training(a, "first-names", "char", 512, *train_values())
+    assert b.run is None and "No training run" in train.poll(b)[1]
+    wait_until_done(a)
+    assert "trained" in models.model_summary(a) and "trained" not in models.model_summary(b)
+    assert same_weights(weights(b), b_before)
+    assert np.array_equal(attention.attention_view(b, PROMPT, 1, 1, -1)[1].data[0].z, b_view)
+    assert b.data is None
+
+
+def test_server_wide_trainer_limit(training_sessions, monkeypatch):
+    monkeypatch.setattr(LIMITS, "max_trainers", 1)
+    a, b = training_sessions(), training_sessions()
+    train.start_training(a, "first-names", "char", 512, *train_values(max_steps=20_000))
+    with pytest.raises(UserError, match="the limit is 1"):
+        train.start_training(b, "first-names", "char", 512, *train_values())
+    assert b.run is None
+    train.control(a, "stop")
+    wait_until_done(a)
+    train.start_training(b, "first-names", "char", 512, *train_values())  # the slot is free again
+    wait_until_done(b)
+
+
+# ---------------------------------------------------------------- errors.friendly
+
+def test_friendly_turns_value_errors_into_their_message():
+    def bad(x):
+        raise ValueError("the prompt is empty: type something.")
+
+    with pytest.raises(gr.Error) as err:
+        friendly(bad)(1)
+    assert err.value.message == "The prompt is empty: type something."
+
+
+def test_friendly_hides_unexpected_exceptions():
+    def broken():
+        raise RuntimeError("tensor shapes do not match")
+
+    with pytest.raises(gr.Error) as err:
+        friendly(broken)()
+    message = err.value.message
+    assert "Something went wrong" in message and "still running" in message
+    assert "Traceback" not in message and "File " not in message
+
+
+def test_friendly_on_a_real_callback(session):
+    with pytest.raises(gr.Error, match="Type a prompt"):
+        friendly(attention.attention_view)(session, "", 0, 0, -1)
+    assert friendly(models.model_summary)(session).startswith("Inspecting")
