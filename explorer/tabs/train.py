@@ -67,7 +67,8 @@ def build_train_tab(data_inputs, model_info):
     for c in arch:
         c.change(count, arch, params, api_visibility="private", concurrency_limit=None)
     start.click(bind(start_training), [*data_inputs[:1], *data_inputs[2:], *arch, *optim], status,
-                api_name="train_start", **API).success(lambda: gr.Timer(active=True), None, timer)
+                api_name="train_start", **API).success(
+        lambda: gr.Timer(active=True), None, timer, api_visibility="private")
     for button, action in ((pause, "pause"), (resume, "resume"), (stop, "stop")):
         button.click(bind(lambda s, a=action: control(s, a)), None, status, api_name=f"train_{action}", **API)
     timer.tick(bind(_poll_for_ui), None, [loss, status, live, sample, timer, model_info],
