@@ -1,0 +1,193 @@
+"""The launched app through gradio_client: analysis endpoints, readable errors, training, two users at once."""
+import base64
+import json
+import re
+import time
+import zipfile
+
+import numpy as np
+import pytest
+from gradio_client import Client
+from gradio_client.exceptions import AppError
+
+from explorer.callbacks.train import ARCH_FIELDS, OPTIM_FIELDS
+
+PROMPT = "First Citizen:\nBefore we proceed"
+TRAIN_FIELDS = ("corpus", "kind", "bpe_vocab", *ARCH_FIELDS, *OPTIM_FIELDS)  # /train_start's inputs, in order
+PUBLIC_ENDPOINTS = ("attention", "snapshot", "residual", "embeddings", "ffn", "next_token", "compare", "generate",
+                    "data", "train_start", "train_pause", "train_resume", "train_stop", "train_status",
+                    "use_shipped_model", "save_model", "load_model")
+TINY = dict(corpus="first-names", kind="char", n_layers=1, n_heads=2, d_model=16, block_size=8, batch_size=8,
+            lr=0.01, warmup_steps=5, eval_interval=10)
+
+
+def client(url: str) -> Client:
+    return Client(url, verbose=False)  # each Client has its own session hash: its own Session on the server
+
+
+@pytest.fixture(scope="module")
+def train_defaults(app_url) -> dict:
+    """/train_start's parameters as the API describes them: {field: default}."""
+    api = client(app_url).view_api(return_format="dict", print_info=False)
+    params = api["named_endpoints"]["/train_start"]["parameters"]
+    assert len(params) == len(TRAIN_FIELDS), [p["parameter_name"] for p in params]
+    return {name: p["parameter_default"] for name, p in zip(TRAIN_FIELDS, params)}
+
+
+def start(c: Client, defaults: dict, **overrides) -> str:
+    values = {**defaults, **overrides}
+    return c.predict(*[values[name] for name in TRAIN_FIELDS], api_name="/train_start")
+
+
+def status(c: Client) -> str:
+    return c.predict(api_name="/train_status")[1]
+
+
+def wait_for(c: Client, words: tuple, timeout: float = 90.0) -> str:
+    """Poll /train_status until its status line contains one of words."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        text = status(c)
+        if any(w in text for w in words):
+            return text
+        time.sleep(0.3)
+    raise AssertionError(f"status never showed {words} within {timeout} s; last: {status(c)}")
+
+
+def step_of(status_text: str) -> int:
+    return int(re.search(r"step \*\*([\d,]+) /", status_text).group(1).replace(",", ""))
+
+
+def wait_for_step(c: Client, step: int, timeout: float = 90.0) -> None:
+    deadline = time.monotonic() + timeout
+    while step_of(status(c)) < step:
+        assert time.monotonic() < deadline, f"training never reached step {step}: {status(c)}"
+        time.sleep(0.3)
+
+
+def stop_quietly(c: Client) -> None:
+    try:
+        c.predict(api_name="/train_stop")
+        wait_for(c, ("stopped", "finished"), timeout=60)
+    except AppError:
+        pass  # no run was going
+
+
+def plot(value: dict) -> dict:
+    assert value["type"] == "plotly"
+    return json.loads(value["plot"])
+
+
+def values(array) -> np.ndarray:
+    """A Plotly JSON array: a plain list, or a typed array {"dtype": "f4", "bdata": base64}."""
+    if isinstance(array, dict):
+        return np.frombuffer(base64.b64decode(array["bdata"]), dtype=array["dtype"])
+    return np.asarray(array, dtype=float)
+
+
+def weights_bytes(c: Client) -> bytes:
+    """The session's model weights, via /save_model."""
+    with zipfile.ZipFile(c.predict(api_name="/save_model")) as zf:
+        return zf.read("model.safetensors")
+
+
+def test_public_api_is_exactly_the_documented_endpoints(app_url):
+    api = client(app_url).view_api(return_format="dict", print_info=False)
+    assert set(api["named_endpoints"]) == {f"/{name}" for name in PUBLIC_ENDPOINTS}
+
+
+def test_attention_endpoint(app_url):
+    grid, head, steps, bars, stats, caption = client(app_url).predict(PROMPT, 1, 1, -1, False, api_name="/attention")
+    heatmaps = [t for t in plot(grid)["data"] if t["type"] == "heatmap"]
+    n_heads = len(stats["data"])  # one statistics row per head of every layer
+    assert len(heatmaps) == n_heads >= 2
+    assert "Layer 1 · head 1" in plot(head)["layout"]["title"]["text"]
+    assert len(plot(steps)["data"]) >= 4 and plot(bars)["data"]
+    assert "L1·H1" in caption
+
+
+def test_next_token_endpoint(app_url):
+    dist, temp, caption = client(app_url).predict(PROMPT, 1.0, 0, 0.0, 0.0, False, api_name="/next_token")
+    after = values(plot(dist)["data"][1]["y"])
+    assert np.count_nonzero(after) == 1 and after.max() == pytest.approx(1.0)  # top-p 0 keeps the best token
+    assert "kept 1 of" in caption and plot(temp)["data"]
+
+
+def test_compare_endpoint_one_column_per_row(app_url):
+    rows = [[0.5, 0, 1.0, 0.0], [1.0, 10, 1.0, 0.0], [1.2, 0, 0.9, 0.05]]
+    html = client(app_url).predict(PROMPT, {"headers": ["temperature", "top_k", "top_p", "min_p"], "data": rows},
+                                   20, 0, False, api_name="/compare")
+    assert html.count("class='te-col'") == 3 and "top-k 10" in html
+
+
+def test_readable_errors(app_url):
+    c = client(app_url)
+    with pytest.raises(AppError, match="Type a prompt first"):
+        c.predict("", 0, 0, -1, False, api_name="/attention")
+    with pytest.raises(AppError, match="'☃'.*Drop unknown characters"):
+        c.predict("snow ☃ man", 0, 0, -1, False, api_name="/attention")
+    with pytest.raises(AppError, match="less than minimum value 0"):  # Gradio checks the slider's range
+        c.predict(PROMPT, -1.0, 0, 1.0, 0.0, False, api_name="/next_token")
+    with pytest.raises(AppError, match="at most 6"):
+        c.predict(PROMPT, {"headers": ["temperature", "top_k", "top_p", "min_p"], "data": [[1, 0, 1, 0]] * 7},
+                  10, 0, False, api_name="/compare")
+    with pytest.raises(AppError, match="press Start"):
+        c.predict(api_name="/train_pause")
+    out = c.predict("snow ☃ man", 0, 0, -1, True, api_name="/attention")  # dropping them works
+    assert plot(out[0])["data"]
+
+
+def test_train_a_tiny_model_to_the_end(app_url, train_defaults):
+    c = client(app_url)
+    try:
+        message = start(c, train_defaults, **TINY, max_steps=30)
+        assert "Training started" in message and "first-names" in message
+        final = wait_for(c, ("finished", "error", "❌"))
+        assert "finished" in final and "30 / 30" in final, final
+        losses, _, live, sample = c.predict(api_name="/train_status")
+        assert max(row[0] for row in losses["data"]) == 30
+        assert json.loads(live)["data"]  # the live attention figure
+        grid = c.predict("anna", 0, 0, -1, False, api_name="/attention")[0]  # other tabs see the trained model
+        assert len([t for t in plot(grid)["data"] if t["type"] == "heatmap"]) == 1 * 2
+    finally:
+        stop_quietly(c)
+
+
+def test_pause_resume_stop(app_url, train_defaults):
+    c = client(app_url)
+    try:
+        start(c, train_defaults, **TINY, max_steps=20_000)
+        wait_for(c, ("running",))
+        assert "Pausing" in c.predict(api_name="/train_pause")
+        paused = wait_for(c, ("paused",), timeout=30)
+        time.sleep(1.0)
+        assert step_of(status(c)) == step_of(paused) > 0  # the step count stands still
+        assert c.predict(api_name="/train_resume") == "Resumed."
+        wait_for(c, ("running",), timeout=30)
+        assert "Stopping" in c.predict(api_name="/train_stop")
+        assert "stopped" in wait_for(c, ("stopped",), timeout=60)
+    finally:
+        stop_quietly(c)
+
+
+def test_two_clients_are_isolated(app_url, train_defaults):
+    a, b = client(app_url), client(app_url)
+    before = b.predict(PROMPT, 1, 1, -1, False, api_name="/attention")
+    b_weights = weights_bytes(b)
+    try:
+        start(a, train_defaults, corpus="shakespeare", max_steps=20_000)  # the default classroom model
+        wait_for_step(a, 1)
+        t0 = time.perf_counter()
+        during = b.predict(PROMPT, 1, 1, -1, False, api_name="/attention")
+        seconds = time.perf_counter() - t0
+        print(f"\nB's /attention while A trains: {seconds:.2f} s")
+        assert seconds < 15, f"B waited {seconds:.1f} s for /attention while A trained"
+        assert "No training run" in status(b)
+        assert "running" in status(a)
+        wait_for_step(a, step_of(status(a)) + 1)  # A's model has changed by the time it stops
+    finally:
+        stop_quietly(a)
+    after = b.predict(PROMPT, 1, 1, -1, False, api_name="/attention")
+    assert during == before and after == before
+    assert weights_bytes(b) == b_weights
+    assert weights_bytes(a) != b_weights  # A now inspects its stopped model
