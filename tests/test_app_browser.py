@@ -1,0 +1,148 @@
+"""The launched app in headless Debian Chromium: every tab's main action renders its charts without an error toast.
+
+Full-page screenshots land in tests/screenshots/<tab>.png (git-ignored) for a human to look at."""
+import io
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = Path("/usr/bin/chromium")
+SCREENSHOTS = Path(__file__).resolve().parent / "screenshots"
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", "--no-first-run"]
+ERROR_TOAST = ".toast-body.error"
+TIMEOUT_MS = 90_000
+
+# tab name, screenshot name, primary button, Plotly charts expected in the tab once it has run
+TABS = [
+    ("Data", "data", "Prepare data", 1),
+    ("Attention", "attention", "Show attention", 4),
+    ("Residual stream", "residual", "Show residual stream", 6),
+    ("Embeddings", "embeddings", "Show embeddings", 6),
+    ("FFN", "ffn", "Show FFN neurons", 2),
+    ("Sampling", "sampling", "Show next-token distribution", 2),
+    ("Guide", "guide", None, 0),
+]
+
+VISIBLE_PANEL = "[...document.querySelectorAll('[role=tabpanel]')].find(p => p.offsetParent !== null)"
+PANEL_STATE = f"""() => {{
+  const panel = {VISIBLE_PANEL};
+  if (!panel) return {{plots: 0, busy: 1}};
+  const plots = [...panel.querySelectorAll('.js-plotly-plot')].filter(g => g.data && g.data.length > 0).length;
+  const busy = panel.querySelectorAll('.eta-bar, .pending').length;
+  return {{plots, busy}};
+}}"""
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not CHROMIUM.exists():
+        pytest.skip(f"browser tests need Debian's Chromium at {CHROMIUM} (apt-get install chromium)")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright Python package is not installed")
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser, app_url):
+    """A fresh browser context (so a fresh server-side session) on the app, after the first analysis drew."""
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    page.goto(app_url)
+    page.wait_for_function(f"() => ({PANEL_STATE})().plots >= 4")  # the Attention tab analyses on load
+    yield page
+    context.close()
+
+
+def wait_until_idle(page, min_plots: int) -> dict:
+    """Wait for the visible tab's event to start (if we catch it) and finish with min_plots charts drawn."""
+    try:
+        page.wait_for_function(f"() => ({PANEL_STATE})().busy > 0", timeout=3000)
+    except Exception:  # noqa: BLE001 - it may have finished before we looked
+        pass
+    page.wait_for_function(f"() => {{ const s = ({PANEL_STATE})(); return s.busy === 0 && s.plots >= {min_plots}; }}")
+    time.sleep(0.5)  # let Plotly finish laying out before the screenshot
+    return page.evaluate(PANEL_STATE)
+
+
+def error_toasts(page) -> list[str]:
+    return [t.inner_text() for t in page.locator(f"{ERROR_TOAST} [data-testid=toast-text]").all()]
+
+
+def screenshot(page, name: str) -> None:
+    SCREENSHOTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
+
+
+def visible(locator):
+    return locator.locator("visible=true").first
+
+
+def coloured_pixels(png: bytes) -> int:
+    """Pixels that are clearly coloured (not white/grey): lines of a chart, not its grid or axes."""
+    from PIL import Image
+
+    rgb = np.asarray(Image.open(io.BytesIO(png)).convert("RGB")).astype(int)
+    return int(((rgb.max(axis=-1) - rgb.min(axis=-1)) > 60).sum())
+
+
+def test_empty_prompt_shows_an_error_toast(page):
+    """Proves ERROR_TOAST finds Gradio's error toasts, so the other tests' 'no toast' checks mean something."""
+    assert error_toasts(page) == []
+    visible(page.get_by_label("Prompt")).fill("")
+    visible(page.get_by_role("button", name="Show attention")).click()
+    page.wait_for_selector(ERROR_TOAST)
+    assert any("Type a prompt first" in text for text in error_toasts(page)), error_toasts(page)
+
+
+@pytest.mark.parametrize("tab, name, button, n_plots", TABS, ids=[t[1] for t in TABS])
+def test_tab_runs_without_errors(page, tab, name, button, n_plots):
+    page.get_by_role("tab", name=tab).click()
+    if button:
+        visible(page.get_by_role("button", name=button)).click()
+    state = wait_until_idle(page, n_plots)
+    assert state["plots"] >= n_plots
+    if tab == "Sampling":
+        visible(page.get_by_role("button", name="Compare")).click()
+        page.wait_for_function("() => document.querySelectorAll('.te-compare .te-col').length === 4")
+        visible(page.get_by_role("button", name="Generate step by step")).click()
+        page.wait_for_function("() => document.querySelectorAll('.te-gen span[title]').length > 0")
+        wait_until_idle(page, n_plots)
+    if tab == "Guide":
+        assert "attention" in page.evaluate(f"() => {VISIBLE_PANEL}.innerText").lower()
+    assert error_toasts(page) == []
+    screenshot(page, name)
+
+
+def test_train_tab_live_charts(page):
+    page.get_by_role("tab", name="Train").click()
+    page.wait_for_function(f"() => {VISIBLE_PANEL}.innerText.includes('parameters')")  # the live count
+    visible(page.get_by_label("Steps", exact=True)).fill("60")
+    visible(page.get_by_label("Evaluate every N steps")).fill("20")
+    visible(page.get_by_role("button", name="Start")).click()
+    try:
+        page.wait_for_function(
+            "() => { const g = document.querySelector('#live-attention .te-live-plot');"
+            " return g && g.classList.contains('js-plotly-plot') && g.data && g.data.length > 0; }")
+        page.wait_for_function(f"() => /step \\d+ \\/ 60/.test({VISIBLE_PANEL}.innerText)")
+        chart = visible(page.locator(".vega-embed svg.marks, .vega-embed canvas"))
+        deadline = time.monotonic() + 60
+        while coloured_pixels(chart.screenshot()) < 300:  # the loss line(s) drawn, not just axes
+            assert time.monotonic() < deadline, "the loss chart stayed empty while training"
+            time.sleep(1)
+        n_heads = page.evaluate("() => document.querySelector('#live-attention .te-live-plot').data"
+                                ".filter(t => t.type === 'heatmap').length")
+        assert n_heads == 16  # the default classroom model: 4 layers x 4 heads
+        screenshot(page, "train")
+    finally:
+        visible(page.get_by_role("button", name="Stop")).click()
+    page.wait_for_function(f"() => /stopped|finished/.test({VISIBLE_PANEL}.innerText)")
+    assert error_toasts(page) == []
+    assert "trained on shakespeare" in page.locator("body").inner_text()  # the model line above the tabs
