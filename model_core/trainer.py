@@ -46,13 +46,18 @@ def param_groups(model: torch.nn.Module, weight_decay: float) -> list[dict]:
     ]
 
 
-def lr_at(step: int, cfg: TrainConfig) -> float:
-    """Linear warmup to cfg.lr, then cosine decay to cfg.final_lr at cfg.max_steps (nanoGPT's schedule)."""
+def lr_at(step: int, cfg: TrainConfig, time_fraction: Optional[float] = None) -> float:
+    """Linear warmup to cfg.lr, then cosine decay to cfg.final_lr at cfg.max_steps (nanoGPT's schedule).
+
+    time_fraction is the share of a time budget already used; when it is ahead of the step count the
+    cosine follows it instead, so a run cut short by max_seconds still ends at a low learning rate."""
     if step < cfg.warmup_steps:
         return cfg.lr * (step + 1) / (cfg.warmup_steps + 1)
-    if step >= cfg.max_steps:
-        return cfg.final_lr
     progress = (step - cfg.warmup_steps) / max(1, cfg.max_steps - cfg.warmup_steps)
+    if time_fraction is not None:
+        progress = max(progress, time_fraction)
+    if progress >= 1:
+        return cfg.final_lr
     return cfg.final_lr + 0.5 * (1.0 + math.cos(math.pi * progress)) * (cfg.lr - cfg.final_lr)
 
 
@@ -84,6 +89,7 @@ class Trainer:
         self.params = [p for g in self.optimizer.param_groups for p in g["params"]]
         self.probe_ids = self.probe()
         self.step_count, self.elapsed = 0, 0.0
+        self.budget: Optional[tuple[float, float]] = None  # (deadline, seconds) while run() has max_seconds
         self.history: list[dict] = []  # one metrics dict per step
         self.evals: list[dict] = []  # {step, train_loss, val_loss}
         self.snapshots: list[Snapshot] = []
@@ -107,7 +113,7 @@ class Trainer:
     def step(self) -> dict:
         """One optimisation step on a fresh batch; returns its metrics."""
         start = time.perf_counter()
-        lr = lr_at(self.step_count, self.cfg)
+        lr = lr_at(self.step_count, self.cfg, self.time_fraction())
         for group in self.optimizer.param_groups:
             group["lr"] = lr
         x, y = get_batch(self.train_data, self.block_size, self.cfg.batch_size, self.generator)
@@ -137,6 +143,13 @@ class Trainer:
         }
         self.history.append(metrics)
         return metrics
+
+    def time_fraction(self) -> Optional[float]:
+        """Share of run()'s max_seconds used so far (time spent paused excluded); None without a limit."""
+        if self.budget is None:
+            return None
+        deadline, seconds = self.budget
+        return 1.0 - (deadline - time.perf_counter()) / seconds
 
     # ------------------------------------------------------------------ evaluation and snapshots
     @torch.inference_mode()
@@ -186,11 +199,12 @@ class Trainer:
             callback: Optional[Callable[[dict], None]] = None) -> str:
         """Train until max_steps total steps (default cfg.max_steps), max_seconds, or stop(); returns the
         final state. callback(metrics) runs after every step; metrics gain 'eval' / 'snapshot' entries
-        on the steps that have them."""
+        on the steps that have them. With max_seconds the lr schedule also ends when the time does."""
         if self.state in ("running", "paused"):
             raise TrainingError("this trainer is already running; pause(), resume() or stop() it instead.")
         target = self.cfg.max_steps if max_steps is None else max_steps
         deadline = None if max_seconds is None else time.perf_counter() + max_seconds
+        self.budget = None if deadline is None else (deadline, max_seconds)
         self.state = "running"
         self.model.train()
         torch.random.set_rng_state(self.rng_state)
@@ -201,6 +215,7 @@ class Trainer:
                     break
                 if not self._unpaused.is_set():
                     deadline = self.wait_while_paused(deadline)
+                    self.budget = None if deadline is None else (deadline, max_seconds)
                     continue
                 metrics = self.step()
                 self.checkpoint_extras(metrics, callback)
@@ -212,6 +227,7 @@ class Trainer:
             raise
         finally:
             self.rng_state = torch.random.get_rng_state()
+            self.budget = None
             self._stop.clear()  # a stop is acknowledged once run() returns
         return self.state
 

@@ -65,6 +65,14 @@ def test_warmup_then_cosine_to_min_lr():
     assert lrs[100] == pytest.approx(1e-3) and lr_at(500, cfg) == pytest.approx(1e-3)
 
 
+def test_a_time_budget_ahead_of_the_steps_drives_the_cosine():
+    cfg = TrainConfig(max_steps=1000, lr=1e-2, warmup_steps=10)
+    assert lr_at(5, cfg, time_fraction=0.9) == lr_at(5, cfg)  # warmup counts steps
+    assert lr_at(20, cfg, time_fraction=0.0) == lr_at(20, cfg)  # steps ahead of time: steps rule
+    assert lr_at(20, cfg, time_fraction=0.5) == pytest.approx(5.5e-3)  # half-way down the cosine
+    assert lr_at(20, cfg, time_fraction=1.2) == pytest.approx(1e-3)
+
+
 @pytest.mark.parametrize("tie", [True, False])
 def test_weight_decay_only_on_linear_matrices(tie):
     model = GPT(GPTConfig(vocab_size=10, block_size=8, d_model=16, n_heads=2, n_layers=2, tie_weights=tie))
@@ -113,10 +121,12 @@ def test_stop_wakes_a_paused_run():
 
 
 def test_max_seconds_stops_early():
-    trainer = make_trainer(max_steps=10**6, eval_interval=0)
+    trainer = make_trainer(max_steps=10**6, eval_interval=0, warmup_steps=0)
     start = time.perf_counter()
-    assert trainer.run(max_seconds=0.5) == "finished"
+    assert trainer.run(max_seconds=1.0) == "finished"
     assert time.perf_counter() - start < 10 and 0 < trainer.step_count < 10**6
+    assert trainer.history[-1]["lr"] < 0.2 * trainer.cfg.lr  # the schedule ended with the time
+    assert trainer.budget is None and trainer.time_fraction() is None
 
 
 def test_zero_intervals_mean_pure_training():
