@@ -10,6 +10,7 @@ from ..shipped import shipped_models
 from .common import API
 
 CLASSROOM = get_preset("classroom")
+LOSS_COLOURS = {"train (batch)": "#4c78a8", "train (eval)": "#f58518", "validation": "#e45756"}
 
 
 def _architecture_controls():
@@ -55,8 +56,10 @@ def build_train_tab(data_inputs, model_info):
     status = gr.Markdown("No training run yet: set the controls and press **Start**.")
     timer = gr.Timer(1.0, active=False)
     with gr.Row():
+        # a fixed colour map: otherwise the colour domain comes from the first poll (step 0 has only the
+        # evaluation series) and the later "train (batch)" line is sometimes never drawn
         loss = gr.LinePlot(x="step", y="loss", color="series", label="Loss", height=320, scale=3,
-                           x_title="step", y_title="cross-entropy loss")
+                           x_title="step", y_title="cross-entropy loss", color_map=LOSS_COLOURS)
         with gr.Column(scale=2):
             live = live_plot(300, elem_id="live-attention")
             gr.Markdown("Attention of every head on a fixed probe text, updated as the model trains.",
