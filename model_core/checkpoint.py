@@ -144,7 +144,7 @@ def load_checkpoint_zip(source: Union[str, Path, bytes], max_bytes: int = MAX_ZI
         raise CheckpointError(f"no such file: {where!r}; check the path.")
     data = io.BytesIO(source) if isinstance(source, (bytes, bytearray)) else source
     if not zipfile.is_zipfile(data):
-        raise CheckpointError(f"{where} is not a .zip checkpoint: save one with 'Download model' and try again.")
+        raise CheckpointError(f"{where} is not a .zip checkpoint: save one with the app's 'Save inspected model as .zip' button (or save_checkpoint_zip) and try again.")
     try:
         with zipfile.ZipFile(data) as zf:
             return checkpoint_from_files(zip_members(zf, max_bytes), where)

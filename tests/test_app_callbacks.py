@@ -1,3 +1,4 @@
+import json
 """The app's callbacks without a server: each tab's view on a tiny model, bad input, training, sessions."""
 import io
 import time
@@ -340,7 +341,7 @@ def test_controls_without_a_run(session):
         with pytest.raises(UserError, match="press Start"):
             train.control(session, action)
     losses, status, live, sample, active = train.poll(session)
-    assert losses.empty and "No training run" in status and not active
+    assert losses == "" and "No training run" in status and not active
     with pytest.raises(UserError, match="no training snapshots"):
         history.snapshot_view(session, 0.5)
 
@@ -353,8 +354,9 @@ def test_training_runs_to_the_end_and_is_adopted(training_sessions):
     assert "Training started" in message and "first-names" in message
     losses, status, live, sample, active = wait_until_done(s)
     assert not active and "finished" in status and "30 / 30" in status
-    assert set(losses["series"]) >= {"train (batch)", "validation"}
-    assert losses[losses.series == "train (batch)"].step.max() == 30
+    traces = {t["name"]: t for t in json.loads(losses)["data"]}
+    assert {"train loss (each batch)", "validation loss"} <= set(traces)
+    assert max(traces["train loss (each batch)"]["x"]) == 30
     assert live.startswith("{") and '"data"' in live  # the live attention figure as JSON
     summary = models.model_summary(s)
     assert "trained on first-names (30 steps)" in summary and "val loss" in summary

@@ -145,7 +145,8 @@ def test_train_a_tiny_model_to_the_end(app_url, train_defaults):
         final = wait_for(c, ("finished", "error", "❌"))
         assert "finished" in final and "30 / 30" in final, final
         losses, _, live, sample = c.predict(api_name="/train_status")
-        assert max(row[0] for row in losses["data"]) == 30
+        traces = {t["name"]: t for t in json.loads(losses)["data"]}
+        assert max(traces["train loss (each batch)"]["x"]) == 30
         assert json.loads(live)["data"]  # the live attention figure
         grid = c.predict("anna", 0, 0, -1, False, api_name="/attention")[0]  # other tabs see the trained model
         assert len([t for t in plot(grid)["data"] if t["type"] == "heatmap"]) == 1 * 2

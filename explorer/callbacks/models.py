@@ -2,7 +2,7 @@
 import tempfile
 from pathlib import Path
 
-from model_core.checkpoint import load_checkpoint_zip, save_checkpoint_zip
+from model_core.checkpoint import CheckpointError, load_checkpoint_zip, save_checkpoint_zip
 
 from ..errors import UserError
 from ..limits import LIMITS
@@ -41,5 +41,9 @@ def load_zip(session: Session, upload) -> str:
     p = Path(upload)
     if p.stat().st_size > LIMITS.max_upload_bytes:
         raise UserError(f"{p.name} is {p.stat().st_size / 1e6:.1f} MB; the limit is {LIMITS.max_upload_mb:g} MB.")
-    session.use(load_checkpoint_zip(p), f"uploaded {p.name}")
+    try:
+        ckpt = load_checkpoint_zip(p)
+    except CheckpointError as err:  # name the file as the user knows it, not the server's temp path
+        raise UserError(str(err).replace(str(p), p.name)) from None
+    session.use(ckpt, f"uploaded {p.name}")
     return model_summary(session)

@@ -1,5 +1,4 @@
 """Train tab: build a model from the controls, train it in a background thread, poll its progress."""
-import pandas as pd
 import torch
 
 from model_core import GPT, GPTConfig
@@ -10,6 +9,7 @@ from .. import captions
 from ..errors import UserError
 from ..figures.attention import live_attention_figure
 from ..figures.common import figure_to_json
+from ..figures.training import loss_figure
 from ..limits import LIMITS
 from ..session import Session
 from ..training_run import TrainingRun
@@ -36,14 +36,19 @@ def model_config(session: Session, arch: dict) -> GPTConfig:
     return GPTConfig(vocab_size=vocab, **{k: _number(k, v) for k, v in arch.items()})
 
 
+def count_params(cfg: GPTConfig) -> int:
+    """Parameters of the model cfg describes, without allocating its weights."""
+    with torch.device("meta"):
+        return GPT(cfg).num_params()
+
+
 def param_count_view(session: Session, *arch_values) -> str:
     """Parameter count of the model the controls describe, or what is wrong with them."""
     try:
         cfg = model_config(session, dict(zip(ARCH_FIELDS, arch_values)))
     except ValueError as err:
         return f"⚠️ {err}"
-    with torch.device("meta"):
-        n = GPT(cfg).num_params()
+    n = count_params(cfg)
     over = f" — over this server's limit of {LIMITS.max_params:,}" if n > LIMITS.max_params else ""
     return f"**{n:,} parameters** (d_head {cfg.d_head}, d_mlp {cfg.d_mlp}, vocabulary {cfg.vocab_size}){over}"
 
@@ -60,11 +65,12 @@ def start_training(session: Session, corpus: str, kind: str, bpe_vocab, *values)
                      snapshot_interval=max(25, _number("eval_interval", optim["eval_interval"])), device="cpu")
     if tc.max_steps > LIMITS.max_steps:
         raise UserError(f"{tc.max_steps:,} steps is more than this server allows ({LIMITS.max_steps:,}).")
+    n_params = count_params(cfg)
+    if n_params > LIMITS.max_params:
+        raise UserError(f"This model has {n_params:,} parameters; the limit here is "
+                        f"{LIMITS.max_params:,}. Use fewer layers or a smaller d_model.")
     torch.manual_seed(tc.seed)
     model = GPT(cfg)
-    if model.num_params() > LIMITS.max_params:
-        raise UserError(f"This model has {model.num_params():,} parameters; the limit here is "
-                        f"{LIMITS.max_params:,}. Use fewer layers or a smaller d_model.")
     d = session.data
     trainer = Trainer(model, d.train, d.val, tc, tokenizer=d.tokenizer)
     session.run = TrainingRun(trainer, d.tokenizer, d.name, sample_every=max(50, tc.eval_interval)).start()
@@ -81,10 +87,10 @@ def control(session: Session, action: str) -> str:
 
 
 def poll(session: Session):
-    """-> loss DataFrame, status markdown, live-attention figure JSON, latest sample, whether to keep polling."""
+    """-> loss figure JSON, status markdown, live-attention figure JSON, latest sample, whether to keep polling."""
     run = session.run
     if run is None:
-        return empty_losses(), "No training run yet: set the controls and press **Start**.", "", "", False
+        return "", "No training run yet: set the controls and press **Start**.", "", "", False
     run.heartbeat()
     session.adopt_training_model()
     t = run.trainer
@@ -96,7 +102,7 @@ def poll(session: Session):
         labels = [run.tokenizer.token_label(i) for i in snap.probe_ids]
         live = figure_to_json(live_attention_figure(snap.pattern(), labels))
     sample = f"step {run.samples[-1][0]}:\n{run.samples[-1][1]}" if run.samples else ""
-    return losses_frame(t.history, t.evals), status, live, sample, run.active
+    return loss_json(t.history, t.evals), status, live, sample, run.active
 
 
 def status_text(run: TrainingRun, last: dict) -> str:
@@ -123,17 +129,13 @@ def loss_sentence(t: Trainer) -> str:
         [e["val_loss"] for e in ev] or None, [e["train_loss"] for e in ev] or None, t.model.cfg.vocab_size)
 
 
-def losses_frame(history: list[dict], evals: list[dict]) -> pd.DataFrame:
-    """Long-format losses for gr.LinePlot: per-step train loss (thinned) and the evaluations."""
-    stride = max(1, len(history) // LOSS_POINTS)
-    rows = [(m["step"], m["loss"], "train (batch)") for m in history[::stride]]
-    for e in evals:
-        rows.append((e["step"], e["train_loss"], "train (eval)"))
-        if e.get("val_loss") is not None:
-            rows.append((e["step"], e["val_loss"], "validation"))
-    return pd.DataFrame(rows, columns=["step", "loss", "series"]) if rows else empty_losses()
-
-
-def empty_losses() -> pd.DataFrame:
-    return pd.DataFrame({"step": pd.Series(dtype=int), "loss": pd.Series(dtype=float),
-                         "series": pd.Series(dtype=str)})
+def loss_json(history: list[dict], evals: list[dict]) -> str:
+    """The loss chart as figure JSON for the live Plotly.react view; per-step losses thinned to LOSS_POINTS."""
+    if not history and not evals:
+        return ""
+    thinned = history[:: max(1, len(history) // LOSS_POINTS)]
+    ev = [e for e in evals if e.get("val_loss") is not None]
+    fig = loss_figure([m["step"] for m in thinned], [m["loss"] for m in thinned], [e["step"] for e in ev],
+                      [e["val_loss"] for e in ev], [e["train_loss"] for e in ev])
+    fig.update_layout(uirevision="loss", height=340)  # uirevision: zoom survives every redraw
+    return figure_to_json(fig)

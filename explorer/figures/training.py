@@ -1,4 +1,4 @@
-"""Training: loss curves for a static view (live updates use gr.LinePlot elsewhere)."""
+"""Training: loss curves (the Train tab redraws this live with Plotly.react)."""
 import plotly.graph_objects as go
 
 from .common import BLUE, ORANGE, compact, style_figure, top_legend

@@ -10,7 +10,6 @@ from ..shipped import shipped_models
 from .common import API
 
 CLASSROOM = get_preset("classroom")
-LOSS_COLOURS = {"train (batch)": "#4c78a8", "train (eval)": "#f58518", "validation": "#e45756"}
 
 
 def _architecture_controls():
@@ -56,10 +55,10 @@ def build_train_tab(data_inputs, model_info):
     status = gr.Markdown("No training run yet: set the controls and press **Start**.")
     timer = gr.Timer(1.0, active=False)
     with gr.Row():
-        # a fixed colour map: otherwise the colour domain comes from the first poll (step 0 has only the
-        # evaluation series) and the later "train (batch)" line is sometimes never drawn
-        loss = gr.LinePlot(x="step", y="loss", color="series", label="Loss", height=320, scale=3,
-                           x_title="step", y_title="cross-entropy loss", color_map=LOSS_COLOURS)
+        with gr.Column(scale=3):  # Plotly.react, not gr.LinePlot: no remount, zoom kept across polls
+            loss = live_plot(340, elem_id="live-loss")
+            gr.Markdown("Loss: how surprised the model is by the real next token (lower is better).",
+                        elem_classes=["te-caption"])
         with gr.Column(scale=2):
             live = live_plot(300, elem_id="live-attention")
             gr.Markdown("Attention of every head on a fixed probe text, updated as the model trains.",
