@@ -35,9 +35,9 @@ class Asset:
 ASSETS = {
     "shakespeare": Asset(
         "shakespeare", "classroom", "First Citizen:\nBefore we proceed any further, hear me speak.",
-        # 1400 x 32 x 64 tokens is ~3 passes over the text; 15 snapshots of the 60-token probe keep it < 5 MB.
-        dict(max_steps=1400, batch_size=32, lr=8e-3, min_lr=2e-4, warmup_steps=50, eval_interval=200,
-             eval_iters=20, snapshot_interval=100, seed=1337),
+        # 2800 x 32 x 64 tokens is ~5 passes over the text; 15 snapshots of the 60-token probe keep it < 5 MB.
+        dict(max_steps=2800, batch_size=32, lr=8e-3, min_lr=2e-4, warmup_steps=100, eval_interval=200,
+             eval_iters=20, snapshot_interval=200, seed=1337),
     ),
     "first-names": Asset(
         "first-names", "names", "emma\njohn\nsophia",
