@@ -5,7 +5,8 @@ from plotly.subplots import make_subplots
 
 from .common import (
     ATTENTION_SCALE, BLUE, DIVERGING_SCALE, GREY, MAGNITUDE_SCALE, ORANGE, RED, SMALL_FONT,
-    attention_coloraxis, compact, head_label, index_labels, masked_to_nan, style_figure, symmetric_range,
+    attention_coloraxis, compact, head_label, index_labels, masked_to_nan, position_axis, style_figure,
+    symmetric_range,
 )
 
 PAIR_HOVER = "query %{y} → key %{x}<br>weight %{z:.3f}"
@@ -94,7 +95,7 @@ def attention_head_figure(pattern, tokens: list[str], layer: int, head: int) -> 
         hovertemplate=PAIR_HOVER + "<extra></extra>",
         texttemplate="%{z:.2f}" if n <= 12 else None, textfont=dict(size=SMALL_FONT),
     ))
-    fig.update_xaxes(title_text="key position (looked at)", type="category", tickangle=-60 if n > 24 else 0)
+    fig.update_xaxes(**position_axis(n, "key position (looked at)"))
     fig.update_yaxes(title_text="query position (looking)", type="category", autorange="reversed")
     title = f"Layer {layer} · head {head} attention pattern"
     return style_figure(fig, title, height=int(np.clip(14 * n + 180, 440, 780)), margin=dict(l=90, b=90))
@@ -155,7 +156,7 @@ def query_attention_bars_figure(pattern, tokens: list[str], query: int,
     if query < n - 1:
         fig.add_vrect(x0=query + 0.5, x1=n - 0.5, fillcolor=GREY, opacity=0.25, line_width=0,
                       annotation_text="future keys (masked)", annotation_position="top left")
-    fig.update_xaxes(title_text="key position", type="category", tickangle=-60 if n > 24 else 0)
+    fig.update_xaxes(**position_axis(n, "key position"))
     fig.update_yaxes(title_text="attention weight", range=[0, 1.05])
     where = f" (layer {layer}, head {head})" if layer is not None and head is not None else ""
     return style_figure(fig, f"Where {labels[query]} looks{where}", height=380, margin=dict(b=80))

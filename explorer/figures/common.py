@@ -56,6 +56,11 @@ def attention_coloraxis(**colorbar) -> dict:
                 colorbar={"title": dict(text="weight", side="right"), "thickness": 14, **colorbar})
 
 
+def position_axis(n_positions: int, title: str = "position") -> dict:
+    """x-axis settings for index:token categories; labels tilt once they would collide."""
+    return dict(title_text=title, type="category", tickangle=-60 if n_positions > 24 else 0)
+
+
 def style_figure(fig: go.Figure, title: str, height: int, **layout) -> go.Figure:
     """Apply the house theme: white template, large fonts, explicit height, tight margins."""
     fig.update_layout(
@@ -92,8 +97,7 @@ def position_lines_figure(series: list[tuple[str, np.ndarray]], tokens: list[str
                           y_title: str) -> go.Figure:
     """Per-position lines (x = index:token) with means in the legend, as in the seed's norm plots."""
     fig = lines_figure(index_labels(tokens), series, title, "position", y_title)
-    fig.update_xaxes(type="category")
-    return fig
+    return fig.update_xaxes(**position_axis(len(tokens)))
 
 
 def histogram_bars(counts, edges, name: str, color: str = BLUE) -> go.Bar:

@@ -2,7 +2,7 @@
 import numpy as np
 import plotly.graph_objects as go
 
-from .common import BLUE, index_labels, style_figure
+from .common import BLUE, index_labels, position_axis, style_figure
 
 
 def token_index_figure(ids, labels: list[str]) -> go.Figure:
@@ -10,6 +10,6 @@ def token_index_figure(ids, labels: list[str]) -> go.Figure:
     ids = np.asarray(ids, dtype=np.int64)
     fig = go.Figure(go.Bar(x=index_labels(labels), y=ids, marker_color=BLUE,
                            hovertemplate="position %{x}<br>token id %{y}<extra></extra>"))
-    fig.update_xaxes(title_text="position:token", type="category", tickangle=-60 if len(ids) > 24 else 0)
+    fig.update_xaxes(**position_axis(len(ids), "position:token"))
     fig.update_yaxes(title_text="token id", rangemode="tozero")
     return style_figure(fig, "Token indices over the sequence", height=380, margin=dict(b=90))

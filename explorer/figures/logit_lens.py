@@ -2,7 +2,9 @@
 import numpy as np
 import plotly.graph_objects as go
 
-from .common import MAGNITUDE_SCALE, SMALL_FONT, compact, index_labels, stream_labels, style_figure
+from .common import (
+    MAGNITUDE_SCALE, SMALL_FONT, compact, index_labels, position_axis, stream_labels, style_figure,
+)
 
 MAX_CELL_TEXT_POSITIONS = 64  # beyond this, cells are too narrow for their token text
 
@@ -37,8 +39,7 @@ def logit_lens_figure(top_labels, top_probs, tokens: list[str], hover_text=None,
         hovertemplate="%{y} · position %{x}<br>"
         + ("%{customdata}" if hover_text is not None else "top-1 %{text}  %{z:.0%}") + "<extra></extra>",
     ))
-    fig.update_xaxes(title_text="position (predicting the next token)", type="category",
-                     tickangle=-60 if n_pos > 24 else 0)
+    fig.update_xaxes(**position_axis(n_pos, "position (predicting the next token)"))
     fig.update_yaxes(title_text="decoded after", type="category", autorange="reversed")
     title = "Logit lens: the top next-token guess after each layer"
     return style_figure(fig, title, height=170 + 42 * n_rows, margin=dict(l=130, b=90))

@@ -3,7 +3,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from .common import (
-    DIVERGING_SCALE, MAGNITUDE_SCALE, compact, index_labels, lines_figure, position_lines_figure,
+    DIVERGING_SCALE, MAGNITUDE_SCALE, compact, index_labels, lines_figure, position_axis, position_lines_figure,
     stream_labels, style_figure, symmetric_range,
 )
 
@@ -51,11 +51,12 @@ def residual_heatmap_figure(stream, tokens: list[str], mode: str = "norm") -> go
     stream = np.asarray(stream, dtype=np.float32)
     rows, labels = stream_labels(stream.shape[0] - 1), index_labels(tokens)
     if mode == "norm":
+        norms = compact(np.linalg.norm(stream, axis=-1), 3)  # [L+1, T]
         fig = go.Figure(go.Heatmap(
-            z=compact(np.linalg.norm(stream, axis=-1), 3), x=labels, y=rows, colorscale=MAGNITUDE_SCALE, zmin=0,
+            z=norms, x=labels, y=rows, colorscale=MAGNITUDE_SCALE, zmin=0, zmax=float(norms.max()) or 1.0,
             colorbar=dict(title=dict(text="L2 norm", side="right")),
             hovertemplate="%{y} · position %{x}<br>norm %{z:.3f}<extra></extra>"))
-        fig.update_xaxes(title_text="position", type="category")
+        fig.update_xaxes(**position_axis(len(tokens)))
         title = "Residual stream size at every layer and position"
     else:
         fig = _full_stream_heatmap(stream, rows, labels)
