@@ -14,7 +14,6 @@ DIVERGING_SCALE = "RdBu_r"  # red positive, blue negative, white at 0 (matplotli
 BLUE, ORANGE, GREEN, RED, PURPLE = "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd"
 GREY = "#c7c7c7"
 PALETTE = [BLUE, ORANGE, GREEN, RED, PURPLE, "#8c564b", "#e377c2", "#17becf"]
-MAX_TEXT_CELLS = 20_000  # above this, heatmaps use hovertemplate only (no per-cell strings)
 
 
 def index_labels(tokens: list[str]) -> list[str]:
