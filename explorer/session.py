@@ -91,7 +91,7 @@ class Session:
 
     def stop_training(self) -> None:
         if self.run is not None and self.run.active:
-            self.run.trainer.stop()
+            self.run.control("stop")
 
 
 class SessionRegistry:

@@ -3,7 +3,7 @@ import threading
 import time
 from typing import Optional
 
-from model_core.sampling import generate
+from model_core.remote import RemoteTrainer
 from model_core.trainer import Trainer
 
 from .errors import UserError
@@ -33,15 +33,16 @@ def running_count() -> int:
 
 
 class TrainingRun:
-    """Runs trainer.run() in a daemon thread; keeps samples and the error for the poller."""
+    """Trains in a child process (model_core.remote) mirrored by a daemon thread; keeps samples and the
+    error for the poller. `trainer` is the local mirror: read it, control the run through this object."""
 
-    def __init__(self, trainer: Trainer, tokenizer, corpus: str, sample_every: int = 100, sample_tokens: int = 120):
-        self.trainer, self.tokenizer, self.corpus = trainer, tokenizer, corpus
-        self.sample_every, self.sample_tokens = sample_every, sample_tokens
+    def __init__(self, trainer: Trainer, corpus: str, sample_every: int = 100, sample_tokens: int = 120):
+        self.trainer, self.corpus = trainer, corpus
+        self.remote = RemoteTrainer(trainer, sample_every, sample_tokens)
         self.samples: list[tuple[int, str]] = []  # (step, generated text)
         self.error: Optional[str] = None
         self.last_poll = time.monotonic()
-        self.thread = threading.Thread(target=self._main, name="trainer", daemon=True)
+        self.thread = threading.Thread(target=self._main, name="trainer-mirror", daemon=True)
 
     def start(self) -> "TrainingRun":
         _take_slot()
@@ -56,27 +57,23 @@ class TrainingRun:
     def active(self) -> bool:
         return self.thread.is_alive()
 
+    def control(self, action: str) -> None:
+        """pause, resume or stop the child's training."""
+        getattr(self.remote, action)()
+
     def heartbeat(self) -> None:
         self.last_poll = time.monotonic()
 
     def _main(self) -> None:
         try:
-            self.trainer.run(callback=self._after_step)
+            self.remote.run(callback=self._after_step)
         except Exception as err:  # noqa: BLE001 - reported to the page, never raised into the server
             self.error = str(err)
         finally:
             _free_slot()
 
     def _after_step(self, metrics: dict) -> None:
-        step = metrics.get("step", 0)
-        if step % self.sample_every == 0 or "snapshot" in metrics:
-            if not self.samples or self.samples[-1][0] != step:
-                self.samples.append((step, self.sample_text()))
+        if "sample" in metrics:
+            self.samples.append((metrics.get("step", 0), metrics["sample"]))
         if time.monotonic() - self.last_poll > LIMITS.heartbeat_seconds:
-            self.trainer.stop()  # the page is gone: nobody is watching this run
-
-    def sample_text(self) -> str:
-        """A short generation from the first token of the probe, as the model is right now."""
-        start = self.trainer.probe_ids[:1] or [0]
-        ids = [s.token for s in generate(self.trainer.model, start, self.sample_tokens, temperature=0.8, seed=0)]
-        return self.tokenizer.decode(start + ids) if self.tokenizer else str(ids)
+            self.remote.stop()  # the page is gone: nobody is watching this run

@@ -158,7 +158,7 @@ def test_pause_resume_stop(app_url, train_defaults):
     c = client(app_url)
     try:
         start(c, train_defaults, **TINY, max_steps=20_000)
-        wait_for(c, ("running",))
+        wait_for_step(c, 1)  # pause a run that has stepped, so "stands still" below means something
         assert "Pausing" in c.predict(api_name="/train_pause")
         paused = wait_for(c, ("paused",), timeout=30)
         time.sleep(1.0)

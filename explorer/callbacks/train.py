@@ -73,7 +73,7 @@ def start_training(session: Session, corpus: str, kind: str, bpe_vocab, *values)
     model = GPT(cfg)
     d = session.data
     trainer = Trainer(model, d.train, d.val, tc, tokenizer=d.tokenizer)
-    session.run = TrainingRun(trainer, d.tokenizer, d.name, sample_every=max(50, tc.eval_interval)).start()
+    session.run = TrainingRun(trainer, d.name, sample_every=max(50, tc.eval_interval)).start()
     return f"Training started: {model.num_params():,} parameters on {d.name}, {tc.max_steps:,} steps."
 
 
@@ -81,7 +81,7 @@ def control(session: Session, action: str) -> str:
     run = session.run
     if run is None or not run.active:
         raise UserError("No training run is going: press Start first.")
-    getattr(run.trainer, action)()
+    run.control(action)
     return {"pause": "Pausing… the model on the other tabs becomes this one at its current step.",
             "resume": "Resumed.", "stop": "Stopping after the current step…"}[action]
 
@@ -99,7 +99,7 @@ def poll(session: Session):
     snap = t.snapshots[-1] if t.snapshots else None
     live = ""
     if snap is not None:
-        labels = [run.tokenizer.token_label(i) for i in snap.probe_ids]
+        labels = [t.tokenizer.token_label(i) for i in snap.probe_ids]
         live = figure_to_json(live_attention_figure(snap.pattern(), labels))
     sample = f"step {run.samples[-1][0]}:\n{run.samples[-1][1]}" if run.samples else ""
     return loss_json(t.history, t.evals), status, live, sample, run.active

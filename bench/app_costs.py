@@ -1,0 +1,176 @@
+"""The measurements behind python -m bench.app: the app's server-side costs.
+
+(a) Attention tab on a full-block prompt (the shipped model's 64 tokens): the whole callback and its parts,
+    including the figures' JSON, which Gradio serialises on every answer. Target: <= 300 ms median.
+(b) Training in the app (TrainingRun: a child process mirrored by a thread, plus a poller calling
+    callbacks.train.poll every second) vs the CLI path (Trainer.run in this process, nobody polling), classroom
+    preset, same steps, interleaved; wall time from start to the last step, so the app's process start-up
+    counts against it. Target: ratio >= 0.9."""
+import functools
+import os
+import statistics
+import threading
+import time
+
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+
+import torch  # noqa: E402
+
+from bench.timing import print_table  # noqa: E402
+from explorer.callbacks import train as train_callbacks  # noqa: E402
+from explorer.callbacks.attention import attention_view  # noqa: E402
+from explorer.figures.attention import (attention_grid_figure, attention_head_figure,  # noqa: E402
+                                        attention_steps_figure, query_attention_bars_figure)
+from explorer.figures.heads import head_statistics_table  # noqa: E402
+from explorer.session import Session  # noqa: E402
+from explorer.shipped import load_shipped  # noqa: E402
+from explorer.training_run import TrainingRun  # noqa: E402
+from model_core import GPT  # noqa: E402
+from model_core.analysis import head_statistics  # noqa: E402
+from model_core.corpora import load_corpus  # noqa: E402
+from model_core.data import token_tensor, train_val_split  # noqa: E402
+from model_core.presets import get_preset  # noqa: E402
+from model_core.trainer import Trainer  # noqa: E402
+
+ATTENTION_TARGET_MS, TRAIN_TARGET_RATIO = 300, 0.9
+RUNS = 10
+TRAIN_STEPS, TRAIN_ROUNDS = 400, 3  # per contender per round; rounds alternate CLI, app, CLI, app
+
+
+def median_ms(fn, runs: int = RUNS) -> float:
+    fn()  # warm-up
+    samples = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - start)
+    return 1000 * statistics.median(samples)
+
+
+def full_block_prompt(session: Session) -> str:
+    """A prompt exactly block_size tokens long, from the model's own training text where possible."""
+    tok, block = session.tokenizer, session.model.cfg.block_size
+    text = tok.strip_unknown(load_corpus("shakespeare")[:20_000])
+    ids = tok.encode(text)[:block]
+    assert len(ids) == block, f"could not build a {block}-token prompt"
+    return tok.decode(ids)
+
+
+def attention_rows(session: Session) -> list[list]:
+    prompt = full_block_prompt(session)
+    layer, head = 0, 0
+    ids = session.tokenizer.encode(prompt)
+    labels = [session.tokenizer.token_label(i) for i in ids]
+    a = session.analysis(prompt, ids, labels)  # the cached activations the parts below start from
+    patterns = a.cache.stack("pattern")[:, 0].numpy()
+    stats = head_statistics(patterns)
+    pattern = patterns[layer, head]
+    steps_args = (a.cache["attn_scores_unmasked", layer][0, head].numpy(), a.cache["attn_scores", layer][0, head].numpy(),
+                  pattern, a.cache["z", layer][0, :, head].numpy(), labels, layer, head)
+    figures = {
+        "grid figure": lambda: attention_grid_figure(patterns, labels, selected=(layer, head)),
+        "head figure": lambda: attention_head_figure(pattern, labels, layer, head),
+        "steps figure": lambda: attention_steps_figure(*steps_args),
+        "bars figure": lambda: query_attention_bars_figure(pattern, labels, len(labels) - 1),
+    }
+
+    def forward_with_cache():
+        session.model.run_with_cache(torch.tensor([a.ids]))
+
+    def whole_view():
+        session._analysis.clear()  # a new prompt: the forward pass is part of the cost
+        out = attention_view(session, prompt, layer, head, -1)
+        for fig in out[:4]:
+            fig.to_json()
+
+    rows = [["attention_view + to_json (new prompt)", median_ms(whole_view)],
+            ["attention_view (cached prompt)", median_ms(lambda: attention_view(session, prompt, layer, head, -1))],
+            ["  model forward with cache", median_ms(forward_with_cache)],
+            ["  head_statistics", median_ms(lambda: head_statistics(patterns))],
+            ["  head_statistics_table", median_ms(lambda: head_statistics_table(stats))]]
+    for name, build in figures.items():
+        fig = build()
+        rows.append([f"  {name}", median_ms(build)])
+        rows.append([f"  {name}.to_json ({len(fig.to_json()) / 1e3:.0f} kB)", median_ms(fig.to_json)])
+    total = rows[0][1]
+    verdict = "ok" if total <= ATTENTION_TARGET_MS else "ABOVE TARGET"
+    return [[name, f"{ms:.1f}", verdict if i == 0 else ""] for i, (name, ms) in enumerate(rows)]
+
+
+# ---------------------------------------------------------------- training throughput
+
+@functools.lru_cache(maxsize=1)
+def shakespeare_data():
+    """(tokenizer, train ids, val ids) of the default model, tokenised once for all runs."""
+    tok = load_shipped("shakespeare").tokenizer
+    return (tok, *train_val_split(token_tensor(tok.encode(tok.strip_unknown(load_corpus("shakespeare"))))))
+
+
+def classroom_trainer(steps: int) -> Trainer:
+    preset = get_preset("classroom")
+    tok, train, val = shakespeare_data()
+    torch.manual_seed(0)
+    model = GPT(preset.model_config(tok.vocab_size))
+    cfg = preset.train_config(max_steps=steps, device="cpu")
+    return Trainer(model, train, val, cfg, tokenizer=tok)
+
+
+def tokens_per_second(trainer: Trainer, seconds: float) -> float:
+    return trainer.step_count * trainer.cfg.batch_size * trainer.block_size / seconds
+
+
+def cli_run(steps: int) -> float:
+    trainer = classroom_trainer(steps)
+    start = time.perf_counter()
+    trainer.run()
+    return tokens_per_second(trainer, time.perf_counter() - start)
+
+
+def app_run(steps: int) -> float:
+    """TrainingRun (training in a child process), with the page's once-a-second poll running alongside, as in the app."""
+    trainer = classroom_trainer(steps)
+    session = Session(load_shipped("shakespeare"), "bench")  # what the poller adopts when the run ends
+    session.run = TrainingRun(trainer, "shakespeare", sample_every=max(50, trainer.cfg.eval_interval))
+    done = threading.Event()
+
+    def poller():
+        while not done.is_set():
+            train_callbacks.poll(session)
+            done.wait(1.0)
+
+    start = time.perf_counter()
+    session.run.start()
+    thread = threading.Thread(target=poller, daemon=True)
+    thread.start()
+    session.run.thread.join()
+    seconds = time.perf_counter() - start
+    done.set()
+    thread.join()
+    assert session.run.error is None, session.run.error
+    return tokens_per_second(trainer, seconds)
+
+
+def training_rows() -> list[list]:
+    results = {"CLI (Trainer.run)": [], "app (TrainingRun + poll)": []}
+    for _ in range(TRAIN_ROUNDS):
+        results["CLI (Trainer.run)"].append(cli_run(TRAIN_STEPS))
+        results["app (TrainingRun + poll)"].append(app_run(TRAIN_STEPS))
+    cli, app = (statistics.median(v) for v in results.values())
+    ratio = app / cli
+    rows = [[name, f"{statistics.median(v):,.0f}", " ".join(f"{x:,.0f}" for x in v), ""] for name, v in results.items()]
+    rows.append(["app / CLI", f"{ratio:.3f}", "", "ok" if ratio >= TRAIN_TARGET_RATIO else "BELOW TARGET"])
+    return rows
+
+
+def main() -> None:
+    torch.manual_seed(0)
+    session = Session(load_shipped("shakespeare"), "shakespeare")
+    cfg = session.model.cfg
+    print(f"model: {session.model_name} ({cfg.n_layers}L x {cfg.n_heads}H, d_model {cfg.d_model}, block {cfg.block_size})"
+          f"; torch threads {torch.get_num_threads()}")
+    print_table(f"(a) Attention tab, {cfg.block_size}-token prompt, median of {RUNS} (target <= {ATTENTION_TARGET_MS} ms)",
+                ["part", "ms", "verdict"], attention_rows(session))
+    print_table(f"(b) Training tokens/s, classroom preset, {TRAIN_STEPS} steps, {TRAIN_ROUNDS} interleaved rounds "
+                f"(target ratio >= {TRAIN_TARGET_RATIO})", ["path", "median tokens/s", "each round", "verdict"],
+                training_rows())

@@ -1,0 +1,185 @@
+"""RemoteTrainer: a Trainer whose steps run in a child process, mirrored into a local Trainer.
+
+Why a process: with GNU OpenMP, a second thread that runs torch ops in the same process gets its own
+OpenMP team; once a process has more OpenMP threads than CPUs, libgomp stops spinning between parallel
+regions and every small op waits on a futex. On 2 cores that made training in a server thread 25-45 %
+slower than the CLI. In its own process the training loop runs on a main thread, as fast as the CLI.
+
+The local Trainer (built as usual, never stepped) is the mirror: its history, evals, snapshots, step_count,
+state and (when paused or done) model weights follow the child, so code that reads a Trainer reads this.
+Messages child -> parent go over one queue; commands parent -> child over a pipe."""
+import multiprocessing as mp
+import queue
+import threading
+import time
+from typing import Callable, Optional
+
+import torch
+
+from .config import GPTConfig
+from .model import GPT
+from .sampling import generate
+from .tokenization import tokenizer_from_dict
+from .trainer import Trainer, TrainingError
+
+# forkserver: children fork from a clean server that has imported torch (and torch._dynamo, which the first
+# optimizer imports lazily: 1.3 s) but never run an OpenMP region, so they start in milliseconds without
+# inheriting the app's threads. Like spawn, each child re-imports the main module (Python 3.11 ignores a
+# "__main__" preload), so a program that trains this way keeps its main module's top level light: app.py does.
+CONTEXT = mp.get_context("forkserver")
+CONTEXT.set_forkserver_preload(["model_core.remote", "torch._dynamo"])
+METRIC_KEYS = ("step", "loss", "lr", "grad_norm", "tokens_per_sec", "elapsed")
+
+
+def sample_text(model, tokenizer, start: list[int], n_tokens: int) -> str:
+    """A short seeded generation from `start`, as the model is right now."""
+    ids = [s.token for s in generate(model, start, n_tokens, temperature=0.8, seed=0)]
+    return tokenizer.decode(start + ids) if tokenizer is not None else str(start + ids)
+
+
+class RemoteTrainer:
+    """Runs `local`'s training in a child process; run() blocks, mirroring progress into `local`."""
+
+    def __init__(self, local: Trainer, sample_every: int = 0, sample_tokens: int = 120):
+        self.local, self.sample_every, self.sample_tokens = local, sample_every, sample_tokens
+        self.messages = CONTEXT.Queue()
+        self.commands, child_commands = CONTEXT.Pipe()
+        self.process = CONTEXT.Process(target=child_main, daemon=True, name="trainer",
+                                       args=(self.job(), child_commands, self.messages))
+        self._send_lock = threading.Lock()
+
+    def job(self) -> dict:
+        t = self.local
+        val = None if t.val_data is None else t.val_data.numpy()
+        return dict(model_config=t.model.cfg.to_dict(), weights=weights(t), train=t.train_data.numpy(), val=val,
+                    cfg=t.cfg, tokenizer=None if t.tokenizer is None else t.tokenizer.to_dict(),
+                    sample_every=self.sample_every, sample_tokens=self.sample_tokens)
+
+    # ------------------------------------------------------------------ control (any thread)
+    def pause(self) -> None:
+        self.send("pause")
+
+    def resume(self) -> None:
+        self.send("resume")
+
+    def stop(self) -> None:
+        self.send("stop")
+
+    def send(self, command: str) -> None:
+        with self._send_lock:
+            try:
+                self.commands.send(command)
+            except (BrokenPipeError, OSError):  # the child has already finished
+                pass
+
+    # ------------------------------------------------------------------ the mirror
+    def run(self, callback: Optional[Callable[[dict], None]] = None) -> str:
+        """Start the child and mirror it until it ends; callback(metrics) as Trainer.run would call it."""
+        self.local.state = "running"
+        self.process.start()
+        try:
+            while True:
+                try:
+                    kind, payload = self.messages.get(timeout=0.5)
+                except queue.Empty:
+                    if not self.process.is_alive():
+                        raise TrainingError(f"the training process ended unexpectedly (exit code "
+                                            f"{self.process.exitcode}); start the run again.") from None
+                    continue
+                if kind == "metrics":
+                    self.mirror(payload)
+                    if callback is not None:
+                        callback(payload)
+                elif kind == "weights":
+                    self.local.model.load_state_dict({k: torch.from_numpy(v) for k, v in payload.items()})
+                elif kind == "state":
+                    self.local.state = payload
+                elif kind == "error":
+                    raise TrainingError(payload)
+                elif kind == "done":
+                    self.local.state = payload
+                    return payload
+        except BaseException as err:
+            self.local.state, self.local.error = "error", err
+            raise
+        finally:
+            self.commands.close()
+            self.process.join(timeout=5)
+            if self.process.is_alive():
+                self.process.terminate()
+
+    def mirror(self, metrics: dict) -> None:
+        t = self.local
+        if "loss" in metrics:
+            t.history.append({k: metrics[k] for k in METRIC_KEYS})
+            t.step_count, t.elapsed = metrics["step"], metrics["elapsed"]
+        if "eval" in metrics:
+            t.evals.append(metrics["eval"])
+        if "snapshot" in metrics:
+            t.snapshots.append(metrics["snapshot"])
+
+
+# ---------------------------------------------------------------- the child process
+
+def child_main(job: dict, commands, messages) -> None:
+    """Build the trainer from the job, train on this process's main thread, report everything."""
+    try:
+        trainer = child_trainer(job)
+    except Exception as err:  # noqa: BLE001 - reported to the parent, which raises it there
+        messages.put(("error", str(err)))
+        return
+    threading.Thread(target=obey, args=(trainer, commands, messages), daemon=True).start()
+    every, n_tokens, tokenizer = job["sample_every"], job["sample_tokens"], trainer.tokenizer
+
+    def report(metrics: dict) -> None:
+        step = metrics.get("step", 0)
+        if every and (step % every == 0 or "snapshot" in metrics):
+            metrics["sample"] = sample_text(trainer.model, tokenizer, trainer.probe_ids[:1] or [0], n_tokens)
+        messages.put(("metrics", metrics))
+
+    try:
+        state = trainer.run(callback=report)
+    except Exception as err:  # noqa: BLE001
+        messages.put(("error", str(err)))
+        return
+    messages.put(("weights", weights(trainer)))
+    messages.put(("done", state))
+    messages.close()
+    messages.join_thread()
+
+
+def child_trainer(job: dict) -> Trainer:
+    model = GPT(GPTConfig.from_dict(job["model_config"]))
+    model.load_state_dict({k: torch.from_numpy(v) for k, v in job["weights"].items()})
+    tokenizer = None if job["tokenizer"] is None else tokenizer_from_dict(job["tokenizer"])
+    val = None if job["val"] is None else torch.from_numpy(job["val"])
+    return Trainer(model, torch.from_numpy(job["train"]), val, job["cfg"], tokenizer)
+
+
+def weights(trainer: Trainer) -> dict:
+    """The weights as numpy copies. Copies, because the queue pickles in a background thread after training
+    may have moved on; numpy, because torch would share tensors through file descriptors that die with the
+    sender."""
+    return {k: v.detach().cpu().numpy().copy() for k, v in trainer.model.state_dict().items()}
+
+
+def obey(trainer: Trainer, commands, messages) -> None:
+    """Carry out pause / resume / stop; a closed pipe (the parent is gone) means stop."""
+    while True:
+        try:
+            command = commands.recv()
+        except (EOFError, OSError):
+            trainer.stop()
+            return
+        if command == "pause":
+            trainer.pause()
+            while trainer.state in ("idle", "running"):  # until the loop parks (or the run ends)
+                time.sleep(0.005)
+            if trainer.state == "paused":  # the loop is parked: these weights are the paused model
+                messages.put(("weights", weights(trainer)))
+                messages.put(("state", "paused"))
+        elif command == "resume":
+            trainer.resume()
+            messages.put(("state", "running"))
+        elif command == "stop":
+            trainer.stop()

@@ -1,0 +1,83 @@
+"""RemoteTrainer: training in a child process, mirrored into the local Trainer."""
+import os
+import signal
+import threading
+
+import pytest
+import torch
+
+from model_core.remote import RemoteTrainer
+from model_core.trainer import TrainingError
+
+from .test_trainer import make_trainer, wait_for
+
+
+def test_the_mirror_matches_a_run_in_this_process():
+    local = make_trainer(seed=2, max_steps=25, eval_interval=10, snapshot_interval=10)
+    mirrored = make_trainer(seed=2, max_steps=25, eval_interval=10, snapshot_interval=10)
+    seen = []
+    assert RemoteTrainer(mirrored).run(callback=seen.append) == "finished"
+    local.run()
+    assert [m["step"] for m in seen if "loss" in m] == list(range(1, 26))
+    assert [m["loss"] for m in mirrored.history] == pytest.approx([m["loss"] for m in local.history], rel=1e-6)
+    assert [e["step"] for e in mirrored.evals] == [e["step"] for e in local.evals] == [0, 10, 20, 25]
+    assert [s.step for s in mirrored.snapshots] == [s.step for s in local.snapshots]
+    assert mirrored.step_count == 25 and mirrored.state == "finished"
+    for name, value in local.model.state_dict().items():  # the final weights came back
+        torch.testing.assert_close(mirrored.model.state_dict()[name], value)
+
+
+def test_samples_are_generated_in_the_child():
+    trainer = make_trainer(max_steps=10, eval_interval=0)
+    seen = []
+    RemoteTrainer(trainer, sample_every=5, sample_tokens=12).run(callback=seen.append)
+    samples = [(m["step"], m["sample"]) for m in seen if "sample" in m]
+    assert [step for step, _ in samples] == [5, 10]
+    assert all(len(text) == 13 and set(text) <= set(trainer.tokenizer.decode(list(range(trainer.tokenizer.vocab_size))))
+               for _, text in samples)
+
+
+def test_pause_sends_the_weights_resume_and_stop_work_from_another_thread():
+    trainer = make_trainer(max_steps=10**6, eval_interval=0)
+    before = {k: v.clone() for k, v in trainer.model.state_dict().items()}
+    remote = RemoteTrainer(trainer)
+    thread = threading.Thread(target=remote.run, daemon=True)
+    thread.start()
+    try:
+        wait_for(lambda: trainer.step_count >= 3)
+        remote.pause()
+        wait_for(lambda: trainer.state == "paused")
+        paused_at = trainer.step_count
+        assert any(not torch.equal(before[k], v) for k, v in trainer.model.state_dict().items())
+        thread.join(timeout=0.5)
+        assert trainer.step_count == paused_at
+        remote.resume()
+        wait_for(lambda: trainer.step_count > paused_at + 2)
+        assert trainer.state == "running"
+    finally:
+        remote.stop()
+        thread.join(timeout=30)
+    assert not thread.is_alive() and trainer.state == "stopped"
+    assert not remote.process.is_alive()
+
+
+def test_a_nan_in_the_child_raises_here_with_the_step():
+    trainer = make_trainer(max_steps=5)
+    with torch.no_grad():
+        next(trainer.model.parameters()).fill_(float("nan"))
+    with pytest.raises(TrainingError, match="at step 1"):
+        RemoteTrainer(trainer).run()
+    assert trainer.state == "error"
+
+
+def test_a_child_that_dies_is_reported_not_waited_for():
+    trainer = make_trainer(max_steps=10**6, eval_interval=0)
+    remote = RemoteTrainer(trainer)
+    errors = []
+    thread = threading.Thread(target=lambda: errors.append(pytest.raises(TrainingError, remote.run)), daemon=True)
+    thread.start()
+    wait_for(lambda: trainer.step_count >= 1)
+    os.kill(remote.process.pid, signal.SIGKILL)
+    thread.join(timeout=30)
+    assert not thread.is_alive() and "ended unexpectedly" in str(errors[0].value)
+    assert trainer.state == "error"
