@@ -2,11 +2,12 @@
 import gradio as gr
 
 from .binding import bind
-from .callbacks.models import model_summary
+from .callbacks.models import model_summary, slider_maxima
 from .callbacks.train import param_count_view
 from .guide import GUIDE
 from .session import REGISTRY
 from .tabs.attention import build_attention_tab
+from .tabs.common import RANGE_CLASS
 from .tabs.data import build_data_tab
 from .tabs.embeddings import build_embeddings_tab
 from .tabs.ffn import build_ffn_tab
@@ -53,8 +54,21 @@ def build_app() -> gr.Blocks:
                                           (embeddings_tab, embeddings), (ffn_tab, ffn), (sampling_tab, sampling)):
             tab.select(fn, inputs, outputs, api_visibility="private", concurrency_limit=4,
                        concurrency_id="analysis")
+        _resize_sliders_with_model(demo, model_info)
         demo.unload(_forget_session)
     return demo
+
+
+def _resize_sliders_with_model(demo: gr.Blocks, model_info: gr.Markdown) -> None:
+    """Layer, head and position sliders get the inspected model's ranges whenever it changes."""
+    sized = [(block, cls[len(RANGE_CLASS):]) for block in demo.blocks.values() if isinstance(block, gr.Slider)
+             for cls in (block.elem_classes or []) if cls.startswith(RANGE_CLASS)]
+
+    def ranges(session):
+        maxima = slider_maxima(session)
+        return [gr.Slider(maximum=maxima[kind]) for _, kind in sized]
+    model_info.change(bind(ranges), None, [block for block, _ in sized], api_visibility="private",
+                      concurrency_limit=None)
 
 
 def _forget_session(request: gr.Request):

@@ -207,6 +207,22 @@ def test_model_summary_and_save_load_roundtrip(session):
     assert same_weights(weights(other), weights(session))
 
 
+def test_slider_maxima_follow_the_model(session):
+    assert models.slider_maxima(session) == {"layer": N_LAYERS - 1, "hidden": N_LAYERS, "head": N_HEADS - 1,
+                                             "query": BLOCK - 1}
+
+
+def test_every_model_sized_slider_is_resized_when_the_model_changes():
+    from explorer.tabs.common import RANGE_CLASS
+    from explorer.ui import build_app
+    demo = build_app()
+    sized = {b._id for b in demo.blocks.values() if isinstance(b, gr.Slider)
+             and any(c.startswith(RANGE_CLASS) for c in b.elem_classes or [])}
+    assert len(sized) == 6  # attention layer/head/query, residual, embeddings and FFN layer
+    resize = [d for d in demo.fns.values() if {b._id for b in d.outputs} == sized]
+    assert len(resize) == 1 and [t[1] for t in resize[0].targets] == ["change"]
+
+
 # ---------------------------------------------------------------- bad prompts
 
 def test_empty_prompt_is_a_readable_error(session):

@@ -20,6 +20,13 @@ def model_summary(session: Session) -> str:
             f"{c.model.num_params():,} parameters{trained}.")
 
 
+def slider_maxima(session: Session) -> dict[str, int]:
+    """Largest valid value per slider kind for the inspected model."""
+    cfg = session.model.cfg
+    return {"layer": cfg.n_layers - 1, "hidden": cfg.n_layers, "head": cfg.n_heads - 1,
+            "query": cfg.block_size - 1}
+
+
 def pick_shipped(session: Session, name: str) -> str:
     if not name:
         raise UserError("Pick one of the shipped models first.")

@@ -4,7 +4,7 @@ from ..binding import bind
 from ..callbacks.attention import attention_view
 from ..callbacks.history import snapshot_view
 from ..figures.heads import HEAD_TABLE_HEADERS
-from .common import ANALYSIS, API, caption, prompt_row
+from .common import ANALYSIS, API, caption, model_slider, prompt_row
 
 
 def build_attention_tab():
@@ -13,9 +13,9 @@ def build_attention_tab():
                 "token; the colour says how much it looks at each earlier (key) token.")
     prompt, drop, run = prompt_row("Show attention")
     with gr.Row():
-        layer = gr.Slider(0, 7, value=0, step=1, label="Layer")
-        head = gr.Slider(0, 7, value=0, step=1, label="Head")
-        query = gr.Slider(-1, 255, value=-1, step=1, label="Query position for the bars (-1 = last)")
+        layer = model_slider("layer", "Layer")
+        head = model_slider("head", "Head")
+        query = model_slider("query", "Query position for the bars (-1 = last)")
     note = caption()
     grid = gr.Plot(label="All heads (layer × head)")
     with gr.Row():

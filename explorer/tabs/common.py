@@ -20,5 +20,10 @@ def caption():
     return gr.Markdown(elem_classes=["te-caption"])
 
 
-def layer_slider(label: str = "Layer", maximum: int = 3):
-    return gr.Slider(0, maximum, value=0, step=1, label=label)
+RANGE_CLASS = "te-range-"  # + kind; ui.py resizes these sliders whenever the inspected model changes
+
+
+def model_slider(kind: str, label: str):
+    """A slider over the model's layers, heads or positions (kind: see callbacks.models.slider_maxima)."""
+    value = -1 if kind == "query" else 0
+    return gr.Slider(value, 7, value=value, step=1, label=label, elem_classes=[RANGE_CLASS + kind])

@@ -2,7 +2,7 @@ import gradio as gr
 
 from ..binding import bind
 from ..callbacks.embeddings import embeddings_view
-from .common import ANALYSIS, API, caption, prompt_row
+from .common import ANALYSIS, API, caption, model_slider, prompt_row
 
 
 def build_embeddings_tab():
@@ -11,7 +11,7 @@ def build_embeddings_tab():
     prompt, drop, run = prompt_row("Show embeddings")
     with gr.Row():
         dims = gr.Radio(["2", "3"], value="2", label="PCA dimensions")
-        layer = gr.Slider(0, 8, value=0, step=1, label="Hidden state after layer (0 = embeddings)")
+        layer = model_slider("hidden", "Hidden state after layer (0 = embeddings)")
     note = caption()
     with gr.Row():
         tok = gr.Plot(label="Token embeddings")

@@ -3,7 +3,7 @@ import gradio as gr
 from ..binding import bind
 from ..callbacks.ffn import ffn_view
 from ..figures.ffn import TOP_TOKENS_HEADERS
-from .common import ANALYSIS, API, caption, prompt_row
+from .common import ANALYSIS, API, caption, model_slider, prompt_row
 
 
 def build_ffn_tab():
@@ -11,7 +11,7 @@ def build_ffn_tab():
                 "to d_mlp neurons, applies a non-linearity, and narrows it back.")
     prompt, drop, run = prompt_row("Show FFN neurons")
     with gr.Row():
-        layer = gr.Slider(0, 7, value=0, step=1, label="Layer")
+        layer = model_slider("layer", "Layer")
         neuron = gr.Number(0, label="Neuron (for the top-token table)", precision=0, minimum=0)
     note = caption()
     hist = gr.Plot(label="Activation values")

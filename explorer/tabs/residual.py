@@ -2,7 +2,7 @@ import gradio as gr
 
 from ..binding import bind
 from ..callbacks.residual import residual_view
-from .common import ANALYSIS, API, caption, prompt_row
+from .common import ANALYSIS, API, caption, model_slider, prompt_row
 
 
 def build_residual_tab():
@@ -10,7 +10,7 @@ def build_residual_tab():
                 "Here: how big it is, how big each layer's updates are, and what it would predict at each layer.")
     prompt, drop, run = prompt_row("Show residual stream")
     with gr.Row():
-        layer = gr.Slider(0, 7, value=0, step=1, label="Layer (for the per-position charts)")
+        layer = model_slider("layer", "Layer (for the per-position charts)")
         mode = gr.Radio(["norm", "full"], value="norm", label="Heatmap: vector size per position, or every dimension")
     note = caption()
     with gr.Row():
