@@ -31,15 +31,15 @@ def _architecture_controls():
 
 
 def _optimiser_controls():
-    t = CLASSROOM.train
+    t = CLASSROOM.train_config(device="cpu")
     with gr.Row():
-        lr = gr.Number(t["lr"], label="Learning rate")
-        batch = gr.Slider(1, 128, value=t["batch_size"], step=1, label="Batch size")
-        steps = gr.Number(2000, label="Steps", precision=0, minimum=1)
-        warmup = gr.Number(t["warmup_steps"], label="Warmup steps", precision=0, minimum=0)
-        wd = gr.Number(0.1, label="Weight decay", minimum=0)
-        clip = gr.Number(1.0, label="Gradient clipping (0 = off)", minimum=0)
-        eval_every = gr.Number(100, label="Evaluate every N steps", precision=0, minimum=1)
+        lr = gr.Number(t.lr, label="Learning rate")
+        batch = gr.Slider(1, 128, value=t.batch_size, step=1, label="Batch size")
+        steps = gr.Number(t.max_steps, label="Steps", precision=0, minimum=1)
+        warmup = gr.Number(t.warmup_steps, label="Warmup steps", precision=0, minimum=0)
+        wd = gr.Number(t.weight_decay, label="Weight decay", minimum=0)
+        clip = gr.Number(t.grad_clip, label="Gradient clipping (0 = off)", minimum=0)
+        eval_every = gr.Number(t.eval_interval, label="Evaluate every N steps", precision=0, minimum=1)
     return [lr, batch, steps, warmup, wd, clip, eval_every]
 
 
