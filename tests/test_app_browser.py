@@ -141,6 +141,7 @@ def test_train_tab_live_charts(page):
         page.wait_for_function(f"() => ({loss_points})() > {before}", timeout=60_000)
         # Plotly.react redrew the same element: no remount (zoom and memory are kept)
         assert page.evaluate("() => document.querySelector('#live-loss .te-live-plot').dataset.marker") == "kept"
+        page.wait_for_function(f"() => ({loss_points})() >= 20", timeout=60_000)  # a third of the x axis
         assert coloured_pixels(visible(page.locator("#live-loss")).screenshot()) > 300  # a line, not just axes
         n_heads = page.evaluate("() => document.querySelector('#live-attention .te-live-plot').data"
                                 ".filter(t => t.type === 'heatmap').length")

@@ -107,7 +107,7 @@ def attention_steps_figure(scores_unmasked, scores_masked, pattern, z, tokens: l
     labels, scores = index_labels(tokens), compact(scores_unmasked, 3)
     z = compact(z, 3)
     fig = make_subplots(rows=1, cols=4, subplot_titles=STEP_TITLES, shared_yaxes=True,
-                        horizontal_spacing=0.075, column_widths=[1, 1, 1, 0.8])
+                        horizontal_spacing=0.105, column_widths=[1, 1, 1, 0.8])
     panels = [
         (scores, labels, "coloraxis", PAIR_HOVER.replace("weight", "score")),
         (masked_to_nan(scores_masked), labels, "coloraxis",
@@ -132,7 +132,7 @@ def _steps_coloraxes(fig: go.Figure, scores: np.ndarray, z: np.ndarray) -> dict:
     """Three colour axes for the steps figure (scores, weights 0..1, z centred at 0), bars right of panels 2-4."""
     finite = scores[np.isfinite(scores)]
     x = [fig.get_subplot(1, col).xaxis.domain[1] + 0.004 for col in (2, 3, 4)]
-    bar = dict(thickness=12, len=0.9, xanchor="left")
+    bar = dict(thickness=12, len=0.9, xanchor="left", tickfont=dict(size=10))
     half = symmetric_range(z)
     return dict(
         coloraxis=dict(colorscale=MAGNITUDE_SCALE, cmin=float(finite.min()), cmax=float(finite.max()),

@@ -38,7 +38,7 @@ def next_token_figure(probs_before, probs_after, removed, labels: list[str], top
     title = f"Next-token probabilities: filtering cut {int(removed.sum())} of {len(removed)} tokens " \
             f"(top {len(order)} shown)"
     return style_figure(fig, title, height=420, barmode="group", bargap=0.25, legend=top_legend(),
-                        margin=dict(t=100, b=80))
+                        margin=dict(t=130, b=80))
 
 
 def temperature_curve_figure(logits=None, temperatures=(0.5, 1.0, 2.0), labels: list[str] | None = None,

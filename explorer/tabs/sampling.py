@@ -28,8 +28,8 @@ def build_sampling_tab():
 
     gr.Markdown("### Side by side\nEach row is one setting; all columns start from the same prompt and seed.")
     with gr.Row():
-        table = gr.Dataframe(DEFAULT_COMPARISON, headers=COMPARE_HEADERS, datatype="number", row_count=(4, "dynamic"),
-                             column_count=(4, "fixed"), interactive=True, label="Settings to compare", scale=3)
+        table = gr.Dataframe(DEFAULT_COMPARISON, headers=COMPARE_HEADERS, datatype="number", row_count=4,
+                             column_count=4, interactive=True, label="Settings to compare", scale=3)
         with gr.Column(scale=1):
             length = gr.Slider(10, 500, value=150, step=10, label="New tokens")
             seed = gr.Number(0, label="Seed", precision=0)
