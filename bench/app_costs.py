@@ -35,7 +35,9 @@ from model_core.trainer import Trainer  # noqa: E402
 
 ATTENTION_TARGET_MS, TRAIN_TARGET_RATIO = 300, 0.9
 RUNS = 10
-TRAIN_STEPS, TRAIN_ROUNDS = 400, 3  # per contender per round; rounds alternate CLI, app, CLI, app
+# The Train tab's default run (the classroom preset's max_steps), per contender per round; rounds alternate
+# CLI, app, CLI, app.
+TRAIN_STEPS, TRAIN_ROUNDS = get_preset("classroom").train["max_steps"], 2
 
 
 def median_ms(fn, runs: int = RUNS) -> float:

@@ -41,6 +41,7 @@ class TrainingRun:
         self.remote = RemoteTrainer(trainer, sample_every, sample_tokens)
         self.samples: list[tuple[int, str]] = []  # (step, generated text)
         self.error: Optional[str] = None
+        self.live_figure: tuple[int, str] = (0, "")  # (snapshots seen, live attention JSON), kept by the poller
         self.last_poll = time.monotonic()
         self.thread = threading.Thread(target=self._main, name="trainer-mirror", daemon=True)
 

@@ -96,13 +96,19 @@ def poll(session: Session):
     t = run.trainer
     last = t.history[-1] if t.history else {}
     status = status_text(run, last)
-    snap = t.snapshots[-1] if t.snapshots else None
-    live = ""
-    if snap is not None:
-        labels = [t.tokenizer.token_label(i) for i in snap.probe_ids]
-        live = figure_to_json(live_attention_figure(snap.pattern(), labels))
     sample = f"step {run.samples[-1][0]}:\n{run.samples[-1][1]}" if run.samples else ""
-    return loss_json(t.history, t.evals), status, live, sample, run.active
+    return loss_json(t.history, t.evals), status, live_attention_json(run), sample, run.active
+
+
+def live_attention_json(run: TrainingRun) -> str:
+    """The newest snapshot's live attention figure JSON, built once per snapshot (polls come every second,
+    snapshots every few seconds, and the poller shares the CPU with the training process)."""
+    snapshots = run.trainer.snapshots
+    if snapshots and run.live_figure[0] != len(snapshots):
+        snap = snapshots[-1]
+        labels = [run.trainer.tokenizer.token_label(i) for i in snap.probe_ids]
+        run.live_figure = (len(snapshots), figure_to_json(live_attention_figure(snap.pattern(), labels)))
+    return run.live_figure[1]
 
 
 def status_text(run: TrainingRun, last: dict) -> str:
