@@ -9,7 +9,7 @@ import torch
 from model_core.remote import RemoteTrainer
 from model_core.trainer import TrainingError
 
-from .test_trainer import make_trainer, wait_for
+from .test_trainer import make_trainer, pause_resume_stop, wait_for
 
 
 def test_the_mirror_matches_a_run_in_this_process():
@@ -41,23 +41,11 @@ def test_pause_sends_the_weights_resume_and_stop_work_from_another_thread():
     trainer = make_trainer(max_steps=10**6, eval_interval=0)
     before = {k: v.clone() for k, v in trainer.model.state_dict().items()}
     remote = RemoteTrainer(trainer)
-    thread = threading.Thread(target=remote.run, daemon=True)
-    thread.start()
-    try:
-        wait_for(lambda: trainer.step_count >= 3)
-        remote.pause()
-        wait_for(lambda: trainer.state == "paused")
-        paused_at = trainer.step_count
+
+    def weights_came_back():
         assert any(not torch.equal(before[k], v) for k, v in trainer.model.state_dict().items())
-        thread.join(timeout=0.5)
-        assert trainer.step_count == paused_at
-        remote.resume()
-        wait_for(lambda: trainer.step_count > paused_at + 2)
-        assert trainer.state == "running"
-    finally:
-        remote.stop()
-        thread.join(timeout=30)
-    assert not thread.is_alive() and trainer.state == "stopped"
+
+    pause_resume_stop(trainer, remote, remote.run, weights_came_back)
     assert not remote.process.is_alive()
 
 

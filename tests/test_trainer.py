@@ -88,24 +88,31 @@ def test_weight_decay_only_on_linear_matrices(tie):
                for p in no_decay["params"])
 
 
-def test_pause_resume_stop_from_another_thread():
-    trainer = make_trainer(max_steps=10**6, eval_interval=10**5)
-    thread = threading.Thread(target=trainer.run)
+def pause_resume_stop(trainer: Trainer, control, run, when_paused=lambda: None) -> None:
+    """run() in a thread; through control: pause after 3 steps (the count must stand still), resume (it
+    must move again), stop (the run must end as 'stopped'). when_paused() runs while paused."""
+    thread = threading.Thread(target=run, daemon=True)
     thread.start()
     try:
         wait_for(lambda: trainer.step_count >= 3)
-        trainer.pause()
+        control.pause()
         wait_for(lambda: trainer.state == "paused")
         paused_at = trainer.step_count
+        when_paused()
         time.sleep(0.3)
         assert trainer.step_count == paused_at
-        trainer.resume()
+        control.resume()
         wait_for(lambda: trainer.step_count > paused_at + 2)
         assert trainer.state == "running"
     finally:
-        trainer.stop()
-        thread.join(timeout=20)
+        control.stop()
+        thread.join(timeout=30)
     assert not thread.is_alive() and trainer.state == "stopped"
+
+
+def test_pause_resume_stop_from_another_thread():
+    trainer = make_trainer(max_steps=10**6, eval_interval=10**5)
+    pause_resume_stop(trainer, trainer, trainer.run)
     assert trainer.evals[-1]["step"] == trainer.step_count  # final evaluation on stop
 
 
