@@ -3,11 +3,11 @@ import os
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 
+import http.client
 import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -22,18 +22,22 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def wait_for_http(url: str, proc: subprocess.Popen, timeout: float = 120.0) -> None:
+def wait_for_app(port: int, proc: subprocess.Popen, timeout: float = 120.0) -> None:
+    """Until the app on 127.0.0.1:port answers GET / with 200 (it never leaves this machine)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"the app exited with code {proc.returncode} before serving {url}")
+            raise RuntimeError(f"the app exited with code {proc.returncode} before serving port {port}")
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
         try:
-            with urllib.request.urlopen(url, timeout=2) as response:
-                if response.status == 200:
-                    return
+            connection.request("GET", "/")
+            if connection.getresponse().status == 200:
+                return
         except OSError:
             time.sleep(0.5)
-    raise TimeoutError(f"the app did not answer {url} within {timeout:.0f} s")
+        finally:
+            connection.close()
+    raise TimeoutError(f"the app did not answer on port {port} within {timeout:.0f} s")
 
 
 @pytest.fixture(scope="session")
@@ -48,7 +52,7 @@ def app_url(tmp_path_factory):
                                 cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/"
     try:
-        wait_for_http(url, proc)
+        wait_for_app(port, proc)
     except Exception:
         proc.kill()
         raise RuntimeError(f"{log_path.read_text()[-3000:]}") from None
