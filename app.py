@@ -1,6 +1,7 @@
 """Transformer Explorer: python app.py [--host 127.0.0.1] [--port 7860] [--model shakespeare]."""
 import argparse
 import os
+import signal
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
@@ -11,31 +12,64 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default: localhost only)")
     p.add_argument("--port", type=int, default=7860, help="port to serve on")
     p.add_argument("--model", default="shakespeare", help="shipped model every new session opens on")
-    p.add_argument("--max-params", type=int, default=5_000_000, help="largest model a user may train")
+    p.add_argument("--max-params", type=int, default=5_000_000, help="largest model a user may train or upload")
     p.add_argument("--max-steps", type=int, default=20_000, help="longest training run, in steps")
     p.add_argument("--max-upload-mb", type=float, default=20.0, help="largest text or checkpoint upload")
     p.add_argument("--max-trainers", type=int, default=2, help="training runs at once on this server")
     p.add_argument("--max-sessions", type=int, default=64, help="browser sessions kept in memory")
+    p.add_argument("--run-ttl", type=float, default=300.0,
+                   help="seconds a paused or unwatched training run keeps its slot before the server stops it")
+    p.add_argument("--analysis-workers", type=int, default=2,
+                   help="analysis requests served at once (more only queue for the same cores)")
+    p.add_argument("--torch-threads", type=int, default=1,
+                   help="torch threads per analysis request in the server (see README: Classroom server)")
     return p.parse_args(argv)
 
 
 def main(argv=None) -> None:
     args = parse_args(argv)
+    import torch
+
     from explorer import app_state
+    from explorer.http_guard import guarded_app_kwargs
     from explorer.limits import LIMITS
     from explorer.shipped import load_shipped
 
-    for name in ("max_params", "max_steps", "max_upload_mb", "max_trainers", "max_sessions"):
+    torch.set_num_threads(args.torch_threads)
+    for name in ("max_params", "max_steps", "max_upload_mb", "max_trainers", "max_sessions", "analysis_workers"):
         setattr(LIMITS, name, getattr(args, name))
+    LIMITS.run_ttl_seconds = args.run_ttl
     load_shipped(args.model)  # fail now, with a clear message, if the model does not exist
     app_state.default_model = args.model
     from explorer.ui import CSS, build_app
 
     demo = build_app()
-    demo.queue(default_concurrency_limit=2, max_size=64)
-    demo.launch(server_name=args.host, server_port=args.port, css=CSS, theme="soft", enable_monitoring=False,
-                max_file_size=f"{args.max_upload_mb:g}mb", state_session_capacity=args.max_sessions,
-                show_error=True, footer_links=["api"])
+    demo.queue(default_concurrency_limit=2, max_size=256)
+    for sig in (signal.SIGTERM, signal.SIGINT):  # systemd and docker stop with SIGTERM, a terminal with Ctrl-C
+        signal.signal(sig, shutdown)
+    try:
+        demo.launch(server_name=args.host, server_port=args.port, css=CSS, theme="soft", enable_monitoring=False,
+                    max_file_size=f"{args.max_upload_mb:g}mb", state_session_capacity=args.max_sessions,
+                    show_error=False, footer_links=["api"], app_kwargs=guarded_app_kwargs())
+    # show_error=False: our own messages are gr.Error and always shown; Gradio's internal ones are not
+    finally:
+        shutdown()
+
+
+def shutdown(*_signal) -> None:
+    """Stop every training child and the forkserver, remove temp files, and leave at once (threads that
+    serve requests still running must not keep the process alive)."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    from explorer.session import REGISTRY
+    from explorer.tempfiles import remove_all
+    from model_core.remote import shutdown_all
+
+    REGISTRY.close_all()
+    shutdown_all(timeout=2.0)
+    remove_all()
+    print("Transformer Explorer stopped: training processes ended, temp files removed.", flush=True)
+    os._exit(0)
 
 
 if __name__ == "__main__":

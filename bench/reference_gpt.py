@@ -1,4 +1,6 @@
 """A plain GPT with no hook machinery (nanoGPT-style, fused attention): the speed yardstick."""
+import math
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -29,6 +31,17 @@ class PlainGPT(nn.Module):
         self.ln_f = nn.LayerNorm(d_model)
         self.head = nn.Linear(d_model, vocab_size, bias=False)
         self.head.weight = self.tok.weight
+        self.apply(self._init_weights)  # nanoGPT's init: N(0, 0.02), zero biases, residual outputs / sqrt(2L)
+        for block in self.blocks:
+            for proj in (block.proj, block.out):
+                nn.init.normal_(proj.weight, mean=0.0, std=0.02 / math.sqrt(2 * n_layers))
+
+    @staticmethod
+    def _init_weights(module):
+        if isinstance(module, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(module.weight, mean=0.0, std=0.02)
+        if isinstance(module, nn.Linear) and module.bias is not None:
+            nn.init.zeros_(module.bias)
 
     def forward(self, idx, targets=None):
         x = self.tok(idx) + self.pos.weight[: idx.size(1)]

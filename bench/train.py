@@ -1,7 +1,8 @@
 """python -m bench.train: the classroom preset against the clock, and the Trainer against a plain loop.
 
 Targets: val loss <= 1.75 on Shakespeare within 90 s of wall time (final evaluation included);
-Trainer.step() steps/s >= 0.97x a plain nanoGPT-style training loop at the same shape and batch."""
+Trainer.step() steps/s >= 0.97x a plain nanoGPT-style training loop at the same shape and batch.
+--vs-reference [--runs N] [--ablation]: the nanoGPT CPU recipe against the fast preset (bench.vs_reference)."""
 import argparse
 import dataclasses
 import os
@@ -9,6 +10,7 @@ import time
 
 import torch
 
+from bench import vs_reference as vs
 from bench.reference_gpt import PlainGPT
 from bench.timing import interleaved_seconds, print_table
 from model_core.corpora import load_corpus
@@ -19,6 +21,7 @@ from model_core.tokenization import build_tokenizer
 from model_core.trainer import Trainer
 
 TARGET_VAL_LOSS = 1.75
+VS_MARGIN, VS_CEILING = 0.25, 1.65  # --vs-reference target: fast <= reference - 0.25 and <= 1.65
 FINAL_EVAL_ITERS = 50  # batches per split in the final evaluation: a stable number, ~2 s on 2 cores
 PRESET = get_preset("classroom")
 
@@ -74,12 +77,14 @@ def plain_loop_step(model, optimizer, data: torch.Tensor, block_size: int, batch
 
 
 def throughput_ratio(rounds: int, repeats: int) -> list:
-    """Trainer.step() with our hooked GPT vs a plain loop with PlainGPT and a stock AdamW."""
+    """Trainer.step() with our hooked GPT vs a plain loop with PlainGPT and a stock AdamW (same design:
+    gpt2-classic, so the ratio measures the hook machinery and the Trainer, not the architecture)."""
     tokenizer, train_data, val_data = shakespeare_splits()
-    cfg = PRESET.train_config(device="cpu", eval_interval=0, snapshot_interval=0)
-    m = PRESET.model
+    classic = get_preset("gpt2-classic")
+    cfg = classic.train_config(device="cpu", eval_interval=0, snapshot_interval=0)
+    m = classic.model
     torch.manual_seed(0)
-    trainer = Trainer(GPT(PRESET.model_config(tokenizer.vocab_size)), train_data, val_data, cfg, tokenizer)
+    trainer = Trainer(GPT(classic.model_config(tokenizer.vocab_size)), train_data, val_data, cfg, tokenizer)
     torch.manual_seed(0)
     plain = PlainGPT(tokenizer.vocab_size, m["block_size"], m["d_model"], m["n_heads"], m["n_layers"]).train()
     optimizer = torch.optim.AdamW(plain.parameters(), lr=cfg.lr, betas=cfg.betas, weight_decay=cfg.weight_decay)
@@ -88,16 +93,51 @@ def throughput_ratio(rounds: int, repeats: int) -> list:
     trainer.model.train()
     t = interleaved_seconds({"trainer": trainer.step, "plain": plain_step}, rounds=rounds, repeats=repeats)
     ratio = t["plain"] / t["trainer"]
-    return [f"classroom, batch {cfg.batch_size}", f"{1 / t['trainer']:.2f}", f"{1 / t['plain']:.2f}",
+    return [f"gpt2-classic, batch {cfg.batch_size}", f"{1 / t['trainer']:.2f}", f"{1 / t['plain']:.2f}",
             f"{ratio:.3f}", f"{os.getloadavg()[0]:.2f}", "ok" if ratio >= 0.97 else "BELOW TARGET"]
+
+
+def vs_reference(runs: int, ablation: bool, preset_name: str) -> None:
+    """The nanoGPT recipe, then the preset for the reference's wall time W, `runs` times; optionally the
+    ablation table against the last run's reference and W."""
+    splits = vs.shakespeare_splits()
+    rows, deltas = [], []
+    for i in range(runs):
+        ref = vs.reference_run(splits)
+        fast = vs.preset_run(splits, preset_name, ref.train_seconds)
+        deltas.append(fast.val_loss - ref.val_loss)
+        ok = fast.val_loss <= ref.val_loss - VS_MARGIN and fast.val_loss <= VS_CEILING
+        for r in (ref, fast):
+            rows.append([i + 1, *vs.result_row(r, ref), f"{os.getloadavg()[0]:.2f}",
+                         "" if r is ref else ("PASS" if ok else "FAIL")])
+        print(f"run {i + 1}: reference {ref.val_loss:.3f} in {ref.train_seconds:.1f} s, {preset_name} "
+              f"{fast.val_loss:.3f} ({fast.steps} steps)", flush=True)
+    print_table(f"nanoGPT CPU recipe vs '{preset_name}' in the same wall time W, block 64, Shakespeare (char); "
+                f"val loss over the same {vs.FINAL_EVAL_ITERS} x {vs.EVAL_BATCH} windows "
+                f"(target: <= reference - {VS_MARGIN} and <= {VS_CEILING})",
+                ["run", "model", "steps", "train s", "val loss", "vs ref", "load", ""], rows)
+    print(f"difference over {runs} runs: mean {sum(deltas) / len(deltas):+.3f}, "
+          f"min {min(deltas):+.3f}, max {max(deltas):+.3f}")
+    if ablation:
+        print_table(f"Ablation: '{preset_name}' with one choice changed, each for W = {ref.train_seconds:.1f} s "
+                    f"(reference val {ref.val_loss:.3f})", ["variant", "steps", "train s", "val loss", "vs ref"],
+                    vs.ablation_rows(splits, ref.train_seconds, ref, preset_name))
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.train", description=__doc__.splitlines()[0])
     p.add_argument("--seconds", type=float, default=90.0, help="wall-time budget of the classroom run")
     p.add_argument("--rounds", type=int, default=12, help="interleaved rounds of the throughput comparison")
+    p.add_argument("--vs-reference", action="store_true",
+                   help="only: the nanoGPT CPU recipe, then the classroom preset for the same wall time")
+    p.add_argument("--runs", type=int, default=1, help="repetitions of --vs-reference (report the spread)")
+    p.add_argument("--ablation", action="store_true", help="with --vs-reference: what each choice buys")
+    p.add_argument("--preset", default="classroom", help="preset raced against the reference")
     args = p.parse_args(argv)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} CPUs")
+    if args.vs_reference:
+        vs_reference(max(1, args.runs), args.ablation, args.preset)
+        return 0
     print_table("Trainer.step() vs a plain training loop (target ratio >= 0.97)",
                 ["shape", "trainer steps/s", "plain steps/s", "ratio", "load", ""],
                 [throughput_ratio(args.rounds, repeats=8)])

@@ -1,16 +1,81 @@
-"""Connect plain callbacks (session first) to Gradio events (session looked up from the request)."""
+"""Connect plain callbacks (session first) to Gradio events (session looked up from the request).
+
+Every call holds its session's lock for its whole length: hooks are global state on a model, so two calls
+of one session (an analysis and a generation, a double click) must never run on its model at once.
+Sessions have their own model objects, so different sessions never wait for each other."""
+import json
+import threading
+from collections import OrderedDict
+
 import gradio as gr
 
 from .errors import friendly
 from .session import REGISTRY
 
+SHARED_RESULTS = 256  # analyses of shipped models kept for every session to reuse
 
-def bind(fn):
-    """fn(session, *inputs) -> a Gradio handler that finds this browser session's Session."""
+
+class SharedResults:
+    """Results of analyses of unmodified shipped models, keyed by (model, callback, inputs): a class opens
+    the same default prompt on the same model, and the second student on gets it for free. Results are
+    figures and tables that Gradio only reads."""
+
+    def __init__(self, capacity: int = SHARED_RESULTS):
+        self.capacity, self._items, self._lock = capacity, OrderedDict(), threading.Lock()
+        self.hits = self.misses = 0
+
+    def get(self, key):
+        with self._lock:
+            if key in self._items:
+                self._items.move_to_end(key)
+                self.hits += 1
+                return self._items[key]
+            self.misses += 1
+            return None
+
+    def put(self, key, value) -> None:
+        with self._lock:
+            self._items[key] = value
+            while len(self._items) > self.capacity:
+                self._items.popitem(last=False)
+
+
+SHARED = SharedResults()
+
+
+def _key(inputs: list):
+    """The inputs as a string key, or None when one of them has no plain form (it is then not shared)."""
+    try:
+        return json.dumps(inputs, default=_plain)
+    except (TypeError, ValueError):
+        return None
+
+
+def _plain(value):
+    if hasattr(value, "values") and hasattr(value.values, "tolist"):  # a DataFrame from a gr.Dataframe
+        return value.values.tolist()
+    raise TypeError(type(value).__name__)
+
+
+def bind(fn, shared: bool = False):
+    """fn(session, *inputs) -> a Gradio handler that finds this browser session's Session. shared=True: fn
+    is a pure view of (model, inputs), whose result sessions inspecting the same shipped model may reuse."""
     safe = friendly(fn)
 
     def handler(request: gr.Request, *inputs):
-        return safe(REGISTRY.get(request.session_hash if request else "local"), *inputs)
+        session = REGISTRY.get(request.session_hash if request else "local")
+        with session.lock:
+            while session.notices:
+                gr.Warning(session.notices.pop(0), duration=None)
+            key = (session.shared_key, fn.__name__, _key(list(inputs))) if shared and session.shared_key else None
+            if key is not None and key[2] is not None:
+                cached = SHARED.get(key)
+                if cached is not None:
+                    return cached
+                result = safe(session, *inputs)
+                SHARED.put(key, result)
+                return result
+            return safe(session, *inputs)
 
     handler.__name__ = fn.__name__
     handler.__doc__ = fn.__doc__

@@ -10,7 +10,10 @@ class Limits:
     max_trainers: int = 2  # training runs at once on this server (they share the CPU)
     max_sessions: int = 64  # browser sessions kept in memory; the least recently used is dropped
     max_new_tokens: int = 500  # longest generation
-    heartbeat_seconds: float = 300.0  # a run whose page stopped polling this long is stopped
+    run_ttl_seconds: float = 300.0  # a run paused, or not watched by its page, this long is stopped
+    session_data_mb: float = 48.0  # a session's prepared training data (token ids) at most
+    analysis_workers: int = 2  # analysis requests served at once (app.py --analysis-workers)
+    snapshots_kept: int = 60  # training snapshots a session keeps (spread over the run)
 
     @property
     def max_upload_bytes(self) -> int:

@@ -1,4 +1,9 @@
-"""Per-browser-session state: the model being inspected, the data, the training run."""
+"""Per-browser-session state: the model being inspected, the data, the training run; and the registry that
+keeps a bounded number of sessions, expires idle training runs and tells evicted users what happened.
+
+Memory budget per session (README): the inspected model (at most --max-params x 4 bytes, plus one copy
+while a run is paused), its training data as int16/int32 ids (at most LIMITS.session_data_mb), one cached
+analysis (one prompt of at most block_size tokens), and at most LIMITS.snapshots_kept training snapshots."""
 import copy
 import threading
 import time
@@ -13,7 +18,11 @@ from model_core.checkpoint import Checkpoint
 from .errors import UserError
 from .limits import LIMITS
 from .shipped import DEFAULT_MODEL, load_shipped
-from .training_run import TrainingRun
+from .tempfiles import sweep
+from .training_run import TrainingRun, expire_idle_runs
+
+REAP_SECONDS = 5.0  # how often idle runs and old downloads are looked for
+EVICTED_REMEMBERED = 256  # evicted sessions whose users are told why when they come back
 
 
 @dataclass
@@ -29,13 +38,19 @@ class Analysis:
 
 @dataclass
 class DataChoice:
-    """What the Data tab prepared for training."""
+    """What the Data tab prepared for training (the text itself is not kept: only its first lines)."""
 
     name: str  # corpus name or uploaded file name
-    text: str
+    sample: str  # the first characters, for display
+    n_chars: int
     tokenizer: object
-    train: torch.Tensor  # token ids
+    train: torch.Tensor  # token ids, int16/int32 (model_core.data.compact)
     val: torch.Tensor
+    uploaded: bool = False  # the user's own file (kept until they choose again), not a built-in corpus
+
+    @property
+    def nbytes(self) -> int:
+        return self.train.nbytes + self.val.nbytes
 
 
 @dataclass
@@ -46,8 +61,11 @@ class Session:
     run: Optional[TrainingRun] = None
     version: int = 0  # bumped whenever the inspected model changes
     _analysis: dict = field(default_factory=dict)
-    lock: threading.RLock = field(default_factory=threading.RLock)
+    lock: threading.RLock = field(default_factory=threading.RLock)  # held around every use (explorer.binding)
     last_seen: float = field(default_factory=time.monotonic)
+    shared_key: Optional[str] = None  # "shipped:NAME" while inspecting an unmodified shipped model
+    notices: list = field(default_factory=list)  # messages for the user's next request
+    experiments: dict = field(default_factory=dict)  # Experiments tab: evaluation set, means, maps, model B
 
     @property
     def model(self):
@@ -57,11 +75,11 @@ class Session:
     def tokenizer(self):
         return self.checkpoint.tokenizer
 
-    def use(self, checkpoint: Checkpoint, name: str) -> None:
-        """Inspect a different model from now on."""
+    def use(self, checkpoint: Checkpoint, name: str, shared_key: Optional[str] = None) -> None:
+        """Inspect a different model from now on (shared_key: analyses may be shared with other sessions)."""
         with self.lock:
             checkpoint.model.eval()
-            self.checkpoint, self.model_name = checkpoint, name
+            self.checkpoint, self.model_name, self.shared_key = checkpoint, name, shared_key
             self.version += 1
             self._analysis.clear()
 
@@ -76,13 +94,14 @@ class Session:
             return self._analysis[key]
 
     def adopt_training_model(self) -> None:
-        """Inspect the model being trained (a copy while it is paused, the model itself when done)."""
+        """Inspect the model being trained (a copy while it is paused, the model itself when done). A run that
+        failed is not adopted: its mirror may hold weights older than its step count says."""
         run = self.run
-        if run is None or run.trainer.step_count == 0:
+        if run is None or run.trainer.step_count == 0 or run.adopted == run.trainer.step_count:
+            return
+        if run.state not in ("paused", "stopped", "finished"):
             return
         done = not run.active
-        if run.state not in ("paused", "stopped", "finished", "error") or getattr(run, "adopted", -1) == run.trainer.step_count:
-            return
         model = run.trainer.model if done else copy.deepcopy(run.trainer.model)
         ckpt = Checkpoint.from_trainer(run.trainer, corpus=run.corpus)
         ckpt.model = model.cpu()
@@ -93,13 +112,21 @@ class Session:
         if self.run is not None and self.run.active:
             self.run.control("stop")
 
+    @property
+    def holds_paused_run(self) -> bool:
+        return self.run is not None and self.run.active and self.run.paused_at is not None
+
 
 class SessionRegistry:
-    """Sessions by Gradio session hash, least recently used dropped (and its training stopped) at capacity."""
+    """Sessions by Gradio session hash. At capacity the least recently used session without a running
+    (unpaused) run is dropped, its run stopped, and its user told why when they come back. A reaper thread
+    expires idle runs and sweeps old downloads."""
 
     def __init__(self):
         self._sessions: "OrderedDict[str, Session]" = OrderedDict()
+        self._evicted: "OrderedDict[str, str]" = OrderedDict()  # key -> what its user is told on return
         self._lock = threading.Lock()
+        self._reaper: Optional[threading.Thread] = None
 
     def get(self, key: str) -> Session:
         with self._lock:
@@ -110,11 +137,22 @@ class SessionRegistry:
             session = new_session()
             with self._lock:
                 session = self._sessions.setdefault(key, session)
-                while len(self._sessions) > LIMITS.max_sessions:
-                    _, old = self._sessions.popitem(last=False)
-                    old.stop_training()
+                notice = self._evicted.pop(key, None)
+                if notice:
+                    session.notices.append(notice)
+                self._evict_over_capacity()
+            self._start_reaper()
         session.last_seen = time.monotonic()
         return session
+
+    def _evict_over_capacity(self) -> None:
+        while len(self._sessions) > LIMITS.max_sessions:
+            key = next((k for k, s in self._sessions.items() if not _training(s)), next(iter(self._sessions)))
+            old = self._sessions.pop(key)
+            self._evicted[key] = eviction_notice(old)
+            while len(self._evicted) > EVICTED_REMEMBERED:
+                self._evicted.popitem(last=False)
+            old.stop_training()
 
     def close(self, key: str) -> None:
         with self._lock:
@@ -122,15 +160,51 @@ class SessionRegistry:
         if session is not None:
             session.stop_training()
 
+    def close_all(self) -> None:
+        with self._lock:
+            sessions, self._sessions = list(self._sessions.values()), OrderedDict()
+        for session in sessions:
+            session.stop_training()
+
     def __len__(self) -> int:
         return len(self._sessions)
+
+    def _start_reaper(self) -> None:
+        with self._lock:
+            if self._reaper is None or not self._reaper.is_alive():
+                self._reaper = threading.Thread(target=_reap_forever, name="session-reaper", daemon=True)
+                self._reaper.start()
+
+
+def _training(session: Session) -> bool:
+    run = session.run
+    return run is not None and run.active and run.paused_at is None
+
+
+def eviction_notice(session: Session) -> str:
+    limit = f"this server keeps at most {LIMITS.max_sessions} sessions and yours was the least recently used"
+    if session.holds_paused_run:
+        return (f"Your earlier session was closed because {limit}: your paused run (step "
+                f"{session.run.trainer.step_count:,}) was stopped and its model released. Train again or load a "
+                "saved .zip.")
+    return f"Your earlier session was closed because {limit}: the model you had open was released."
+
+
+def _reap_forever() -> None:
+    while True:
+        time.sleep(REAP_SECONDS)
+        try:
+            expire_idle_runs()
+            sweep()
+        except Exception:  # noqa: BLE001 - the reaper must outlive any one bad run
+            pass
 
 
 def new_session(model_name: str = DEFAULT_MODEL) -> Session:
     from . import app_state  # the default model may be changed by app.py --model
 
     name = app_state.default_model
-    return Session(load_shipped(name), name)
+    return Session(load_shipped(name), name, shared_key=f"shipped:{name}")
 
 
 def require_model(session: Session) -> None:

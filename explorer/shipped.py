@@ -1,4 +1,6 @@
 """The demo models that ship in assets/models/, and a fallback when they are missing."""
+import copy
+import functools
 from pathlib import Path
 
 import torch
@@ -20,7 +22,16 @@ def shipped_models() -> list[str]:
 
 
 def load_shipped(name: str) -> Checkpoint:
-    """A shipped checkpoint; an untrained classroom model on Shakespeare if the assets are missing."""
+    """A shipped checkpoint with a model of its own (hooks are per model object), sharing the read-only
+    history and snapshots with every other session that opened it; an untrained classroom model on
+    Shakespeare if the assets are missing."""
+    template = _loaded(name)
+    return Checkpoint(copy.deepcopy(template.model), template.tokenizer, template.train_config, template.history,
+                      template.evals, template.snapshots, template.corpus, template.versions)
+
+
+@functools.lru_cache(maxsize=8)
+def _loaded(name: str) -> Checkpoint:
     if name in shipped_models():
         return load_checkpoint(MODELS_DIR / name)
     if name != DEFAULT_MODEL:

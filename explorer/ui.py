@@ -7,10 +7,12 @@ from .callbacks.train import param_count_view
 from .guide import GUIDE
 from .session import REGISTRY
 from .tabs.attention import build_attention_tab
-from .tabs.common import RANGE_CLASS
+from .tabs.common import ANALYSIS, RANGE_CLASS
 from .tabs.data import build_data_tab
 from .tabs.embeddings import build_embeddings_tab
+from .tabs.experiments import build_experiments_tab
 from .tabs.ffn import build_ffn_tab
+from .tabs.heads import build_heads_tab
 from .tabs.residual import build_residual_tab
 from .tabs.sampling import build_sampling_tab
 from .tabs.train import build_train_tab
@@ -26,7 +28,8 @@ CSS = """
 
 
 def build_app() -> gr.Blocks:
-    with gr.Blocks(title="Transformer Explorer") as demo:
+    # delete_cache: every 5 minutes Gradio removes uploads and downloads older than 15 minutes.
+    with gr.Blocks(title="Transformer Explorer", delete_cache=(300, 900)) as demo:
         gr.Markdown("# Transformer Explorer\nTrain a tiny GPT and look inside it: every head, the residual "
                     "stream, the embeddings, the FFN neurons and the sampling knobs.")
         model_info = gr.Markdown()
@@ -37,6 +40,8 @@ def build_app() -> gr.Blocks:
                 train_arch, train_params = build_train_tab(data_inputs, model_info)
             with gr.Tab("Attention", id="attention") as attention_tab:
                 attention = build_attention_tab()
+            with gr.Tab("Heads", id="heads") as heads_tab:
+                build_heads_tab(heads_tab)
             with gr.Tab("Residual stream", id="residual") as residual_tab:
                 residual = build_residual_tab()
             with gr.Tab("Embeddings", id="embeddings") as embeddings_tab:
@@ -45,6 +50,8 @@ def build_app() -> gr.Blocks:
                 ffn = build_ffn_tab()
             with gr.Tab("Sampling", id="sampling") as sampling_tab:
                 sampling = build_sampling_tab()
+            with gr.Tab("Experiments", id="experiments"):
+                build_experiments_tab(model_info)
             with gr.Tab("Guide", id="guide"):
                 gr.Markdown(GUIDE)
         demo.load(bind(model_summary), None, model_info, api_visibility="private")
@@ -52,8 +59,7 @@ def build_app() -> gr.Blocks:
         demo.load(bind(param_count_view), train_arch, train_params, api_visibility="private")
         for tab, (fn, inputs, outputs) in ((attention_tab, attention), (residual_tab, residual),
                                           (embeddings_tab, embeddings), (ffn_tab, ffn), (sampling_tab, sampling)):
-            tab.select(fn, inputs, outputs, api_visibility="private", concurrency_limit=4,
-                       concurrency_id="analysis")
+            tab.select(fn, inputs, outputs, api_visibility="private", **ANALYSIS)
         _resize_sliders_with_model(demo, model_info)
         demo.unload(_forget_session)
     return demo

@@ -2,7 +2,8 @@
 
 No pickle anywhere: weights are safetensors, everything else JSON. A tied unembedding is saved once
 (as embed.weight) and re-tied by building the model from its config. Loading checks everything and
-raises CheckpointError saying what is wrong."""
+raises CheckpointError saying what is wrong. Every size in an untrusted checkpoint is checked against a
+LoadLimits before anything is allocated: the model on the meta device, the weights' header before the weights."""
 import io
 import json
 import os
@@ -18,8 +19,15 @@ import torch
 from safetensors.torch import load as load_safetensors_bytes
 from safetensors.torch import save as save_safetensors_bytes
 
+from .checkpoint_fields import (
+    check_dataclass_fields, check_int, check_list, check_metric_rows, check_number, check_object, check_text,
+    check_tokenizer, size_text, strict_json,
+)
 from .config import GPTConfig
+from .load_limits import LOCAL_LIMITS, UPLOAD_LIMITS, LoadLimits, check_model_size, check_size_fields, expected_tensors
 from .model import GPT
+from .safe_zip import directory_size, read_members
+from .safetensors_header import check_header
 from .snapshots import Snapshot
 from .tokenization import tokenizer_from_dict
 from .train_config import TrainConfig
@@ -29,7 +37,6 @@ FORMAT_VERSION = 1
 PROJECT_VERSION = "0.1.0"
 WEIGHTS, CONFIG, SNAPSHOTS = "model.safetensors", "config.json", "snapshots.json"
 REQUIRED_KEYS = ("format", "format_version", "model_config", "tokenizer")
-MAX_ZIP_BYTES = 1 << 30  # uncompressed size cap for an uploaded .zip (zip-bomb guard)
 
 
 class CheckpointError(ValueError):
@@ -123,146 +130,181 @@ def save_checkpoint_zip(ckpt: Checkpoint, path: Union[str, Path]) -> Path:
 
 # ---------------------------------------------------------------- loading
 
-def load_checkpoint(path: Union[str, Path]) -> Checkpoint:
-    """Load a checkpoint directory (or a .zip file); the model comes back in eval mode on the CPU."""
+def load_checkpoint(path: Union[str, Path], limits: LoadLimits = LOCAL_LIMITS) -> Checkpoint:
+    """Load a checkpoint directory (or a .zip file) on this machine; the model comes back in eval mode on the CPU.
+
+    The default caps only guard against damaged files; pass UPLOAD_LIMITS (or your own) for files from others."""
     path = Path(path)
     if path.is_file():
-        return load_checkpoint_zip(path)
+        return load_checkpoint_zip(path, limits)
     if not path.is_dir():
         raise CheckpointError(f"no checkpoint at {str(path)!r}: give the directory that holds {CONFIG}.")
     files = {}
-    for name in (CONFIG, WEIGHTS, SNAPSHOTS):
+    for name, cap in member_caps(limits).items():
         if (path / name).is_file():
-            files[name] = (path / name).read_bytes()
-    return checkpoint_from_files(files, str(path))
+            with open(path / name, "rb") as f:
+                files[name] = f.read(cap + 1)  # a file over its cap is refused below, never read in full
+            if len(files[name]) > cap:
+                raise CheckpointError(f"{path / name} is more than {size_text(cap)}, the limit for {name}.")
+    return checkpoint_from_files(files, str(path), limits)
 
 
-def load_checkpoint_zip(source: Union[str, Path, bytes], max_bytes: int = MAX_ZIP_BYTES) -> Checkpoint:
-    """Load a checkpoint saved by save_checkpoint_zip, from a path or the file's bytes."""
-    where = "the uploaded file" if isinstance(source, (bytes, bytearray)) else str(source)
-    if not isinstance(source, (bytes, bytearray)) and not Path(source).is_file():
+def load_checkpoint_zip(source: Union[str, Path, bytes], limits: LoadLimits = UPLOAD_LIMITS) -> Checkpoint:
+    """Load a checkpoint saved by save_checkpoint_zip, from a path or the file's bytes, within limits."""
+    in_memory = isinstance(source, (bytes, bytearray, memoryview))
+    where = "the uploaded file" if in_memory else str(source)
+    if not in_memory and not Path(source).is_file():
         raise CheckpointError(f"no such file: {where!r}; check the path.")
-    data = io.BytesIO(source) if isinstance(source, (bytes, bytearray)) else source
-    if not zipfile.is_zipfile(data):
-        raise CheckpointError(f"{where} is not a .zip checkpoint: save one with the app's 'Save inspected model as .zip' button (or save_checkpoint_zip) and try again.")
-    try:
-        with zipfile.ZipFile(data) as zf:
-            return checkpoint_from_files(zip_members(zf, max_bytes), where)
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError) as err:
-        raise CheckpointError(f"{where} is a damaged zip file ({err}): download or save it again.") from None
-
-
-def zip_members(zf: zipfile.ZipFile, max_bytes: int) -> dict[str, bytes]:
-    """Checkpoint files inside the zip (at its top level or in one folder), size-capped."""
-    infos = zf.infolist()
-    for info in infos:
-        parts = Path(info.filename.replace("\\", "/")).parts
-        if info.filename.startswith(("/", "\\")) or ".." in parts or ":" in info.filename:
-            raise CheckpointError(f"the zip contains an unsafe path {info.filename!r}; refusing to read it.")
-    if sum(info.file_size for info in infos) > max_bytes:
-        raise CheckpointError(f"the zip unpacks to more than {max_bytes / 1e6:.0f} MB; refusing to read it.")
-    files, total = {}, 0
-    for info in infos:
-        name = Path(info.filename).name
-        if name in (CONFIG, WEIGHTS, SNAPSHOTS) and not info.is_dir():
-            with zf.open(info) as f:
-                data = f.read(max_bytes - total + 1)  # do not trust the header's size
-            total += len(data)
-            if total > max_bytes:
-                raise CheckpointError(f"the zip unpacks to more than {max_bytes / 1e6:.0f} MB; refusing to read it.")
-            files[name] = data
-    return files
-
-
-def checkpoint_from_files(files: dict[str, bytes], where: str) -> Checkpoint:
-    """Validate the files of a checkpoint and rebuild it. CheckpointError on anything wrong."""
-    for name in (CONFIG, WEIGHTS):
-        if name not in files:
-            raise CheckpointError(f"{where} has no {name}: it is not a complete checkpoint; save the model again.")
-    config = parse_config(files[CONFIG], where)
-    model_cfg = rebuild(GPTConfig, config["model_config"], "model_config", where)
-    train_cfg = None if config.get("train_config") is None else rebuild(
-        TrainConfig, config["train_config"], "train_config", where)
-    tokenizer = None
-    if config["tokenizer"] is not None:
+    with (io.BytesIO(source) if in_memory else open(source, "rb")) as f:
+        if directory_size(f) is None:
+            raise CheckpointError(
+                f"{where} is not a .zip checkpoint: save one with the app's 'Save inspected model as .zip' "
+                "button (or save_checkpoint_zip) and try again.")
         try:
-            tokenizer = tokenizer_from_dict(config["tokenizer"])
+            files = read_members(f, (CONFIG, WEIGHTS, SNAPSHOTS), limits.max_bytes, member_caps(limits))
         except ValueError as err:
             raise CheckpointError(f"{where}: {err}") from None
-        if tokenizer.vocab_size != model_cfg.vocab_size:
-            raise CheckpointError(
-                f"{where}: the tokenizer has {tokenizer.vocab_size} tokens but the model expects "
-                f"{model_cfg.vocab_size}; the files come from different models."
-            )
-    model = model_with_weights(model_cfg, files[WEIGHTS], where)
+    return checkpoint_from_files(files, where, limits)
+
+
+def member_caps(limits: LoadLimits) -> dict[str, int]:
+    """Largest size of each checkpoint file: the JSON ones are parsed into Python objects, ~10x their size."""
+    return {CONFIG: limits.max_json_bytes, WEIGHTS: limits.max_bytes, SNAPSHOTS: limits.max_json_bytes}
+
+
+def checkpoint_from_files(files: dict[str, bytes], where: str, limits: LoadLimits = UPLOAD_LIMITS) -> Checkpoint:
+    """Validate the files of a checkpoint and rebuild it; CheckpointError on anything wrong or over a limit.
+
+    Every check runs before the only allocation that scales with the config: the model and its weights."""
+    try:
+        for name in (CONFIG, WEIGHTS):
+            if name not in files:
+                raise ValueError(f"there is no {name}: this is not a complete checkpoint; save the model again.")
+        total = sum(len(data) for data in files.values())
+        if total > limits.max_bytes:
+            raise ValueError(f"the checkpoint files hold {size_text(total)}, more than the "
+                             f"{size_text(limits.max_bytes)} limit.")
+        config = parse_config(files[CONFIG], limits)
+        model_cfg, meta_model = model_config_within(config["model_config"], limits)
+        train_cfg = None if config.get("train_config") is None else rebuild(
+            TrainConfig, check_dataclass_fields(config["train_config"], TrainConfig, "train_config"), "train_config")
+        tokenizer = tokenizer_for(config["tokenizer"], model_cfg)
+        check_header(files[WEIGHTS], expected_tensors(meta_model))
+        snapshots = parse_snapshots(files.get(SNAPSHOTS), model_cfg, limits)
+        model = model_with_weights(model_cfg, files[WEIGHTS])
+    except ValueError as err:  # every check above raises ValueError with a message for the user
+        raise CheckpointError(f"{where}: {err}") from None
     return Checkpoint(
-        model=model, tokenizer=tokenizer, train_config=train_cfg,
-        history=list(config.get("history") or []), evals=list(config.get("evals") or []),
-        snapshots=parse_snapshots(files.get(SNAPSHOTS), where), corpus=config.get("corpus"),
+        model=model, tokenizer=tokenizer, train_config=train_cfg, history=list(config.get("history") or []),
+        evals=list(config.get("evals") or []), snapshots=snapshots, corpus=config.get("corpus"),
         versions=dict(config.get("versions") or {}),
     )
 
 
-def parse_config(data: bytes, where: str) -> dict:
-    try:
-        config = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise CheckpointError(f"{where}: {CONFIG} is not valid JSON ({err}); the file is damaged.") from None
-    if not isinstance(config, dict):
-        raise CheckpointError(f"{where}: {CONFIG} should hold a JSON object; the file is damaged.")
+def parse_config(data: bytes, limits: LoadLimits) -> dict:
+    """config.json as a dict whose every top-level field has the right type (model_config is checked apart)."""
+    config = check_object(strict_json(data, CONFIG, limits.max_json_bytes), CONFIG)
     missing = [k for k in REQUIRED_KEYS if k not in config]
     if missing:
-        raise CheckpointError(f"{where}: {CONFIG} lacks {', '.join(missing)}; it was not written by this app.")
-    if config["format"] != FORMAT or config["format_version"] > FORMAT_VERSION:
-        raise CheckpointError(
-            f"{where}: checkpoint format {config['format']!r} v{config['format_version']} is not one this "
-            f"version reads ({FORMAT!r} v{FORMAT_VERSION}); update the app."
-        )
+        raise ValueError(f"{CONFIG} lacks {', '.join(missing)}; it was not written by this app.")
+    fmt, version = check_text(config["format"], "format", 200), check_int(config["format_version"], "format_version")
+    if fmt != FORMAT or not 1 <= version <= FORMAT_VERSION:
+        raise ValueError(f"checkpoint format {fmt[:40]!r} v{version} is not one this version reads "
+                         f"({FORMAT!r} v{FORMAT_VERSION}); update the app.")
+    check_object(config["model_config"], "model_config")
+    check_tokenizer(config["tokenizer"], limits.max_vocab_size)
+    check_optional_fields(config, limits)
     return config
 
 
-def rebuild(cls, d, key: str, where: str):
-    """cls.from_dict(d), turning any validation error into a CheckpointError."""
-    if not isinstance(d, dict):
-        raise CheckpointError(f"{where}: {key} in {CONFIG} should be an object, got {type(d).__name__}.")
+def check_optional_fields(config: dict, limits: LoadLimits) -> None:
+    """Types of the fields a checkpoint may leave out (or set to null)."""
+    checks = {
+        "train_config": lambda v: check_object(v, "train_config"),
+        "corpus": lambda v: check_text(v, "corpus", 1_000),
+        "versions": lambda v: [check_text(x, f"versions.{k[:40]}", 200)
+                               for k, x in check_object(v, "versions").items()],
+        "num_params": lambda v: check_int(v, "num_params", minimum=0),
+        "history": lambda v: check_metric_rows(v, "history", limits.max_history_rows),
+        "evals": lambda v: check_metric_rows(v, "evals", limits.max_history_rows),
+        "snapshots_file": lambda v: check_text(v, "snapshots_file", 200),
+    }
+    for key, check in checks.items():
+        if config.get(key) is not None:
+            check(config[key])
+
+
+def model_config_within(d: dict, limits: LoadLimits) -> tuple[GPTConfig, GPT]:
+    """GPTConfig from a raw dict (types, then size caps, then its own checks) and its model on the meta device,
+    whose parameter count is within limits."""
+    check_dataclass_fields(d, GPTConfig, "model_config")
+    check_size_fields(d, limits)
+    cfg = rebuild(GPTConfig, d, "model_config")
+    return cfg, check_model_size(cfg, limits)
+
+
+def rebuild(cls, d: dict, key: str):
+    """cls.from_dict(d), its validation errors said as a problem in config.json."""
     try:
         return cls.from_dict(d)
     except (ValueError, TypeError) as err:
-        raise CheckpointError(f"{where}: {key} in {CONFIG} is invalid: {err}") from None
+        raise ValueError(f"{key} in {CONFIG} is invalid: {err}") from None
 
 
-def model_with_weights(cfg: GPTConfig, data: bytes, where: str) -> GPT:
-    """A GPT built from cfg with the saved weights; every tensor name and shape must match."""
+def tokenizer_for(d: Optional[dict], cfg: GPTConfig):
+    """The saved tokenizer (shape already checked), which must have the model's vocabulary size."""
+    if d is None:
+        return None
+    tokenizer = tokenizer_from_dict(d)
+    if tokenizer.vocab_size != cfg.vocab_size:
+        raise ValueError(f"the tokenizer has {tokenizer.vocab_size} tokens but the model expects {cfg.vocab_size}; "
+                         "the files come from different models.")
+    return tokenizer
+
+
+def model_with_weights(cfg: GPTConfig, data: bytes) -> GPT:
+    """A GPT built from cfg with the saved weights (the header was checked against cfg already)."""
     try:
-        tensors = load_safetensors_bytes(data)
+        tensors = load_safetensors_bytes(bytes(data))
     except Exception as err:  # safetensors raises its own error types for truncated or garbled files
-        raise CheckpointError(f"{where}: {WEIGHTS} is damaged or truncated ({err}); save the model again.") from None
+        raise ValueError(f"{WEIGHTS} is damaged or truncated ({str(err)[:120]}); save the model again.") from None
+    for name, tensor in tensors.items():
+        if not torch.isfinite(tensor).all():
+            raise ValueError(f"weight {name} contains NaN or infinity; the model is unusable.")
     model = GPT(cfg)
-    expected = {k: v.shape for k, v in model.state_dict().items()}
-    if cfg.tie_weights:
-        expected.pop("unembed.weight", None)
-    missing, unexpected = sorted(expected.keys() - tensors.keys()), sorted(tensors.keys() - expected.keys())
-    if missing or unexpected:
-        raise CheckpointError(
-            f"{where}: the weights do not fit the saved config (missing {missing[:4]}, unexpected "
-            f"{unexpected[:4]}); the files come from different models."
-        )
-    for name, shape in expected.items():
-        if tensors[name].shape != shape:
-            raise CheckpointError(
-                f"{where}: weight {name} has shape {tuple(tensors[name].shape)} but the config needs "
-                f"{tuple(shape)}; the files come from different models."
-            )
-        if not torch.isfinite(tensors[name]).all():
-            raise CheckpointError(f"{where}: weight {name} contains NaN or infinity; the model is unusable.")
     model.load_state_dict(tensors, strict=False)  # a tied unembed.weight follows embed.weight
     return model.eval()
 
 
-def parse_snapshots(data: Optional[bytes], where: str) -> list[Snapshot]:
+def parse_snapshots(data: Optional[bytes], cfg: GPTConfig, limits: LoadLimits) -> list[Snapshot]:
+    """snapshots.json as Snapshot objects whose attention maps fit the model."""
     if data is None:
         return []
+    items = check_list(strict_json(data, SNAPSHOTS, limits.max_json_bytes), SNAPSHOTS, limits.max_snapshots)
+    snapshots = []
     try:
-        return [Snapshot.from_dict(d) for d in json.loads(data.decode("utf-8"))]
-    except (UnicodeDecodeError, ValueError, KeyError, TypeError) as err:
-        raise CheckpointError(f"{where}: {SNAPSHOTS} is damaged ({err}); delete it to load the model alone.") from None
+        for i, d in enumerate(items):
+            check_snapshot_fields(d, f"{SNAPSHOTS} entry {i}", cfg)
+            snapshot = Snapshot.from_dict(d)
+            T = len(snapshot.probe_ids)
+            if snapshot.attention.shape != (cfg.n_layers, cfg.n_heads, T, T):
+                raise ValueError(f"entry {i}'s attention maps have shape {snapshot.attention.shape}, "
+                                 f"not {(cfg.n_layers, cfg.n_heads, T, T)}")
+            snapshots.append(snapshot)
+    except (ValueError, KeyError, TypeError) as err:
+        raise ValueError(f"{SNAPSHOTS} is damaged ({str(err)[:200]}); delete it to load the model alone.") from None
+    return snapshots
+
+
+def check_snapshot_fields(d, path: str, cfg: GPTConfig) -> None:
+    """Types of one snapshot's fields, so that Snapshot.from_dict meets only well-formed values."""
+    check_object(d, path)
+    check_int(d.get("step"), f"{path} step", minimum=0)
+    for key in ("train_loss", "val_loss"):
+        if d.get(key) is not None:
+            check_number(d[key], f"{path} {key}")
+    for j, token in enumerate(check_list(d.get("probe_ids"), f"{path} probe_ids", cfg.block_size)):
+        check_int(token, f"{path} probe_ids[{j}]", minimum=0)
+    check_object(d.get("attention"), f"{path} attention")
+    for j, n in enumerate(check_list(d["attention"].get("shape"), f"{path} attention shape", max_len=4)):
+        check_int(n, f"{path} attention shape[{j}]", minimum=0)

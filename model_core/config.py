@@ -2,10 +2,11 @@
 from dataclasses import asdict, dataclass, fields
 from typing import Optional
 
-ACTIVATIONS = ("gelu", "relu", "swiglu")
+ACTIVATIONS = ("gelu", "relu", "relu2", "swiglu")
 NORMS = ("layernorm", "rmsnorm", "none")
 NORM_PLACEMENTS = ("pre", "post")
-POSITIONALS = ("learned", "sinusoidal")
+POSITIONALS = ("learned", "sinusoidal", "rope", "none")
+POSITION_VECTORS = ("learned", "sinusoidal")  # the positionals that add a vector to the residual stream
 
 
 class ConfigError(ValueError):
@@ -20,10 +21,13 @@ class GPTConfig:
     n_heads: int = 4  # attention heads per layer; d_head = d_model // n_heads
     n_layers: int = 4  # number of transformer blocks
     d_mlp: Optional[int] = None  # FFN hidden width; None: 4*d_model (8/3*d_model for swiglu)
-    activation: str = "gelu"  # FFN non-linearity: gelu | relu | swiglu
+    activation: str = "gelu"  # FFN non-linearity: gelu | relu | relu2 (relu squared) | swiglu
     norm: str = "layernorm"  # layernorm | rmsnorm | none (seed 002 has no norm at all)
     norm_placement: str = "pre"  # pre: x + f(norm(x)) (GPT-2); post: norm(x + f(x)) (2017 paper)
-    positional: str = "learned"  # learned embedding table or fixed sinusoidal encoding
+    # learned table | fixed sinusoidal vectors | rope (rotary: rotate q and k by position) | none (only the
+    # causal mask tells positions apart)
+    positional: str = "learned"
+    qk_norm: bool = False  # RMSNorm on each head's q and k before the dot product (keeps scores bounded)
     tie_weights: bool = True  # unembedding shares the token embedding matrix
     attn_only: bool = False  # blocks without FFN (StatQuest seed)
     dropout: float = 0.0  # dropout on attention weights and residual updates while training
@@ -37,6 +41,11 @@ class GPTConfig:
     @property
     def d_head(self) -> int:
         return self.d_model // self.n_heads
+
+    @property
+    def has_position_vectors(self) -> bool:
+        """True when a position vector is added to each token's embedding (learned or sinusoidal)."""
+        return self.positional in POSITION_VECTORS
 
     def validate(self) -> None:
         """Raise ConfigError naming the first invalid field and how to fix it."""
@@ -58,9 +67,14 @@ class GPTConfig:
         _check_choice("positional", self.positional, POSITIONALS)
         if self.positional == "sinusoidal" and self.d_model % 2:
             raise ConfigError(f"sinusoidal positions need an even d_model, got {self.d_model}: use {self.d_model + 1}.")
+        if self.positional == "rope" and self.d_head % 2:
+            raise ConfigError(
+                f"rope rotates pairs of dimensions, so d_head (d_model / n_heads = {self.d_head}) must be even: "
+                f"use d_model={self.n_heads * (self.d_head + 1)} or positional='learned'."
+            )
         if not isinstance(self.dropout, (int, float)) or not 0.0 <= self.dropout < 1.0:
             raise ConfigError(f"dropout must be in [0, 1), got {self.dropout!r}: 0.0 to 0.2 is typical.")
-        for name in ("tie_weights", "attn_only", "bias"):
+        for name in ("tie_weights", "attn_only", "bias", "qk_norm"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"{name} must be true or false, got {getattr(self, name)!r}.")
 

@@ -136,34 +136,59 @@ def surnames() -> str:
 
 # ---------------------------------------------------------------- user text
 
+CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]")  # control characters other than tab, newlines, form feed
+BINARY_SHARE = 0.01  # more control characters than this in the first 64 kB: not prose, a binary file
+UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+
+
+def read_user_file(path: Union[str, Path], max_bytes: int) -> bytes:
+    """The file's bytes, reading at most max_bytes + 1 of them; CorpusError if it is longer."""
+    path = Path(path)
+    with open(path, "rb") as f:
+        data = f.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise CorpusError(f"{path.name} is more than the {max_bytes / 1e6:.1f} MB limit: use a shorter excerpt.")
+    return data
+
+
 def validate_user_text(data: Union[bytes, str], max_bytes: int = 20_000_000, min_chars: int = 2) -> str:
     """Uploaded or pasted text as str, or CorpusError saying why it cannot be trained on."""
-    size = len(data.encode("utf-8")) if isinstance(data, str) else len(data)
-    if size == 0 or not data.strip():
-        raise CorpusError("the text is empty: paste or upload some text to train on.")
+    size = len(data) if isinstance(data, bytes) or data.isascii() else len(data.encode("utf-8"))
     if size > max_bytes:
         raise CorpusError(
             f"the text is {size / 1e6:.1f} MB, more than the {max_bytes / 1e6:.1f} MB limit: "
             "use a shorter excerpt."
         )
-    if isinstance(data, bytes):
-        if b"\x00" in data:
-            raise CorpusError("this looks like a binary file (it contains NUL bytes): upload a plain .txt file.")
-        try:
-            data = data.decode("utf-8")
-        except UnicodeDecodeError as err:
-            raise CorpusError(
-                f"the file is not UTF-8 text (bad byte at position {err.start}): "
-                "save it as UTF-8 plain text and upload it again."
-            ) from None
-    if "\x00" in data:
-        raise CorpusError("this looks like binary data (it contains NUL characters): use plain text.")
-    if len(data) < min_chars:
+    text = decoded_text(data) if isinstance(data, bytes) else data
+    if not text.strip():
+        raise CorpusError("the text is empty (nothing but spaces or line breaks): paste or upload some text to "
+                          "train on.")
+    control = len(CONTROL.findall(text, 0, 65_536))
+    if "\x00" in text or control > BINARY_SHARE * min(len(text), 65_536):
+        raise CorpusError("this looks like a binary file (it holds control characters that text never has): "
+                          "upload a plain .txt file.")
+    if len(text) < min_chars:
         raise CorpusError(
-            f"the text has {len(data)} characters but training needs at least {min_chars} "
+            f"the text has {len(text)} characters but training needs at least {min_chars} "
             "(a bit more than one block): add more text or lower the block size."
         )
-    return data
+    return text
+
+
+def decoded_text(data: bytes) -> str:
+    """UTF-8 bytes as str (a leading byte-order mark dropped); CorpusError for anything else."""
+    if data.startswith(UTF16_BOMS) and b"\x00" in data[:1024]:  # the NULs of UTF-16 would say "binary"
+        raise CorpusError("the file is UTF-16 text, not UTF-8 (as Windows Notepad saves 'Unicode'): save it as "
+                          "UTF-8 and upload it again.")
+    if b"\x00" in data:
+        raise CorpusError("this looks like a binary file (it contains NUL bytes): upload a plain .txt file.")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise CorpusError(
+            f"the file is not UTF-8 text (bad byte at position {err.start}): "
+            "save it as UTF-8 plain text and upload it again."
+        ) from None
 
 
 def load_text_file(path: Union[str, Path], max_bytes: int = 20_000_000, block_size: int = 1) -> str:
@@ -176,7 +201,8 @@ def load_text_file(path: Union[str, Path], max_bytes: int = 20_000_000, block_si
             f"{path.name} is {path.stat().st_size / 1e6:.1f} MB, more than the "
             f"{max_bytes / 1e6:.1f} MB limit: use a shorter excerpt."
         )
-    return validate_user_text(path.read_bytes(), max_bytes=max_bytes, min_chars=min_text_chars(block_size))
+    return validate_user_text(read_user_file(path, max_bytes), max_bytes=max_bytes,
+                              min_chars=min_text_chars(block_size))
 
 
 def min_text_chars(block_size: int, val_fraction: float = 0.1) -> int:

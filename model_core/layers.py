@@ -1,6 +1,7 @@
 """The parts of a block: norm, causal self-attention, feed-forward. Shapes in comments:
 B batch, T positions, D d_model, H heads, dh d_head, M d_mlp."""
 import math
+from typing import Optional
 
 import torch
 import torch.nn as nn
@@ -8,6 +9,7 @@ import torch.nn.functional as F
 
 from .config import GPTConfig
 from .hooks import HookPoint
+from .rope import Rotary
 
 
 def maybe_dropout(p: float) -> nn.Module:
@@ -18,15 +20,16 @@ def maybe_dropout(p: float) -> nn.Module:
 class Norm(nn.Module):
     """LayerNorm, RMSNorm or identity, followed by a hook on the normalised output."""
 
-    def __init__(self, cfg: GPTConfig, kind: str):
+    def __init__(self, cfg: GPTConfig, kind: str, width: Optional[int] = None):
         super().__init__()
+        width = width or cfg.d_model
         if kind == "layernorm":
-            self.norm = nn.LayerNorm(cfg.d_model, bias=cfg.bias)
+            self.norm = nn.LayerNorm(width, bias=cfg.bias)
         elif kind == "rmsnorm":
-            self.norm = nn.RMSNorm(cfg.d_model, eps=1e-5)
+            self.norm = nn.RMSNorm(width, eps=1e-5)
         else:
             self.norm = nn.Identity()
-        self.hook_normalized = HookPoint()  # [batch, pos, d_model]
+        self.hook_normalized = HookPoint()  # [batch, pos, d_model] ([batch, pos, head, d_head] for qk-norm)
 
     def forward(self, x):
         return self.hook_normalized(self.norm(x))
@@ -46,6 +49,14 @@ class CausalSelfAttention(nn.Module):
         self.hook_q = HookPoint()  # [batch, pos, head, d_head]
         self.hook_k = HookPoint()  # [batch, pos, head, d_head]
         self.hook_v = HookPoint()  # [batch, pos, head, d_head]
+        if cfg.qk_norm:  # RMSNorm over each head's d_head: q.k is bounded, so the logits cannot blow up
+            self.q_norm = Norm(cfg, "rmsnorm", cfg.d_head)  # hook q_norm.hook_normalized [batch, pos, head, d_head]
+            self.k_norm = Norm(cfg, "rmsnorm", cfg.d_head)  # hook k_norm.hook_normalized [batch, pos, head, d_head]
+        if cfg.positional == "rope":
+            self.rotary = Rotary(cfg.block_size, cfg.d_head)
+            self.hook_rot_q = HookPoint()  # [batch, pos, head, d_head], q after the rotation
+            self.hook_rot_k = HookPoint()  # [batch, pos, head, d_head], k after the rotation
+        self.qk_norm, self.rope = cfg.qk_norm, cfg.positional == "rope"
         self.hook_attn_scores_unmasked = HookPoint()  # [batch, head, query, key], scaled q.k
         self.hook_attn_scores = HookPoint()  # [batch, head, query, key], -inf above the diagonal
         self.hook_pattern = HookPoint()  # [batch, head, query, key], rows sum to 1
@@ -64,6 +75,10 @@ class CausalSelfAttention(nn.Module):
         q = self.hook_q(q.view(B, T, self.n_heads, self.d_head))  # (B, T, H, dh)
         k = self.hook_k(k.view(B, T, self.n_heads, self.d_head))  # (B, T, H, dh)
         v = self.hook_v(v.view(B, T, self.n_heads, self.d_head))  # (B, T, H, dh)
+        if self.qk_norm:
+            q, k = self.q_norm(q), self.k_norm(k)  # (B, T, H, dh), unit RMS per head times a learned gain
+        if self.rope:
+            q, k = self.hook_rot_q(self.rotary(q)), self.hook_rot_k(self.rotary(k))  # (B, T, H, dh)
         q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # (B, H, T, dh)
         if self.wants_pattern():
             z = self.explicit_attention(q, k, v)  # (B, H, T, dh)
@@ -81,6 +96,13 @@ class CausalSelfAttention(nn.Module):
         scores = self.hook_attn_scores(scores)
         pattern = self.hook_pattern(F.softmax(scores, dim=-1))  # (B, H, T, T)
         return self.attn_dropout(pattern) @ v  # (B, H, T, dh)
+
+
+ACTIVATION_FNS = {
+    "gelu": F.gelu,
+    "relu": F.relu,
+    "relu2": lambda x: F.relu(x).square(),  # ReLU squared: sparse like relu, smooth at 0; the speedrun's choice
+}
 
 
 class MLP(nn.Module):
@@ -104,7 +126,7 @@ class MLP(nn.Module):
             post = F.silu(pre) * self.hook_pre_linear(self.W_in(x))  # (B, T, M)
         else:
             pre = self.hook_pre(self.W_in(x))  # (B, T, M)
-            post = F.gelu(pre) if self.activation == "gelu" else F.relu(pre)  # (B, T, M)
+            post = ACTIVATION_FNS[self.activation](pre)  # (B, T, M)
         return self.W_out(self.hook_post(post))  # (B, T, D)
 
 

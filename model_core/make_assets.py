@@ -34,7 +34,8 @@ class Asset:
 
 ASSETS = {
     "shakespeare": Asset(
-        "shakespeare", "classroom", "First Citizen:\nBefore we proceed any further, hear me speak.",
+        # gpt2-classic: the design the shipped model was trained with, so rebuilding it reproduces it.
+        "shakespeare", "gpt2-classic", "First Citizen:\nBefore we proceed any further, hear me speak.",
         # 2800 x 32 x 64 tokens is ~5 passes over the text; 15 snapshots of the 60-token probe keep it < 5 MB.
         dict(max_steps=2800, batch_size=32, lr=8e-3, min_lr=2e-4, warmup_steps=100, eval_interval=200,
              eval_iters=20, snapshot_interval=200, seed=1337),

@@ -22,9 +22,10 @@ class GPT(HookedModule):
         self.hook_embed = HookPoint()  # [batch, pos, d_model]
         if cfg.positional == "learned":
             self.pos_embed = nn.Embedding(cfg.block_size, cfg.d_model)
-        else:
+        elif cfg.positional == "sinusoidal":
             self.register_buffer("pos_table", sinusoidal_table(cfg.block_size, cfg.d_model), persistent=False)
-        self.hook_pos_embed = HookPoint()  # [batch, pos, d_model]
+        if cfg.has_position_vectors:  # rope and none add nothing to the residual stream, so nothing to hook
+            self.hook_pos_embed = HookPoint()  # [batch, pos, d_model]
         self.drop = maybe_dropout(cfg.dropout)
         self.blocks = nn.ModuleList([Block(cfg) for _ in range(cfg.n_layers)])
         # Post-norm blocks already end in a norm, so only pre-norm models get a final one.
@@ -50,17 +51,22 @@ class GPT(HookedModule):
         return sum(p.numel() for p in self.parameters())
 
     def position_embeddings(self, T: int) -> torch.Tensor:
-        """(T, D) learned or sinusoidal position vectors."""
-        return self.pos_embed.weight[:T] if self.cfg.positional == "learned" else self.pos_table[:T]
+        """(T, D) learned or sinusoidal position vectors; zeros for rope and none, which add none."""
+        if self.cfg.positional == "learned":
+            return self.pos_embed.weight[:T]
+        if self.cfg.positional == "sinusoidal":
+            return self.pos_table[:T]
+        return self.embed.weight.new_zeros(T, self.cfg.d_model)
 
     def forward(self, idx: torch.Tensor, targets: Optional[torch.Tensor] = None):
         """idx (B, T) token ids -> logits (B, T, vocab), and the mean cross-entropy if targets are given."""
         B, T = idx.shape
         if T > self.cfg.block_size:
             raise ValueError(f"sequence of {T} tokens is longer than block_size {self.cfg.block_size}; crop it.")
-        tok = self.hook_embed(self.embed(idx))  # (B, T, D)
-        pos = self.hook_pos_embed(self.position_embeddings(T).expand(B, T, -1))  # (B, T, D)
-        x = self.drop(tok + pos)  # (B, T, D)
+        x = self.hook_embed(self.embed(idx))  # (B, T, D)
+        if self.cfg.has_position_vectors:  # rope positions act inside attention instead
+            x = x + self.hook_pos_embed(self.position_embeddings(T).expand(B, T, -1))  # (B, T, D)
+        x = self.drop(x)  # (B, T, D)
         for block in self.blocks:
             x = block(x)  # (B, T, D)
         logits = self.unembed(self.ln_final(x))  # (B, T, V)

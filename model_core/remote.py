@@ -9,15 +9,18 @@ The local Trainer (built as usual, never stepped) is the mirror: its history, ev
 state and (when paused or done) model weights follow the child, so code that reads a Trainer reads this.
 Messages child -> parent go over one queue; commands parent -> child over a pipe."""
 import multiprocessing as mp
+import os
 import queue
 import threading
 import time
+import weakref
 from typing import Callable, Optional
 
 import torch
 
 from .config import GPTConfig
 from .model import GPT
+from .process_setup import prepare_child, process_alive
 from .sampling import generate
 from .tokenization import tokenizer_from_dict
 from .trainer import Trainer, TrainingError
@@ -32,6 +35,8 @@ CONTEXT = mp.get_context("forkserver")
 CONTEXT.set_forkserver_preload(["model_core.remote", "torch._dynamo", "model_core.analysis"])
 METRIC_KEYS = ("step", "loss", "lr", "grad_norm", "tokens_per_sec", "elapsed")
 FLUSH_SECONDS = 0.25  # step metrics travel in batches at most this old (the page polls once a second)
+CHILD_NICE = 10  # training yields the CPU to interactive work (analysis in the server) when both want it
+_live: "weakref.WeakSet[RemoteTrainer]" = weakref.WeakSet()  # every started trainer, for shutdown_all()
 
 
 def sample_text(model, tokenizer, start: list[int], n_tokens: int) -> str:
@@ -43,8 +48,9 @@ def sample_text(model, tokenizer, start: list[int], n_tokens: int) -> str:
 class RemoteTrainer:
     """Runs `local`'s training in a child process; run() blocks, mirroring progress into `local`."""
 
-    def __init__(self, local: Trainer, sample_every: int = 0, sample_tokens: int = 120):
+    def __init__(self, local: Trainer, sample_every: int = 0, sample_tokens: int = 120, threads: int = 0):
         self.local, self.sample_every, self.sample_tokens = local, sample_every, sample_tokens
+        self.threads = threads  # torch threads in the child; 0 = torch's default (one per core)
         self.messages = CONTEXT.Queue()
         self.commands, child_commands = CONTEXT.Pipe()
         self.process = CONTEXT.Process(target=child_main, daemon=True, name="trainer",
@@ -56,7 +62,8 @@ class RemoteTrainer:
         val = None if t.val_data is None else t.val_data.numpy()
         return dict(model_config=t.model.cfg.to_dict(), weights=weights(t), train=t.train_data.numpy(), val=val,
                     cfg=t.cfg, tokenizer=None if t.tokenizer is None else t.tokenizer.to_dict(),
-                    sample_every=self.sample_every, sample_tokens=self.sample_tokens)
+                    sample_every=self.sample_every, sample_tokens=self.sample_tokens, threads=self.threads,
+                    parent_pid=os.getpid())
 
     # ------------------------------------------------------------------ control (any thread)
     def pause(self) -> None:
@@ -67,6 +74,16 @@ class RemoteTrainer:
 
     def stop(self) -> None:
         self.send("stop")
+
+    def set_threads(self, n: int) -> None:
+        """Use n torch threads from the next step on (when the number of runs sharing the CPU changes)."""
+        self.threads = n
+        self.send(f"threads {int(n)}")
+
+    def kill(self) -> None:
+        """End the child now, without waiting for a step to finish (shutdown, expired runs that hang)."""
+        if self.process.pid is not None and self.process.is_alive():
+            self.process.kill()
 
     def send(self, command: str) -> None:
         with self._send_lock:
@@ -80,6 +97,7 @@ class RemoteTrainer:
         """Start the child and mirror it until it ends; callback(metrics) as Trainer.run would call it."""
         self.local.state = "running"
         self.process.start()
+        _live.add(self)
         try:
             while True:
                 try:
@@ -110,7 +128,8 @@ class RemoteTrainer:
             self.commands.close()
             self.process.join(timeout=5)
             if self.process.is_alive():
-                self.process.terminate()
+                self.process.kill()
+            _live.discard(self)
 
     def mirror(self, metrics: dict) -> None:
         t = self.local
@@ -127,20 +146,24 @@ class RemoteTrainer:
 
 def child_main(job: dict, commands, messages) -> None:
     """Build the trainer from the job, train on this process's main thread, report everything."""
-    warm_allocator()
+    prepare_child(CHILD_NICE, job["threads"])
     outbox = Outbox(messages)
     try:
         trainer = child_trainer(job)
     except Exception as err:  # noqa: BLE001 - reported to the parent, which raises it there
         outbox.put("error", str(err))
         return
-    threading.Thread(target=obey, args=(trainer, commands, outbox), daemon=True).start()
+    wanted_threads = [job["threads"]]  # set by obey(), applied between steps on this (the training) thread
+    threading.Thread(target=obey, args=(trainer, commands, outbox, job["parent_pid"], wanted_threads),
+                     daemon=True).start()
     every, n_tokens, tokenizer = job["sample_every"], job["sample_tokens"], trainer.tokenizer
 
     def report(metrics: dict) -> None:
         step = metrics.get("step", 0)
         if every and step % every == 0:
             metrics["sample"] = sample_text(trainer.model, tokenizer, trainer.probe_ids[:1] or [0], n_tokens)
+        if wanted_threads[0] and wanted_threads[0] != torch.get_num_threads():
+            torch.set_num_threads(wanted_threads[0])  # OpenMP's thread count is per calling thread
         outbox.metrics(metrics)
 
     try:
@@ -152,15 +175,6 @@ def child_main(job: dict, commands, messages) -> None:
     outbox.put("done", state)
     messages.close()
     messages.join_thread()
-
-
-def warm_allocator() -> None:
-    """glibc serves allocations over 128 kB with mmap and gives each one back to the kernel when it is freed,
-    so every step page-faults its activations in again, until freeing one big mmapped block raises that
-    threshold (up to 32 MB) for good. A long-lived process (the CLI, after reading its corpus) gets there by
-    itself; a fresh child gets there now, by allocating and freeing 16 MB. Worth 3-6 % of training speed."""
-    block = bytearray(16 << 20)
-    del block
 
 
 class Outbox:
@@ -205,14 +219,21 @@ def weights(trainer: Trainer) -> dict:
     return {k: v.detach().cpu().numpy().copy() for k, v in trainer.model.state_dict().items()}
 
 
-def obey(trainer: Trainer, commands, outbox: Outbox) -> None:
-    """Carry out pause / resume / stop; a closed pipe (the parent is gone) means stop."""
+def obey(trainer: Trainer, commands, outbox: Outbox, parent_pid: int, wanted_threads: list) -> None:
+    """Carry out pause / resume / stop / threads N. A closed pipe or a vanished app means nobody will read
+    this run again: leave at once, without flushing messages into a pipe nobody drains."""
     while True:
         try:
-            command = commands.recv()
+            ready = commands.poll(1.0)
+            command = commands.recv() if ready else None
         except (EOFError, OSError):
-            trainer.stop()
-            return
+            command = "gone"
+        if command is None:
+            if process_alive(parent_pid):
+                continue
+            command = "gone"
+        if command == "gone":
+            os._exit(0)
         if command == "pause":
             trainer.pause()
             while trainer.state in ("idle", "running"):  # until the loop parks (or the run ends)
@@ -225,3 +246,32 @@ def obey(trainer: Trainer, commands, outbox: Outbox) -> None:
             outbox.put("state", "running")
         elif command == "stop":
             trainer.stop()
+        elif command.startswith("threads "):
+            wanted_threads[0] = int(command.split()[1])
+
+
+# ---------------------------------------------------------------- shutdown
+
+def shutdown_all(timeout: float = 3.0) -> None:
+    """End every training child of this process and the forkserver (app shutdown: SIGTERM, SIGINT)."""
+    for remote in list(_live):
+        remote.stop()
+    deadline = time.monotonic() + timeout
+    for remote in list(_live):
+        remote.process.join(max(0.0, deadline - time.monotonic()))
+        remote.kill()
+    stop_forkserver()
+
+
+def stop_forkserver() -> None:
+    """Kill the forkserver if this process started one (it would exit on its own when we do, but a
+    SIGTERM'd app should leave nothing behind even for a moment)."""
+    from multiprocessing import forkserver
+
+    pid = getattr(forkserver._forkserver, "_forkserver_pid", None)
+    if pid and process_alive(pid):
+        try:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+        except (ProcessLookupError, ChildProcessError):
+            pass

@@ -10,6 +10,8 @@ import numpy as np
 import torch
 
 PROBE_MAX_TOKENS = 32  # default probe length: readable attention grids, small snapshots
+REPEAT_PROBE_LENGTH = 16  # random tokens shown twice to track induction heads live (not stored: only scores)
+REPEAT_PROBE_BATCH = 4
 
 
 @dataclass
@@ -19,7 +21,9 @@ class Snapshot:
     val_loss: Optional[float]  # from the evaluation at this step, else None
     probe_ids: list[int]  # the fixed prompt the patterns were computed on
     attention: np.ndarray = field(repr=False)  # [n_layers, n_heads, T, T] uint8, round(p * 255)
-    head_stats: dict = field(default_factory=dict, repr=False)  # stat name -> [n_layers, n_heads] float32
+    # stat name -> [n_layers, n_heads] float32: head_statistics on the probe, plus "induction" and
+    # "duplicate_token" scores on a random sequence shown twice (absent in snapshots older than that)
+    head_stats: dict = field(default_factory=dict, repr=False)
     embedding_coords: Optional[np.ndarray] = field(default=None, repr=False)  # [vocab, 2] float16, on 2 PCs
     explained_variance: Optional[np.ndarray] = field(default=None, repr=False)  # [2] variance share per PC
 
@@ -88,6 +92,23 @@ def embedding_projection(model) -> tuple[Optional[np.ndarray], Optional[np.ndarr
     return result.coords.astype(np.float16), np.asarray(result.explained_variance_ratio, dtype=np.float32)
 
 
+def repeat_scores_now(model) -> dict[str, np.ndarray]:
+    """Induction and duplicate-token scores [n_layers, n_heads] on a fixed random sequence shown twice
+    (empty for a model whose block size cannot hold the probe)."""
+    from .analysis.probes import ProbeError, induction_probe, repeat_probe
+
+    cfg = model.cfg
+    try:
+        probe = repeat_probe(cfg.vocab_size, cfg.block_size, REPEAT_PROBE_LENGTH, REPEAT_PROBE_BATCH)
+    except ProbeError:
+        return {}
+    device = next(model.parameters()).device
+    probe.ids = probe.ids.to(device)
+    scores = induction_probe(model, probe).scores
+    return {"induction": scores["induction"].astype(np.float32),
+            "duplicate_token": scores["duplicate token"].astype(np.float32)}
+
+
 def take_snapshot(model, probe_ids: list[int], step: int, train_loss=None, val_loss=None) -> Snapshot:
     """Snapshot of model (put in eval mode meanwhile, then restored) on probe_ids."""
     from .analysis import head_statistics
@@ -96,6 +117,7 @@ def take_snapshot(model, probe_ids: list[int], step: int, train_loss=None, val_l
     model.eval()
     try:
         pattern = attention_pattern(model, probe_ids)
+        repeat = repeat_scores_now(model)
         coords, ratio = embedding_projection(model)
     finally:
         model.train(was_training)
@@ -105,7 +127,7 @@ def take_snapshot(model, probe_ids: list[int], step: int, train_loss=None, val_l
         val_loss=val_loss,
         probe_ids=list(probe_ids),
         attention=np.rint(pattern * 255).astype(np.uint8),
-        head_stats=head_statistics(pattern),
+        head_stats={**head_statistics(pattern), **repeat},
         embedding_coords=coords,
         explained_variance=ratio,
     )

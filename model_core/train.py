@@ -1,8 +1,11 @@
 """Train a GPT from the command line:  python -m model_core.train --corpus shakespeare --max-seconds 60
 
-Progress goes to stderr (tqdm); at the end one JSON line with the results goes to stdout."""
+Progress goes to stderr (tqdm); at the end one JSON line with the results goes to stdout.
+Several processes (one per GPU, or a few CPU processes):  torchrun --nproc_per_node=2 -m model_core.train ...
+splits each step's batch over the processes; rank 0 logs and writes the checkpoint."""
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -12,12 +15,13 @@ from tqdm import tqdm
 
 from .checkpoint import Checkpoint, save_checkpoint
 from .config import ACTIVATIONS, NORM_PLACEMENTS, NORMS, POSITIONALS
+from .distributed import check_batch_splits, end_process_group, start_process_group, world_from_env
 from .corpora import CORPORA, load_corpus, load_text_file
 from .data import token_tensor, train_val_split
 from .model import GPT
 from .presets import DEFAULT_PRESET, PRESETS, get_preset
 from .tokenization import TOKENIZER_KINDS, build_tokenizer
-from .train_config import DEVICES
+from .train_config import DEVICES, OPTIMIZERS, PRECISIONS
 from .trainer import Trainer, TrainingError
 
 
@@ -45,14 +49,25 @@ def build_parser() -> argparse.ArgumentParser:
     arch.add_argument("--norm", choices=NORMS, help="normalisation layer")
     arch.add_argument("--norm-placement", choices=NORM_PLACEMENTS, help="pre-norm (GPT-2) or post-norm (2017)")
     arch.add_argument("--activation", choices=ACTIVATIONS, help="feed-forward non-linearity")
-    arch.add_argument("--positional", choices=POSITIONALS, help="learned or sinusoidal position encoding")
+    arch.add_argument("--positional", choices=POSITIONALS,
+                      help="learned or sinusoidal position vectors, rope (rotary q and k), or none")
+    arch.add_argument("--qk-norm", action=argparse.BooleanOptionalAction, default=None,
+                      help="RMSNorm on each head's queries and keys")
     arch.add_argument("--tie-weights", action=argparse.BooleanOptionalAction, default=None,
                       help="share the token embedding with the unembedding")
     arch.add_argument("--attn-only", action="store_true", default=None, help="blocks without a feed-forward layer")
     arch.add_argument("--dropout", type=float, help="dropout probability while training (0 to 0.2 typical)")
     train = p.add_argument_group("training (overrides the preset)")
-    train.add_argument("--batch-size", type=int, help="windows per optimisation step")
+    train.add_argument("--batch-size", type=int,
+                       help="windows per optimisation step, over all processes (torchrun splits it evenly)")
     train.add_argument("--lr", type=float, help="peak learning rate")
+    train.add_argument("--optimizer", choices=OPTIMIZERS,
+                       help="adamw for everything, or muon for the blocks' matrices (AdamW at --lr for the rest)")
+    train.add_argument("--muon-lr", type=float, help="Muon's peak learning rate (with --optimizer muon)")
+    train.add_argument("--precision", choices=PRECISIONS,
+                       help="fp32, or bf16 autocast (needs a GPU with bfloat16 or a CPU with AVX512-BF16/AMX)")
+    train.add_argument("--compile", action="store_true", default=None,
+                       help="torch.compile the training forward pass (CUDA GPUs only)")
     train.add_argument("--max-steps", type=int, help="optimisation steps (the lr schedule ends here)")
     train.add_argument("--max-seconds", type=float, help="stop after this many seconds of training")
     train.add_argument("--eval-interval", type=int,
@@ -82,18 +97,25 @@ def train(args) -> dict:
     model_cfg = preset.model_config(
         tokenizer.vocab_size, d_model=args.d_model, n_heads=args.n_heads, n_layers=args.n_layers,
         block_size=args.block_size, norm=args.norm, norm_placement=args.norm_placement,
-        activation=args.activation, positional=args.positional, tie_weights=args.tie_weights,
+        activation=args.activation, positional=args.positional, qk_norm=args.qk_norm, tie_weights=args.tie_weights,
         attn_only=args.attn_only, dropout=args.dropout,
     )
     train_cfg = preset.train_config(
         batch_size=args.batch_size, lr=args.lr, max_steps=args.max_steps, eval_interval=args.eval_interval,
-        eval_iters=args.eval_iters, seed=args.seed, device=args.device,
+        eval_iters=args.eval_iters, seed=args.seed, device=args.device, optimizer=args.optimizer,
+        muon_lr=args.muon_lr, precision=args.precision, compile=args.compile,
     )
-    torch.manual_seed(train_cfg.seed)  # model initialisation
+    world = world_from_env()
+    check_batch_splits(train_cfg.batch_size, world)  # before joining the other processes
+    start_process_group(world, cuda=train_cfg.device in ("auto", "cuda") and torch.cuda.is_available())
+    torch.manual_seed(train_cfg.seed)  # model initialisation (DDP then copies rank 0's weights to all)
     trainer = Trainer(GPT(model_cfg), train_data, val_data, train_cfg, tokenizer)
     started = time.perf_counter()
-    with tqdm(total=train_cfg.max_steps, file=sys.stderr, unit="step", dynamic_ncols=True) as bar:
+    with tqdm(total=train_cfg.max_steps, file=sys.stderr, unit="step", dynamic_ncols=True,
+              disable=not world.is_main) as bar:
         trainer.run(max_seconds=args.max_seconds, callback=lambda m: progress(bar, m))
+    if not world.is_main:
+        return None
     final = trainer.evals[-1] if trainer.evals else trainer.evaluate()
     out = Path(args.out or f"runs/{corpus.replace(':', '-')}-{args.preset}")
     save_checkpoint(Checkpoint.from_trainer(trainer, corpus), out)
@@ -124,12 +146,16 @@ def main(argv=None) -> int:
     try:
         summary = train(args)
     except (ValueError, TrainingError) as err:  # the project's errors all carry a user-facing message
-        print(f"error: {err}", file=sys.stderr)
+        if os.environ.get("RANK", "0") == "0":  # under torchrun every rank fails alike: say it once
+            print(f"error: {err}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         return 130
-    print(json.dumps(summary))
+    finally:
+        end_process_group()
+    if summary is not None:  # rank 0 only under torchrun
+        print(json.dumps(summary))
     return 0
 
 

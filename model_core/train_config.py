@@ -3,6 +3,8 @@ from dataclasses import asdict, dataclass, fields
 from typing import Optional
 
 DEVICES = ("auto", "cpu", "cuda", "mps")
+OPTIMIZERS = ("adamw", "muon")
+PRECISIONS = ("fp32", "bf16")
 
 
 class TrainConfigError(ValueError):
@@ -25,6 +27,11 @@ class TrainConfig:
     seed: int = 1337  # seeds batch sampling and dropout; same seed on CPU, same losses
     device: str = "auto"  # auto picks cuda, then mps, then cpu
     probe_text: Optional[str] = None  # fixed prompt for snapshots; None: start of the validation text
+    optimizer: str = "adamw"  # adamw for everything | muon for the blocks' matrices, AdamW (lr) for the rest
+    muon_lr: float = 0.02  # Muon's peak learning rate (optimizer='muon' only); follows the same schedule
+    muon_momentum: float = 0.95  # Muon's (Nesterov) momentum
+    precision: str = "fp32"  # fp32 | bf16 (autocast: matmuls in bfloat16, weights and optimiser in fp32)
+    compile: bool = False  # torch.compile the training forward pass (CUDA only: worth it on GPUs)
 
     def __post_init__(self):
         self.betas = tuple(self.betas)
@@ -52,6 +59,16 @@ class TrainConfig:
             raise TrainConfigError(f"betas must be two numbers in [0, 1), got {self.betas!r}: try (0.9, 0.99).")
         if self.device not in DEVICES:
             raise TrainConfigError(f"device must be one of {', '.join(DEVICES)}; got {self.device!r}.")
+        if self.optimizer not in OPTIMIZERS:
+            raise TrainConfigError(f"optimizer must be one of {', '.join(OPTIMIZERS)}; got {self.optimizer!r}.")
+        if not _is_number(self.muon_lr) or not 0 < self.muon_lr <= 10:
+            raise TrainConfigError(f"muon_lr must be a positive number, got {self.muon_lr!r}: 0.01 to 0.05 is usual.")
+        if not _is_number(self.muon_momentum) or not 0 <= self.muon_momentum < 1:
+            raise TrainConfigError(f"muon_momentum must be in [0, 1), got {self.muon_momentum!r}: 0.95 is usual.")
+        if self.precision not in PRECISIONS:
+            raise TrainConfigError(f"precision must be one of {', '.join(PRECISIONS)}; got {self.precision!r}.")
+        if not isinstance(self.compile, bool):
+            raise TrainConfigError(f"compile must be true or false, got {self.compile!r}.")
         if self.probe_text is not None and not isinstance(self.probe_text, str):
             raise TrainConfigError(f"probe_text must be text or None, got {type(self.probe_text).__name__}.")
 

@@ -1,4 +1,5 @@
-"""Trainer: AdamW, warmup + cosine schedule, clipping, periodic evaluation and snapshots.
+"""Trainer: AdamW or Muon, warmup + cosine schedule, clipping, periodic evaluation and snapshots;
+bf16 autocast, and data-parallel over torchrun processes (model_core.distributed).
 
 Knows nothing about GPT internals beyond model(x, y) -> (logits, loss); progress goes to a callback.
 pause() / resume() / stop() may be called from another thread while run() trains."""
@@ -10,6 +11,9 @@ from typing import Callable, Optional
 import torch
 
 from .data import check_long_enough, get_batch
+from .distributed import check_batch_splits, current_world, wrap_for_training
+from .optim import make_optimizer, param_groups  # noqa: F401  (param_groups: part of this module's API)
+from .precision import autocast, check_precision, enable_fast_matmul
 from .snapshots import PROBE_MAX_TOKENS, Snapshot, take_snapshot
 from .train_config import TrainConfig, TrainConfigError
 
@@ -20,30 +24,15 @@ class TrainingError(RuntimeError):
     """Training cannot go on (e.g. the loss blew up); the message says what to try."""
 
 
-def resolve_device(name: str) -> torch.device:
-    """'auto' -> cuda, else mps, else cpu; an explicit device must exist."""
+def resolve_device(name: str, local_rank: int = 0) -> torch.device:
+    """'auto' -> cuda, else mps, else cpu; an explicit device must exist. CUDA picks GPU local_rank."""
     cuda = torch.cuda.is_available()
     mps = getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available()
     if name == "auto":
-        return torch.device("cuda" if cuda else "mps" if mps else "cpu")
+        name = "cuda" if cuda else "mps" if mps else "cpu"
     if (name == "cuda" and not cuda) or (name == "mps" and not mps):
         raise TrainConfigError(f"device {name!r} is not available on this machine: use 'cpu' or 'auto'.")
-    return torch.device(name)
-
-
-def param_groups(model: torch.nn.Module, weight_decay: float) -> list[dict]:
-    """Decay only the weight matrices of Linear layers; embeddings (also when the unembedding is tied
-    to them), norms and biases get none. Each parameter appears once."""
-    embedding_ids = {id(m.weight) for m in model.modules() if isinstance(m, torch.nn.Embedding)}
-    decay_ids = {
-        id(m.weight) for m in model.modules()
-        if isinstance(m, torch.nn.Linear) and m.weight.dim() == 2 and id(m.weight) not in embedding_ids
-    }
-    params = [p for p in model.parameters() if p.requires_grad]  # parameters() lists a tied tensor once
-    return [
-        {"params": [p for p in params if id(p) in decay_ids], "weight_decay": weight_decay},
-        {"params": [p for p in params if id(p) not in decay_ids], "weight_decay": 0.0},
-    ]
+    return torch.device("cuda", local_rank) if name == "cuda" else torch.device(name)
 
 
 def lr_at(step: int, cfg: TrainConfig, time_fraction: Optional[float] = None) -> float:
@@ -61,15 +50,6 @@ def lr_at(step: int, cfg: TrainConfig, time_fraction: Optional[float] = None) ->
     return cfg.final_lr + 0.5 * (1.0 + math.cos(math.pi * progress)) * (cfg.lr - cfg.final_lr)
 
 
-def make_optimizer(model, cfg: TrainConfig, device: torch.device) -> torch.optim.AdamW:
-    """AdamW over param_groups; the fused kernel where this torch has it, else the foreach one."""
-    groups = param_groups(model, cfg.weight_decay)
-    try:
-        return torch.optim.AdamW(groups, lr=cfg.lr, betas=cfg.betas, fused=True)
-    except (RuntimeError, TypeError, ValueError):
-        return torch.optim.AdamW(groups, lr=cfg.lr, betas=cfg.betas, foreach=device.type != "mps")
-
-
 class Trainer:
     def __init__(self, model, train_data: torch.Tensor, val_data: Optional[torch.Tensor], cfg: TrainConfig,
                  tokenizer=None):
@@ -78,15 +58,24 @@ class Trainer:
         check_long_enough(train_data, self.block_size, "training")
         if val_data is not None:
             check_long_enough(val_data, self.block_size, "validation")
-        self.device = resolve_device(cfg.device)
+        self.world = current_world()
+        check_batch_splits(cfg.batch_size, self.world)
+        self.device = resolve_device(cfg.device, self.world.local_rank)
+        check_precision(self.device, cfg.precision, cfg.compile)
+        enable_fast_matmul(self.device)
         self.model = model.to(self.device)
-        self.train_data, self.val_data = train_data.long(), None if val_data is None else val_data.long()
+        self.train_data, self.val_data = train_data, val_data  # any integer dtype: get_batch makes int64 batches
         # Dropout draws from torch's global RNG; keep our own copy of its state so that runs of
         # different trainers in turn do not disturb each other. (The model's init is seeded by its builder.)
         self.rng_state = torch.Generator().manual_seed(cfg.seed).get_state()
         self.generator = torch.Generator().manual_seed(cfg.seed)  # training batches
         self.optimizer = make_optimizer(self.model, cfg, self.device)
         self.params = [p for g in self.optimizer.param_groups for p in g["params"]]
+        # What the training step calls: the model itself, or DDP around it, compiled on request (CUDA).
+        # Evaluation and snapshots call self.model: no gradient sync, no recompiles for hooks.
+        self.train_model = wrap_for_training(self.model, self.world, self.device)
+        if cfg.compile:
+            self.train_model = torch.compile(self.train_model)
         self.probe_ids = self.probe()
         self.step_count, self.elapsed = 0, 0.0
         self.budget: Optional[tuple[float, float]] = None  # (deadline, seconds) while run() has max_seconds
@@ -110,19 +99,25 @@ class Trainer:
         self._unpaused.set()  # wake a paused run so it can finish
 
     # ------------------------------------------------------------------ one step
-    def step(self) -> dict:
-        """One optimisation step on a fresh batch; returns its metrics."""
+    def step(self, time_fraction: Optional[float] = None) -> dict:
+        """One optimisation step on a fresh batch; returns its metrics. time_fraction: see lr_at (run()
+        passes the one all processes agreed on; default: this process's clock)."""
         start = time.perf_counter()
-        lr = lr_at(self.step_count, self.cfg, self.time_fraction())
-        for group in self.optimizer.param_groups:
-            group["lr"] = lr
+        fraction = self.time_fraction() if time_fraction is None else time_fraction
+        lr = lr_at(self.step_count, self.cfg, fraction)
+        for group in self.optimizer.param_groups:  # every group keeps its own peak, scaled alike
+            group["lr"] = group.get("base_lr", self.cfg.lr) * lr / self.cfg.lr
+        # Every process draws the same global batch and trains on its slice of it.
         x, y = get_batch(self.train_data, self.block_size, self.cfg.batch_size, self.generator)
+        x, y = self.world.shard(x), self.world.shard(y)
         x, y = x.to(self.device, non_blocking=True), y.to(self.device, non_blocking=True)
-        _, loss = self.model(x, y)
+        with autocast(self.device, self.cfg.precision):
+            _, loss = self.train_model(x, y)
         loss.backward()
+        loss = self.world.mean(loss.detach())  # the loss of the global batch
         if self.cfg.grad_clip > 0:
             norm = torch.nn.utils.clip_grad_norm_(self.params, self.cfg.grad_clip)
-            loss_value, grad_norm = torch.stack((loss.detach(), norm.to(loss.dtype))).tolist()  # one sync
+            loss_value, grad_norm = torch.stack((loss.float(), norm.float())).tolist()  # one sync
         else:
             loss_value, grad_norm = loss.item(), None
         if not math.isfinite(loss_value):
@@ -139,7 +134,7 @@ class Trainer:
         self.elapsed += seconds
         metrics = {
             "step": self.step_count, "loss": loss_value, "lr": lr, "grad_norm": grad_norm,
-            "tokens_per_sec": x.numel() / seconds if seconds > 0 else 0.0, "elapsed": self.elapsed,
+            "tokens_per_sec": x.numel() * self.world.size / seconds if seconds > 0 else 0.0, "elapsed": self.elapsed,
         }
         self.history.append(metrics)
         return metrics
@@ -171,7 +166,8 @@ class Trainer:
         total = torch.zeros((), device=self.device)
         for _ in range(self.cfg.eval_iters):
             x, y = get_batch(data, self.block_size, self.cfg.batch_size, generator)
-            total += self.model(x.to(self.device), y.to(self.device))[1]
+            with autocast(self.device, self.cfg.precision):
+                total += self.model(x.to(self.device), y.to(self.device))[1].float()
         return total.item() / self.cfg.eval_iters
 
     def probe(self) -> list[int]:
@@ -210,17 +206,19 @@ class Trainer:
         torch.random.set_rng_state(self.rng_state)
         try:
             self.checkpoint_extras(None, callback, force=self.step_count == 0)
-            while self.step_count < target and not self._stop.is_set():
-                if deadline is not None and time.perf_counter() >= deadline:
+            while self.step_count < target:
+                stop, fraction = self.agreed_control(deadline)
+                if stop:
                     break
                 if not self._unpaused.is_set():
                     deadline = self.wait_while_paused(deadline)
                     self.budget = None if deadline is None else (deadline, max_seconds)
                     continue
-                metrics = self.step()
+                metrics = self.step(fraction)
                 self.checkpoint_extras(metrics, callback)
             stopped = self._stop.is_set()
-            self.checkpoint_extras(None, callback, force=True)
+            # A stop answers at once: a final snapshot but no final evaluation (seconds on a large model).
+            self.checkpoint_extras(None, callback, force=True, evaluate=not stopped)
             self.state = "stopped" if stopped else "finished"
         except BaseException as err:
             self.state, self.error = "error", err
@@ -231,6 +229,16 @@ class Trainer:
             self._stop.clear()  # a stop is acknowledged once run() returns
         return self.state
 
+    def agreed_control(self, deadline: Optional[float]) -> tuple[bool, Optional[float]]:
+        """(stop now?, share of the time budget used), agreed by all processes: one stopping stops all
+        (so none waits forever for the others' gradients) and all follow the latest clock's schedule."""
+        stop = self._stop.is_set() or (deadline is not None and time.perf_counter() >= deadline)
+        fraction = self.time_fraction()
+        if self.world.size == 1:
+            return stop, fraction
+        stop_any, latest = self.world.max([float(stop), -1.0 if fraction is None else fraction])
+        return stop_any > 0, None if fraction is None else latest
+
     def wait_while_paused(self, deadline: Optional[float]) -> Optional[float]:
         """Block until resume() or stop(); returns the deadline pushed back by the time spent paused."""
         self.state = "paused"
@@ -240,12 +248,15 @@ class Trainer:
         self.state = "running"
         return None if deadline is None else deadline + time.perf_counter() - paused_at
 
-    def checkpoint_extras(self, metrics: Optional[dict], callback, force: bool = False) -> None:
+    def checkpoint_extras(self, metrics: Optional[dict], callback, force: bool = False,
+                          evaluate: bool = True) -> None:
         """Evaluate and snapshot when due, or when forced (start and end) unless their interval is 0
         (off) or they were already done at this step; then the callback."""
         step, cfg = self.step_count, self.cfg
         extras = {}
-        if cfg.eval_interval and (force or step % cfg.eval_interval == 0):
+        if not self.world.is_main:  # rank 0 evaluates, snapshots and reports for everyone
+            return
+        if evaluate and cfg.eval_interval and (force or step % cfg.eval_interval == 0):
             if not self.evals or self.evals[-1]["step"] != step:
                 extras["eval"] = self.evaluate()
         if cfg.snapshot_interval and (force or step % cfg.snapshot_interval == 0):

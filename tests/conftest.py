@@ -40,6 +40,17 @@ def wait_for_app(port: int, proc: subprocess.Popen, timeout: float = 120.0) -> N
     raise TimeoutError(f"the app did not answer on port {port} within {timeout:.0f} s")
 
 
+APP_PIDS: dict[str, int] = {}  # app_url -> the app's process id (for RSS and process checks)
+
+
+def rss_mb(pid: int) -> float:
+    """Resident memory of one process, in MB (from /proc: no psutil needed)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise ValueError(f"no VmRSS for process {pid}")
+
+
 @pytest.fixture(scope="session")
 def app_url(tmp_path_factory):
     """The real app (python app.py) on a free localhost port, for client and browser tests; its log on failure."""
@@ -51,6 +62,7 @@ def app_url(tmp_path_factory):
         proc = subprocess.Popen([sys.executable, "app.py", "--port", str(port), "--max-trainers", "2"],
                                 cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/"
+    APP_PIDS[url] = proc.pid
     try:
         wait_for_app(port, proc)
     except Exception:

@@ -42,9 +42,11 @@ def test_uniform_causal_head_has_log_entropy():
 
 def test_sink_exclusion_reveals_the_real_role():
     s = head_statistics(sink_then_previous_pattern(8)[None, None])
-    assert s["first_token"][0, 0] > 0.5
-    assert s["prev_token"][0, 0] < 0.5
-    assert s["prev_token_no_sink"][0, 0] > 0.8
+    # queries 1..7: query 1 puts all of its attention on key 0, which is both the first and the previous
+    # token; queries 2..7 put 0.7 on key 0 and 0.3 on the previous token
+    assert s["first_token"][0, 0] == pytest.approx((1 + 6 * 0.7) / 7)
+    assert s["prev_token"][0, 0] == pytest.approx((1 + 6 * 0.3) / 7)
+    assert s["prev_token_no_sink"][0, 0] == pytest.approx(1.0)  # without key 0, queries 2..7 only look back one
     assert head_role(s, 0, 0)[0].startswith("the first token")
 
 
@@ -78,9 +80,12 @@ def test_attention_only_residual_statistics_have_zero_mlp_updates():
 
 def test_pca_finds_the_dominant_direction():
     rng = np.random.default_rng(0)
-    x = np.outer(rng.normal(size=50), [3.0, 4.0, 0, 0]) + rng.normal(scale=0.01, size=(50, 4))
+    along = rng.normal(size=50)
+    x = np.outer(along, [3.0, 4.0, 0, 0]) + rng.normal(scale=0.01, size=(50, 4))
     result = embedding_pca(x, 2)
     assert result.explained_variance_ratio[0] > 0.99
+    # the first coordinate is the distance along the unit direction (0.6, 0.8) from the mean, up to sign
+    assert np.abs(result.coords[:, 0]) == pytest.approx(np.abs(5 * (along - along.mean())), abs=0.05)
     assert result.coords.shape == (50, 2)
     assert embedding_pca(x, 3).coords.shape == (50, 3)
     with pytest.raises(ValueError, match="at least 2 points"):

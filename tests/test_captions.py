@@ -1,8 +1,11 @@
 """Captions: the numbers and words in each sentence come from the data."""
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from explorer import captions as C
+from explorer.figures.sampling import SEED_LOGITS
 
 TOKENS = list("abcdef")
 T = len(TOKENS)
@@ -25,22 +28,36 @@ def uniform_causal_pattern(n: int) -> np.ndarray:
     return p / p.sum(1, keepdims=True)
 
 
-def test_attention_head_caption_names_the_habit_and_its_share():
-    text = C.attention_head_caption(previous_token_pattern(T), TOKENS, 1, 2)
-    assert "L1·H2" in text and "100%" in text and "previous" in text
-    assert "itself" in C.attention_head_caption(np.eye(T), TOKENS, 0, 0)
-    assert "first token" in C.attention_head_caption(sink_pattern(T), TOKENS, 0, 0)
-    mixed = 0.75 * previous_token_pattern(T) + 0.25 * np.eye(T)
-    assert "75%" in C.attention_head_caption(mixed, TOKENS, 0, 0)
-    assert "spreads" in C.attention_head_caption(uniform_causal_pattern(12), list("x" * 12), 0, 0)
-    assert "only one token" in C.attention_head_caption(np.ones((1, 1)), ["a"], 0, 0)
+def habit(share: str, phrase: str, layer: int = 0, head: int = 0) -> str:
+    return f"Head L{layer}·H{head} puts {share} of its attention {phrase}, on average over positions."
+
+
+def test_attention_head_caption_states_the_share_of_the_habit():
+    mixed = 0.78 * previous_token_pattern(T) + 0.22 * np.eye(T)  # queries >= 1: 78% back one, 22% on itself
+    assert C.attention_head_caption(mixed, TOKENS, 1, 2) == habit("78%", "on the previous token", 1, 2)
+    assert C.attention_head_caption(previous_token_pattern(T), TOKENS, 0, 0) == habit("100%", "on the previous token")
+    assert C.attention_head_caption(np.eye(T), TOKENS, 0, 0) == habit("100%", "on its own position (itself)")
+    assert C.attention_head_caption(sink_pattern(T), TOKENS, 0, 0) == habit(
+        "100%", "on the first token (a 'sink' it parks attention on)")
+    assert C.attention_head_caption(np.ones((1, 1)), ["a"], 0, 0) == (
+        "Head L0·H0 has only one token to look at, so it attends to itself.")
+
+
+def test_a_spread_out_head_reports_its_favourite_keys_average_share():
+    favourite = np.mean(1 / np.arange(2, 13))  # query q of a uniform causal head gives each key 1/(q+1)
+    text = C.attention_head_caption(uniform_causal_pattern(12), list("x" * 12), 0, 0)
+    assert text.startswith("Head L0·H0 spreads its attention over many earlier tokens: its favourite key gets "
+                           f"{favourite:.0%} on average") and f"{favourite:.0%}" == "19%"
 
 
 def test_attention_steps_and_query_captions():
     scores = np.zeros((4, 4))
     scores[np.triu_indices(4, 1)] = -np.inf  # 6 of 16 masked
-    text = C.attention_steps_caption(scores, previous_token_pattern(4), list("abcd"))
-    assert "38%" in text and "100% on 0:a" in text
+    assert C.attention_steps_caption(scores, previous_token_pattern(4), list("abcd")) == (
+        "The causal mask hides 38% of the scores (keys in the future); after softmax each row sums to 1, and the "
+        "sharpest query, 1:b, puts 100% on 0:a.")
+    assert C.attention_steps_caption(np.zeros((1, 1)), np.ones((1, 1)), ["a"]).startswith(
+        "With a single token there is nothing to mask")
     text = C.query_attention_caption(previous_token_pattern(T), TOKENS, 3)
     assert text == "3:d can see keys 0:a to 3:d and puts the most attention, 100%, on 2:c."
 
@@ -48,12 +65,11 @@ def test_attention_steps_and_query_captions():
 def test_grid_caption_finds_previous_token_and_sink_heads():
     prev, first, entropy = np.full((2, 3), 0.1), np.full((2, 3), 0.1), np.ones((2, 3))
     prev[1, 2], first[0, 0] = 0.81, 0.7
-    text = C.grid_caption({"prev_token": prev, "first_token": first, "entropy": entropy})
-    assert text.startswith("The strongest previous-token head is L1·H2 (81%)")
-    assert "L0·H0 mostly attends to the first token" in text and "70%" in text
-    first[0, 0], entropy[1, 0] = 0.2, 3.2
-    assert "L1·H0 spreads its attention most widely (3.2 bits)" in C.grid_caption(
-        {"prev_token": prev, "first_token": first, "entropy": entropy})
+    assert C.grid_caption({"prev_token": prev, "first_token": first, "entropy": entropy}) == (
+        "The strongest previous-token head is L1·H2 (81%); L0·H0 mostly attends to the first token (sink, 70%).")
+    first[0, 0], entropy[1, 0] = 0.2, 3.2  # no sink head any more: the widest head is named instead
+    assert C.grid_caption({"prev_token": prev, "first_token": first, "entropy": entropy}) == (
+        "The strongest previous-token head is L1·H2 (81%); L1·H0 spreads its attention most widely (3.2 bits).")
 
 
 def test_residual_captions():
@@ -62,44 +78,76 @@ def test_residual_captions():
     attn = 0.14 * pre
     assert C.residual_caption(pre, post, attn) == ("The residual stream grows from 1.2 to 7.9 across 4 layers; "
                                                    "attention updates are 14% of its size.")
-    text = C.update_norms_caption(np.ones((3, 2)), np.array([[2, 2], [0.5, 0.5], [3, 3]]))
-    assert "2 of 3 layers" in text and "FFN in layer 2" in text
-    text = C.update_vs_residual_caption(np.array([1, 1, 3.0]), np.array([4, 4, 4.0]), list("abc"), 1)
-    assert "42%" in text and "2:c the most (75%)" in text
-    assert "0.50×" in C.variance_caption(np.full(3, 2.0), np.full(3, 1.0), 0)
-    stream = np.ones((3, 2, 4))
+    assert C.residual_caption(pre[:1], pre[:1] * 0.5, attn[:1]).startswith(
+        "The residual stream shrinks from 1.2 to 0.6 across 1 layer;")
+    assert C.update_norms_caption(np.ones((3, 2)), np.array([[2, 2], [0.5, 0.5], [3, 3]])) == (
+        "The FFN writes more than attention in 2 of 3 layers; the biggest update is the FFN in layer 2 (norm 3.00).")
+    # update / residual = 1/4, 1/4, 3/4: 42% on average, most at position 2
+    assert C.update_vs_residual_caption(np.array([1, 1, 3.0]), np.array([4, 4, 4.0]), list("abc"), 1) == (
+        "In layer 1 the attention update is 42% of the residual's size on average; it changes 2:c the most (75%).")
+    assert C.variance_caption(np.full(3, 2.0), np.full(3, 1.0), 0) == (
+        "In layer 0 the attention output varies 0.50× as much as the residual stream it is added to, so each "
+        "layer nudges the stream.")
+    assert C.variance_caption(np.full(3, 1.0), np.full(3, 3.0), 2).endswith("3.00× as much as the residual "
+                                                                            "stream it is added to, so each "
+                                                                            "layer strongly rewrites the stream.")
+    stream = np.ones((3, 2, 4))  # every vector has norm 2; at the end 6 and 12
     stream[-1] *= 3
     stream[-1, 1] *= 2
-    assert "changes 4.5×" in C.residual_heatmap_caption(stream, list("ab"))
-    assert "1:b has the largest vector (norm 12.0)" in C.residual_heatmap_caption(stream, list("ab"))
+    assert C.residual_heatmap_caption(stream, list("ab")) == (
+        "Across layers the stream's size changes 4.5× on average; at the end 1:b has the largest vector (norm 12.0).")
 
 
 def test_logit_lens_caption_reports_where_the_prediction_settles():
-    labels = np.array([["a", "x", "c"], ["x", "x", "d"], ["x", "y", "d"]])  # final row = final prediction
-    text = C.logit_lens_caption(labels, np.full((3, 3), 0.5))
-    assert "after L0" in text and "0 of 3 positions" in text and "50%" in text
+    # final row = final prediction; position 0 settles after L0, 1 after L1, 2 after L0: on average after L0
+    labels = np.array([["a", "x", "c"], ["x", "x", "d"], ["x", "y", "d"]])
+    assert C.logit_lens_caption(labels, np.full((3, 3), 0.5)) == (
+        "On average the final prediction becomes (and stays) the top guess after L0; it is already there right "
+        "after the embedding at 0 of 3 positions. Final confidence: 50%.")
     settled = np.array([["x", "y"], ["x", "y"]])
-    assert "right after the embedding" in C.logit_lens_caption(settled, np.ones((2, 2)))
+    assert C.logit_lens_caption(settled, np.full((2, 2), 0.9)) == (
+        "On average the final prediction becomes (and stays) the top guess right after the embedding; it is "
+        "already there right after the embedding at 2 of 2 positions. Final confidence: 90%.")
 
 
 def test_embedding_captions():
     assert C.embedding_caption([0.2, 0.11]) == "The first two components explain 31% of the variance."
-    assert "three" in C.embedding_caption([0.2, 0.1, 0.05])
-    smooth = np.stack([np.cos(np.arange(16) * 0.2 + d) for d in np.linspace(0, 1, 8)], axis=1)
-    assert "smooth sense of order" in C.positional_caption(smooth)
-    assert "Token embeddings are 2.0×" in C.embedding_norms_caption(np.full(4, 2.0), np.ones(4))
+    assert C.embedding_caption([0.2, 0.1, 0.05]) == "The first three components explain 35% of the variance."
+    assert C.embedding_norms_caption(np.full(4, 2.0), np.ones(4)) == (
+        "Token embeddings are 2.0× the size of position embeddings on average (2.00 vs 1.00), so they dominate "
+        "the input.")
+    assert C.embedding_norms_caption(np.full(4, 0.5), np.full(4, 2.0)).startswith(
+        "Position embeddings are 4.0× the size of token embeddings on average (2.00 vs 0.50)")
+
+
+def test_positional_caption_states_neighbour_and_distant_similarity():
+    angle = 0.2 * np.arange(16)  # positions on a circle: cosine similarity of p and q is cos(0.2 |p - q|)
+    circle = np.stack([np.cos(angle), np.sin(angle)], axis=1)
+    far = np.mean([np.cos(0.2 * abs(p - q)) for p in range(16) for q in range(16) if abs(p - q) >= 8])
+    assert C.positional_caption(circle) == (f"Neighbouring positions have cosine similarity {np.cos(0.2):.2f}, "
+                                            f"distant ones {far:.2f}: the model has learned a smooth sense of order.")
+    assert C.positional_caption(np.eye(8)) == ("Neighbouring positions have cosine similarity 0.00, distant ones "
+                                               "0.00: no smooth order yet.")  # orthogonal: no order at all
+    assert C.positional_caption(np.eye(2)) == "Too few positions to compare neighbours."
 
 
 def test_ffn_captions():
-    fraction = np.array([0.0] * 12 + [0.5] * 500)
-    assert "12 of 512 neurons never fire" in C.ffn_caption(fraction, 12)
-    pre_h, pre_e = np.array([30, 20, 25, 25]), np.array([-2.0, -1.0, 0.0, 1.0, 2.0])
-    post_h, post_e = np.array([0, 60, 40]), np.array([-0.3, -0.17, 1.0, 2.0])
-    text = C.ffn_histogram_caption(pre_h, pre_e, post_h, post_e, "GELU")
-    assert "50% of FFN inputs are negative" in text and "above -0.17" in text
-    assert "'a' (2 of its top 3" in C.top_tokens_caption(np.array([0, 3, 1]), np.array([3, 2, 1.0]), list("abca"))
+    fraction = np.array([0.0] * 12 + [0.5] * 500)  # mean 250 / 512 = 49%
+    assert C.ffn_caption(fraction, 12) == ("On average a neuron is active at 49% of positions; 12 of 512 neurons "
+                                           "never fire on this text (dead).")
+    pre_h, pre_e = np.array([30, 20, 25, 25]), np.array([-2.0, -1.0, 0.0, 1.0, 2.0])  # 50 of 100 below zero
+    post_h, post_e = np.array([0, 60, 40]), np.array([-0.3, -0.17, 1.0, 2.0])  # lowest non-empty bin: -0.17
+    assert C.ffn_histogram_caption(pre_h, pre_e, post_h, post_e, "GELU") == (
+        "50% of FFN inputs are negative; GELU squashes them towards zero (outputs stay above -0.17).")
+    assert C.top_tokens_caption(np.array([0, 3, 1]), np.array([3, 2, 1.0]), list("abca")) == (
+        "This neuron fires hardest on 'a' (2 of its top 3 positions); peak activation 3.00.")
     x = np.random.default_rng(0).normal(size=(50, 2))
-    assert "1.00" in C.ffn_in_out_caption(x, 2 * x)
+    assert C.ffn_in_out_caption(x, 2 * x) == ("Per dimension, FFN output and input correlate 1.00 on average: the "
+                                              "FFN partly passes its input through.")
+    swapped = C.ffn_in_out_caption(x, x[:, ::-1])  # independent columns: correlation near 0
+    assert swapped.endswith("the FFN mixes dimensions rather than copying them.")
+    expected = np.mean([abs(np.corrcoef(x[:, i], x[:, 1 - i])[0, 1]) for i in range(2)])
+    assert f"correlate {expected:.2f} on average" in swapped
 
 
 def test_sampling_and_generation_captions():
@@ -108,26 +156,41 @@ def test_sampling_and_generation_captions():
     after = np.where(removed, 0, before) / before[~removed].sum()
     text = C.sampling_caption(before, after, removed, ["␣", "e", "a", "b", "c"])
     assert text == "Filtering kept 2 of 5 tokens; the top token '␣' now has 71% (was 48%)."
-    assert "No filtering" in C.sampling_caption(before, before, np.zeros(5, bool), list("abcde"))
-    text = C.temperature_caption(np.array([2.0, 1.0, 0.0]), [0.5, 2], list("xyz"))
-    assert "'x' gets 87%" in text and "at 2 only 51%" in text
-    assert "largest logit" in C.temperature_caption(None, [0.1, 3])
-    steps = [{"token_label": "a", "prob": 0.5, "logprob": -0.7}, {"token_label": "q", "prob": 0.03, "logprob": -3.5}]
-    assert "'q' at step 2 (3%)" in C.generation_caption(steps)
+    assert C.sampling_caption(before, before, np.zeros(5, bool), list("abcde")) == (
+        "No filtering: all 5 tokens stay possible; the top token 'a' has 48%.")
+    assert C.temperature_caption(np.array([2.0, 1.0, 0.0]), [0.5, 2], list("xyz")) == (
+        "At temperature 0.5 the top token 'x' gets 87%; at 2 only 51%: low temperature sharpens, high "
+        "temperature flattens.")  # softmax([4, 2, 0])[0] and softmax([1, 0.5, 0])[0]
+    seed = np.exp(SEED_LOGITS - SEED_LOGITS.max())
+    cold, hot = (seed ** (1 / t) / (seed ** (1 / t)).sum() for t in (0.1, 3))
+    assert C.temperature_caption(None, [0.1, 3]).startswith(
+        f"At temperature 0.1 the largest logit gets {cold.max():.0%}; at 3 only {hot[cold.argmax()]:.0%}")
+    steps = [{"token_label": "a", "prob": 0.5, "logprob": -0.7}, {"token_label": "q", "prob": 0.04, "logprob": -3.5}]
+    assert C.generation_caption(steps) == ("Generated 2 tokens; the picks had 27% probability on average, and the "
+                                           "least likely was 'q' at step 2 (4%).")
+    assert C.generation_caption([]) == "Nothing generated yet."
 
 
 def test_data_training_and_layernorm_captions():
-    text = C.token_index_caption(np.array([1, 2, 1, 3]), list("abac"))
-    assert "4 positions use 3 distinct token ids" in text and "'a' (id 1, 2 times)" in text
+    assert C.token_index_caption(np.array([1, 2, 1, 3]), list("abac")) == (
+        "4 positions use 3 distinct token ids; the most common is 'a' (id 1, 2 times).")
     text = C.loss_caption(np.arange(100), np.ones(100), [0, 99], np.array([4.17, 1.62]), np.array([4.1, 1.54]),
                           vocab_size=65)
-    assert "from 4.17 to 1.62 over 99 steps" in text and "gap is 0.08" in text and "4.17." in text
-    assert "from 3.00 to 1.00" in C.loss_caption(np.arange(20), np.r_[np.full(10, 3.0), np.full(10, 1.0)])
-    rng = np.random.default_rng(0)
-    assert "std 1.00" in C.layernorm_caption(rng.normal(3, 2, 1000), (lambda v: (v - v.mean()) / v.std())(
-        rng.normal(size=1000)))
+    assert text == ("Validation loss fell from 4.17 to 1.62 over 99 steps; the train–validation gap is 0.08 (a "
+                    f"growing gap means overfitting). Random guessing would score {np.log(65):.2f}.")
+    assert C.loss_caption(np.arange(20), np.r_[np.full(10, 3.0), np.full(10, 1.0)]) == (
+        "Training loss fell from 3.00 to 1.00 over 20 steps.")  # means of the first and last 10%
+    before = np.array([1.0, 3.0, 5.0, 7.0])  # mean 4, std sqrt(5)
+    assert C.layernorm_caption(before, (before - 4) / np.sqrt(5)) == (
+        "LayerNorm moves the values from mean 4.00, std 2.24 to mean 0.00, std 1.00, so every layer sees inputs "
+        "of a similar size.")
 
 
-@pytest.mark.parametrize("name", [n for n in dir(C) if n.endswith("_caption")])
-def test_every_caption_function_is_documented(name):
+CAPTION_FUNCTIONS = sorted(n for n in dir(C) if n.endswith("_caption") and callable(getattr(C, n)))
+
+
+@pytest.mark.parametrize("name", CAPTION_FUNCTIONS)
+def test_every_caption_function_is_checked_here_against_constructed_data(name):
+    """A new caption function needs a test above that states its numbers, not only a docstring."""
     assert getattr(C, name).__doc__, f"{name} needs a one-line docstring"
+    assert f"C.{name}(" in Path(__file__).read_text(), f"no test above calls C.{name} on constructed data"

@@ -1,16 +1,19 @@
 """Checkpoints: exact round trips (dir and zip), atomic overwrite, and a clear error for each kind of damage."""
 import io
 import json
+import pickle
 import zipfile
 
 import pytest
 import torch
+from safetensors.torch import load_file
 
 from model_core import GPT, GPTConfig
 from model_core.checkpoint import (
     Checkpoint, CheckpointError, load_checkpoint, load_checkpoint_zip, save_checkpoint, save_checkpoint_zip,
 )
 from model_core.data import token_tensor, train_val_split
+from model_core.load_limits import LoadLimits
 from model_core.tokenization import build_tokenizer
 from model_core.train_config import TrainConfig
 from model_core.trainer import Trainer
@@ -67,8 +70,40 @@ def test_overwrite_is_atomic_and_leaves_no_temp_files(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
     assert sorted(p.name for p in (tmp_path / "run").iterdir()) == ["config.json", "model.safetensors",
                                                                     "snapshots.json"]
-    with open(tmp_path / "run" / "model.safetensors", "rb") as f:
-        assert b"pickle" not in f.read(200)
+
+
+def test_saved_files_are_plain_safetensors_and_json(tmp_path):
+    """Another program can read a checkpoint with safetensors and json alone: no pickle, every tensor exact."""
+    ckpt = trained_checkpoint(tie_weights=False)
+    save_checkpoint(ckpt, tmp_path / "run")
+    tensors = load_file(tmp_path / "run" / "model.safetensors")
+    state = ckpt.model.state_dict()
+    assert tensors.keys() == state.keys()
+    assert all(torch.equal(tensors[k], state[k]) for k in state)
+    config = json.loads((tmp_path / "run" / "config.json").read_text(encoding="utf-8"))
+    assert config["model_config"] == ckpt.model.cfg.to_dict()
+    assert len(json.loads((tmp_path / "run" / "snapshots.json").read_text(encoding="utf-8"))) == len(ckpt.snapshots)
+
+
+class RunsOnUnpickle:
+    """A pickle payload that creates a file when unpickled: loading it must never run it."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return open, (self.marker, "w")
+
+
+def test_a_pickle_payload_is_refused_and_never_run(saved, tmp_path):
+    marker = tmp_path / "ran"
+    (saved / "model.safetensors").write_bytes(pickle.dumps(RunsOnUnpickle(marker)))
+    with pytest.raises(CheckpointError, match="damaged or truncated"):
+        load_checkpoint(saved)
+    torch.save({"x": RunsOnUnpickle(marker)}, saved / "model.safetensors")  # what torch.save would write
+    with pytest.raises(CheckpointError, match="damaged or truncated"):
+        load_checkpoint(saved)
+    assert not marker.exists()
 
 
 @pytest.fixture
@@ -165,7 +200,7 @@ def test_zip_bomb_is_refused():
     bomb = zip_bytes({"config.json": b" " * 5_000_000, "model.safetensors": b"\x00" * 5_000_000})
     assert len(bomb) < 100_000
     with pytest.raises(CheckpointError, match="more than"):
-        load_checkpoint_zip(bomb, max_bytes=1_000_000)
+        load_checkpoint_zip(bomb, LoadLimits(max_bytes=1_000_000))
 
 
 def test_zip_missing_member(saved):

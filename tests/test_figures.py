@@ -10,6 +10,7 @@ import pytest
 
 import explorer.figures as F
 from explorer.figures.common import figure_to_json, index_labels
+from explorer.figures.heads import HEAD_TABLE_COLUMNS
 
 rng = np.random.default_rng(0)
 FIGURES_DIR = pathlib.Path(F.__file__).parent
@@ -125,7 +126,9 @@ def test_head_statistics_table_and_figure():
     assert len(rows) == 6 and all(len(r) == len(F.HEAD_TABLE_HEADERS) for r in rows)
     assert rows[4][0] == "L1·H1"
     assert rows[4][2] == round(float(stats["prev_token"][1, 1]), 3)
-    assert all(isinstance(v, float) and v == round(v, 3) for v in rows[0][1:])
+    for i, row in enumerate(rows):  # every value sits under its own header, rounded to 3 decimals
+        layer, head = divmod(i, 3)
+        assert row[1:] == [round(float(stats[key][layer, head]), 3) for key, _ in HEAD_TABLE_COLUMNS]
     fig = F.head_statistics_figure(stats)
     assert len(fig.data) == 3 and (fig.layout.coloraxis.cmin, fig.layout.coloraxis.cmax) == (0, 1)
 
@@ -136,9 +139,13 @@ def test_residual_line_figures():
     fig = F.residual_norms_figure(norms, norms + 1, norms + 2)
     assert len(fig.data) == 3 and list(fig.data[0].x) == [0, 1, 2]
     assert np.allclose(fig.data[2].y, (norms + 2).mean(1), atol=1e-3)
-    assert len(F.update_norms_figure(norms, norms).data) == 2
+    fig = F.update_norms_figure(norms, 2 * norms)
+    assert [t.name for t in fig.data] == ["attention update", "FFN update"]
+    assert np.allclose(fig.data[0].y, norms.mean(1), atol=1e-3) and np.allclose(fig.data[1].y, 2 * norms.mean(1),
+                                                                               atol=1e-3)
     fig = F.update_vs_residual_figure(norms[0], norms[1], TOKENS, 1)
-    assert "mean" in fig.data[0].name and list(fig.data[0].x) == index_labels(TOKENS)
+    assert f"{norms[0].mean():.2f}" in fig.data[0].name and list(fig.data[0].x) == index_labels(TOKENS)
+    assert np.allclose(fig.data[0].y, norms[0], atol=1e-3) and np.allclose(fig.data[1].y, norms[1], atol=1e-3)
     assert "Layer 1" in fig.layout.title.text
     fig = F.variance_figure(norms[0], norms[1], TOKENS, 0)
     assert len(fig.data) == 2 and "variance of residual" in fig.layout.title.text
@@ -213,7 +220,9 @@ def test_next_token_figure_greys_cut_tokens_and_zeroes_after():
     model, filtered = fig.data[0], fig.data[1]
     assert len(model.x) == 12 and list(model.x[:5]) == [labels[i] for i in np.argsort(-before)[:5]]
     assert list(model.marker.color[5:]) == [F.common.GREY] * 7 and F.common.GREY not in model.marker.color[:5]
-    assert np.all(np.asarray(filtered.y)[5:] == 0) and np.all(np.asarray(filtered.y)[:5] > 0)
+    top = np.argsort(-before)[:12]  # the bars, most likely first
+    assert np.allclose(model.y, before[top], atol=1e-4) and np.allclose(filtered.y, after[top], atol=1e-4)
+    assert np.all(np.asarray(filtered.y)[5:] == 0)
     assert "35 of 40" in fig.layout.title.text
     assert any("cut" in t.name for t in fig.data)  # the legend explains the grey bars
 
@@ -221,8 +230,10 @@ def test_next_token_figure_greys_cut_tokens_and_zeroes_after():
 def test_temperature_curve_and_generation_table():
     logits = rng.normal(size=50)
     fig = F.temperature_curve_figure(logits, [0.5, 1, 2], [f"t{i}" for i in range(50)])
-    assert len(fig.data) == 3 and len(fig.data[0].x) == 10
-    assert fig.data[0].y[0] > fig.data[2].y[0]  # colder = sharper on the top token
+    assert len(fig.data) == 3 and list(fig.data[0].x) == [f"t{i}" for i in np.argsort(-logits)[:10]]
+    for trace, t in zip(fig.data, [0.5, 1, 2]):  # softmax over the whole vocabulary, shown for the top 10
+        p = np.exp(logits / t) / np.exp(logits / t).sum()
+        assert trace.name == f"T = {t:g}" and np.allclose(trace.y, p[np.argsort(-logits)[:10]], atol=1e-4)
     assert len(F.temperature_curve_figure(None, [0.5, 1]).data[0].x) == 100
     rows = F.generation_steps_table([{"token_label": "a", "prob": 0.5, "model_prob": 0.4, "logprob": -0.7},
                                      {"token_label": "b", "prob": 0.25, "model_prob": 0.2, "logprob": -1.4}])
@@ -233,8 +244,13 @@ def test_data_training_and_building_block_figures():
     fig = F.token_index_figure(np.arange(T), TOKENS)
     assert list(fig.data[0].x) == index_labels(TOKENS) and fig.layout.yaxis.title.text == "token id"
     steps = np.arange(100)
-    assert len(F.loss_figure(steps, rng.uniform(1, 2, 100), [0, 50], [2.0, 1.5], [1.9, 1.4]).data) == 3
-    assert len(F.loss_figure(steps, rng.uniform(1, 2, 100)).data) == 1
+    batch_loss = rng.uniform(1, 2, 100)
+    fig = F.loss_figure(steps, batch_loss, [0, 50], [2.0, 1.5], [1.9, 1.4])
+    assert [(t.name, list(t.x)) for t in fig.data] == [
+        ("train loss (each batch)", list(steps)), ("train loss (evaluated)", [0, 50]), ("validation loss", [0, 50])]
+    assert np.allclose(fig.data[0].y, batch_loss, atol=1e-4) and np.allclose(fig.data[2].y, [2.0, 1.5])
+    assert np.allclose(fig.data[1].y, [1.9, 1.4])
+    assert [t.name for t in F.loss_figure(steps, batch_loss).data] == ["train loss (each batch)"]
     assert [t.name for t in F.activation_functions_figure().data] == ["ReLU", "GELU", "SiLU"]
     fig = F.layernorm_effect_figure(rng.normal(2, 3, 300), rng.normal(0, 1, 300))
     assert len(fig.data) == 2 and len(fig.layout.shapes) == 6  # mean and ±1 std in each panel
@@ -254,7 +270,7 @@ def every_figure() -> list[go.Figure]:
 def test_projector_readability_and_json():
     for fig in every_figure():
         layout = fig.layout
-        assert layout.font.size >= 12 and layout.height and layout.title.text is not None
+        assert layout.font.size >= 12 and layout.height and layout.title.text.strip()
         assert layout.template.layout.paper_bgcolor == "white"  # plotly_white
         parsed = json.loads(figure_to_json(fig))
         assert set(parsed) >= {"data", "layout"} and "uid" not in parsed["data"][0]

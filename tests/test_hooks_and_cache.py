@@ -61,7 +61,9 @@ def test_cache_is_detached_cpu_and_numpy(model_and_cache):
     _, _, _, cache = model_and_cache
     assert all(not t.requires_grad and t.device.type == "cpu" for _, t in cache.items())
     arrays = cache.to_numpy()
-    assert isinstance(arrays["blocks.1.attn.hook_pattern"], np.ndarray)
+    assert set(arrays) == {name for name, _ in cache.items()}
+    for name, tensor in cache.items():
+        assert isinstance(arrays[name], np.ndarray) and np.array_equal(arrays[name], tensor.numpy()), name
 
 
 def test_names_filter_returns_only_what_was_asked():

@@ -55,7 +55,7 @@ def test_seed_architectures_run_and_learn(arch):
         loss.backward()
         opt.step()
     assert logits.shape == (4, 7, model.cfg.vocab_size)
-    assert loss.item() < first
+    assert loss.item() < 0.8 * first  # it memorises the 28 random targets: clearly lower after 30 steps
 
 
 def test_logits_at_every_position_and_loss_is_cross_entropy():

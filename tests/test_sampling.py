@@ -20,10 +20,12 @@ def test_top_k_one_equals_greedy():
 
 @pytest.mark.parametrize("kwargs", [dict(), dict(temperature=0.7), dict(top_k=3), dict(top_p=0.8),
                                     dict(min_p=0.2), dict(temperature=1.5, top_k=4, top_p=0.9, min_p=0.05)])
-def test_filtered_distribution_sums_to_one_and_removed_are_zero(kwargs):
+def test_filtered_distribution_is_the_tempered_softmax_renormalised_over_kept_tokens(kwargs):
     probs, removed = filter_logits(LOGITS, **kwargs)
-    assert probs.sum().item() == pytest.approx(1.0)
-    assert (probs[removed] == 0).all() and (probs[~removed] > 0).all()
+    tempered = np.exp(LOGITS.numpy() / kwargs.get("temperature", 1.0))
+    kept = np.where(removed.numpy(), 0.0, tempered)
+    assert probs.numpy() == pytest.approx(kept / kept.sum(), abs=1e-6)
+    assert not removed[0] and probs.sum().item() == pytest.approx(1.0)  # the best token always survives
 
 
 def test_top_k_is_clamped_to_the_vocabulary():
@@ -101,12 +103,40 @@ def test_empty_prompt_is_rejected():
         next(generate(tiny_model(), [], 3))
 
 
+def model_logprobs(model, prompt: list[int], generated: list[int]) -> list[float]:
+    """log p(token | the block_size tokens before it) under the model, recomputed one position at a time."""
+    ids, out = list(prompt), []
+    with torch.no_grad():
+        for token in generated:
+            logits = model(torch.tensor([ids[-model.cfg.block_size:]]))[0][0, -1]
+            out.append(float(torch.log_softmax(logits, -1)[token]))
+            ids.append(token)
+    return out
+
+
 def test_compare_uses_the_same_seed_for_every_setting():
     model = tiny_model()
     s = SamplingSettings(temperature=1.0)
-    a, b, greedy = compare(model, [1, 2], [s, s, SamplingSettings(temperature=0)], 12, seed=3)
-    assert a.tokens == b.tokens and len(a.tokens) == 12
-    assert greedy.settings.temperature == 0 and greedy.mean_logprob <= 0
+    a, b, other_seed = (*compare(model, [1, 2], [s, s], 12, seed=3), *compare(model, [1, 2], [s], 12, seed=4))
+    assert a.tokens == b.tokens and len(a.tokens) == 12 and other_seed.tokens != a.tokens
+
+
+@pytest.mark.parametrize("setting", [SamplingSettings(temperature=0), SamplingSettings(temperature=1.0),
+                                     SamplingSettings(temperature=1.5, top_k=3, top_p=0.9)])
+def test_compare_metrics_are_recomputed_from_the_model(setting):
+    """Mean log-prob is the mean of log softmax(model logits) at the generated tokens (12 tokens after a
+    2-token prompt: the context is cropped to block_size 8 on the way)."""
+    model, prompt = tiny_model(), [1, 2]
+    (result,) = compare(model, prompt, [setting], 12, seed=3)
+    logprobs = model_logprobs(model, prompt, result.tokens)
+    assert result.mean_logprob == pytest.approx(np.mean(logprobs), abs=1e-5)
+    assert result.distinct_2 == distinct_n(result.tokens, 2)
+    assert result.repetition_rate == repetition_rate(result.tokens)
+    if setting.temperature == 0:  # greedy: every token is the argmax, so its log-prob is the row maximum
+        ids = prompt + result.tokens
+        for i, token in enumerate(result.tokens):
+            logits = model(torch.tensor([ids[:len(prompt) + i][-model.cfg.block_size:]]))[0][0, -1]
+            assert token == int(logits.argmax())
 
 
 def test_diversity_measures():

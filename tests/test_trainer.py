@@ -1,5 +1,6 @@
 """Trainer: learning, determinism, schedule, weight-decay groups, thread control, NaN stop, snapshots."""
 import json
+import math
 import threading
 import time
 
@@ -38,7 +39,10 @@ def test_loss_decreases_on_a_tiny_corpus():
     assert last["val_loss"] < first["val_loss"] - 1.0
     metrics = trainer.history[-1]
     assert set(metrics) == {"step", "loss", "lr", "grad_norm", "tokens_per_sec", "elapsed"}
-    assert metrics["tokens_per_sec"] > 0 and trainer.model.training
+    assert trainer.model.training
+    seconds = np.diff([0.0] + [m["elapsed"] for m in trainer.history])  # each step's own time
+    tokens = trainer.cfg.batch_size * trainer.block_size
+    assert [m["tokens_per_sec"] for m in trainer.history] == pytest.approx(list(tokens / seconds), rel=1e-6)
 
 
 def test_same_seed_same_losses():
@@ -88,9 +92,18 @@ def test_weight_decay_only_on_linear_matrices(tie):
                for p in no_decay["params"])
 
 
-def pause_resume_stop(trainer: Trainer, control, run, when_paused=lambda: None) -> None:
-    """run() in a thread; through control: pause after 3 steps (the count must stand still), resume (it
-    must move again), stop (the run must end as 'stopped'). when_paused() runs while paused."""
+def same_weights(model, reference) -> bool:
+    ref = reference.state_dict()
+    return all(torch.allclose(v, ref[k], rtol=1e-5, atol=1e-6) for k, v in model.state_dict().items())
+
+
+def pause_resume_stop(trainer: Trainer, control, run, reference: Trainer) -> None:
+    """run() in a thread; through control: pause after 3 steps, resume (the count must move again), stop (the
+    run must end as 'stopped'). reference: an untouched trainer built like `trainer`.
+
+    That the pause held is shown without timing: the weights seen while paused are the reference's after
+    exactly the paused step count, and the whole history equals the reference's uninterrupted run, so no
+    step was skipped, repeated or taken unseen while paused."""
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
     try:
@@ -98,9 +111,8 @@ def pause_resume_stop(trainer: Trainer, control, run, when_paused=lambda: None) 
         control.pause()
         wait_for(lambda: trainer.state == "paused")
         paused_at = trainer.step_count
-        when_paused()
-        time.sleep(0.3)
-        assert trainer.step_count == paused_at
+        paused_weights = {k: v.clone() for k, v in trainer.model.state_dict().items()}
+        assert {trainer.step_count for _ in range(50)} == {paused_at} and trainer.state == "paused"
         control.resume()
         wait_for(lambda: trainer.step_count > paused_at + 2)
         assert trainer.state == "running"
@@ -108,12 +120,20 @@ def pause_resume_stop(trainer: Trainer, control, run, when_paused=lambda: None) 
         control.stop()
         thread.join(timeout=30)
     assert not thread.is_alive() and trainer.state == "stopped"
+    reference.run(max_steps=paused_at)
+    paused_model = GPT(trainer.model.cfg)
+    paused_model.load_state_dict(paused_weights)
+    assert same_weights(paused_model, reference.model), f"the weights seen while paused are not step {paused_at}'s"
+    reference.run(max_steps=trainer.step_count)
+    assert [m["step"] for m in trainer.history] == list(range(1, trainer.step_count + 1))
+    assert [m["loss"] for m in trainer.history] == pytest.approx([m["loss"] for m in reference.history], rel=1e-5)
+    assert same_weights(trainer.model, reference.model)  # the stopped run's weights are its last step's
 
 
 def test_pause_resume_stop_from_another_thread():
     trainer = make_trainer(max_steps=10**6, eval_interval=10**5)
-    pause_resume_stop(trainer, trainer, trainer.run)
-    assert trainer.evals[-1]["step"] == trainer.step_count  # final evaluation on stop
+    pause_resume_stop(trainer, trainer, trainer.run, make_trainer(max_steps=10**6, eval_interval=10**5))
+    assert [e["step"] for e in trainer.evals] == [0]  # a stop answers at once: no final evaluation
 
 
 def test_stop_wakes_a_paused_run():
@@ -187,7 +207,11 @@ def test_evaluate_restores_train_mode():
     trainer = make_trainer()
     trainer.model.train()
     result = trainer.evaluate()
-    assert trainer.model.training and result["val_loss"] > 0
+    assert trainer.model.training and trainer.evals == [result] and result["step"] == 0
+    # an untrained model guesses about uniformly: its loss is close to log(vocabulary size)
+    assert result["val_loss"] == pytest.approx(math.log(trainer.model.cfg.vocab_size), abs=0.3)
+    again = trainer.evaluate()  # the same batches every time
+    assert (again["train_loss"], again["val_loss"]) == (result["train_loss"], result["val_loss"])
 
 
 def test_config_errors_are_clear():

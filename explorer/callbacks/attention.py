@@ -6,15 +6,14 @@ from ..figures.attention import (attention_grid_figure, attention_head_figure, a
                                  query_attention_bars_figure)
 from ..figures.heads import head_statistics_table
 from ..session import Session
-from .common import analyse, clamp_head, clamp_layer
+from .common import analyse, clamp_head, clamp_layer, clamp_query
 
 
 def attention_view(session: Session, prompt: str, layer, head, query, drop_unknown: bool = False):
     """-> grid, head, steps, bars figures, head-statistics rows, caption markdown."""
-    a = analyse(session, prompt, drop_unknown)
     layer, head = clamp_layer(session, layer), clamp_head(session, head)
-    T = len(a.ids)
-    query = T - 1 if query is None or int(query) < 0 else min(int(query), T - 1)
+    a = analyse(session, prompt, drop_unknown)
+    query = clamp_query(query, len(a.ids))
     patterns = a.cache.stack("pattern")[:, 0].numpy()  # [L, H, T, T]
     stats = head_statistics(patterns)
     pattern = patterns[layer, head]

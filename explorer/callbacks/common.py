@@ -1,6 +1,11 @@
 """Helpers every analysis callback uses."""
+from .. import validation
 from ..prompting import encode_prompt, token_labels
 from ..session import Analysis, Session, require_model
+
+# The widest range each model slider offers before it is fitted to the inspected model (the API always sees
+# these: it never receives the browser's resizing). Large enough for any model this app builds or loads.
+SLIDER_MAX = {"layer": 63, "hidden": 64, "head": 63, "query": 4095}
 
 
 def analyse(session: Session, prompt: str, drop_unknown: bool = False) -> Analysis:
@@ -11,9 +16,21 @@ def analyse(session: Session, prompt: str, drop_unknown: bool = False) -> Analys
     return session.analysis(prompt, ids, token_labels(tok, ids))
 
 
+def clamped_index(value, name: str, last: int, default: int = 0) -> int:
+    """A whole number clamped to 0..last: a slider may still show the range of the previous model, so any
+    whole number is moved into range; NaN, text, fractions and the like are refused with a message."""
+    return min(max(validation.whole_number(value, name, default=default), 0), last)
+
+
 def clamp_layer(session: Session, layer) -> int:
-    return min(max(int(layer or 0), 0), session.model.cfg.n_layers - 1)
+    return clamped_index(layer, "Layer", session.model.cfg.n_layers - 1)
 
 
 def clamp_head(session: Session, head) -> int:
-    return min(max(int(head or 0), 0), session.model.cfg.n_heads - 1)
+    return clamped_index(head, "Head", session.model.cfg.n_heads - 1)
+
+
+def clamp_query(query, n_tokens: int) -> int:
+    """Query position in the prompt: negative (or empty) is the last token; past the end is the last too."""
+    q = validation.whole_number(query, "Query position", default=-1)
+    return n_tokens - 1 if q < 0 else min(q, n_tokens - 1)

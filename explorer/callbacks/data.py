@@ -5,10 +5,12 @@ from pathlib import Path
 
 import torch
 
-from model_core.corpora import CORPORA, load_corpus, validate_user_text
-from model_core.data import get_batch, token_tensor, train_val_split
-from model_core.tokenization import build_tokenizer
+from model_core.corpora import CORPORA, load_corpus, read_user_file, validate_user_text
+from model_core.data import compact, get_batch, token_tensor, train_val_split
+from model_core.tokenization import (BPE_DEFAULT_VOCAB, BPE_MAX_VOCAB, BPE_MIN_VOCAB, TOKENIZER_KINDS,
+                                     build_tokenizer)
 
+from .. import validation
 from ..errors import UserError
 from ..figures.data import token_index_figure
 from ..limits import LIMITS
@@ -16,6 +18,7 @@ from ..session import DataChoice, Session
 
 VOCAB_ROWS = 300  # longest vocabulary table shown
 BATCH_SHOWN, WINDOW_SHOWN = 4, 8
+SAMPLE_CHARS = 600  # the text itself is not kept in the session: this much of its start is, for display
 
 
 @functools.lru_cache(maxsize=8)
@@ -26,30 +29,42 @@ def prepared(name: str, kind: str, bpe_vocab: int):
 
 def _prepare(text: str, kind: str, bpe_vocab: int):
     tokenizer = build_tokenizer(kind, text, int(bpe_vocab) if kind == "bpe" else None)
-    train, val = train_val_split(token_tensor(tokenizer.encode(text)))
+    train, val = train_val_split(compact(token_tensor(tokenizer.encode(text)), tokenizer.vocab_size))
     return tokenizer, train, val
 
 
 def read_upload(path) -> str:
+    """The uploaded file as text, never reading more than the upload limit (+1 byte to notice a longer one)."""
     p = Path(path)
-    if p.stat().st_size > LIMITS.max_upload_bytes:
-        raise UserError(f"{p.name} is {p.stat().st_size / 1e6:.1f} MB; the limit is {LIMITS.max_upload_mb:g} MB.")
-    return validate_user_text(p.read_bytes(), max_bytes=LIMITS.max_upload_bytes, min_chars=20)
+    if not p.is_file():
+        raise UserError(f"The uploaded file {p.name} is gone from the server: upload it again.")
+    size = p.stat().st_size
+    if size > LIMITS.max_upload_bytes:
+        raise UserError(f"{p.name} is {size / 1e6:.1f} MB; the limit is {LIMITS.max_upload_mb:g} MB.")
+    data = read_user_file(p, LIMITS.max_upload_bytes)  # bounded even if the file grew since stat
+    return validate_user_text(data, max_bytes=LIMITS.max_upload_bytes, min_chars=20)
 
 
 def choose_data(session: Session, corpus: str, upload, kind: str, bpe_vocab) -> DataChoice:
     """Prepare (and remember in the session) the text the Train tab will use."""
+    kind = validation.choice(kind or "char", "Tokenizer", TOKENIZER_KINDS)
+    bpe_vocab = validation.whole_number(bpe_vocab, "BPE vocabulary size", minimum=BPE_MIN_VOCAB,
+                                        maximum=BPE_MAX_VOCAB, default=BPE_DEFAULT_VOCAB)
     if upload:
         text = read_upload(upload)
         name = Path(upload).name
-        tokenizer, train, val = _prepare(text, kind, int(bpe_vocab or 512))
+        tokenizer, train, val = _prepare(text, kind, bpe_vocab)
     else:
-        if corpus not in CORPORA:
+        if not isinstance(corpus, str) or corpus not in CORPORA:
             raise UserError(f"Pick a corpus ({', '.join(CORPORA)}) or upload a .txt file.")
         text, name = load_corpus(corpus), corpus
-        tokenizer, train, val = prepared(corpus, kind, int(bpe_vocab or 512))
-    session.data = DataChoice(name, text, tokenizer, train, val)
-    return session.data
+        tokenizer, train, val = prepared(corpus, kind, bpe_vocab)
+    choice = DataChoice(name, text[:SAMPLE_CHARS], len(text), tokenizer, train, val, uploaded=bool(upload))
+    if choice.nbytes > LIMITS.session_data_mb * 1e6:
+        raise UserError(f"{name} makes {choice.nbytes / 1e6:.0f} MB of token ids; a session may keep "
+                        f"{LIMITS.session_data_mb:g} MB. Use a shorter text.")
+    session.data = choice
+    return choice
 
 
 def data_view(session: Session, corpus: str, upload, kind: str, bpe_vocab):
@@ -59,13 +74,13 @@ def data_view(session: Session, corpus: str, upload, kind: str, bpe_vocab):
     n_tokens = len(d.train) + len(d.val)
     counts = Counter(torch.cat([d.train, d.val])[:2_000_000].tolist())
     vocab_rows = [[i, tok.token_label(i), counts.get(i, 0)] for i in range(min(tok.vocab_size, VOCAB_ROWS))]
-    summary = (f"**{d.name}**: {len(d.text):,} characters → **{n_tokens:,} tokens** with the {kind} tokenizer; "
+    summary = (f"**{d.name}**: {d.n_chars:,} characters → **{n_tokens:,} tokens** with the {kind} tokenizer; "
                f"vocabulary of **{tok.vocab_size}** tokens"
                + (f" (table shows the first {VOCAB_ROWS})" if tok.vocab_size > VOCAB_ROWS else "") + ".")
     first = d.train[:50].tolist()
     split = (f"Training split: **{len(d.train):,}** tokens (first 90%). Validation split: **{len(d.val):,}** tokens "
              "(last 10%, never trained on: its loss tells whether the model generalises).")
-    return (summary, vocab_rows, d.text[:600], token_index_figure(first, [tok.token_label(i) for i in first]),
+    return (summary, vocab_rows, d.sample, token_index_figure(first, [tok.token_label(i) for i in first]),
             split, batch_rows(d))
 
 

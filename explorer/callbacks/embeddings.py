@@ -3,19 +3,24 @@ import torch
 
 from model_core.analysis import hidden_state_pca, positional_pca, token_embedding_pca, token_plus_position_pca
 
-from .. import captions
-from ..figures.embeddings import embedding_norms_figure, pca_scatter_figure, positional_heatmap_figure
+from .. import captions, validation
+from ..figures.embeddings import (
+    embedding_norms_figure, no_positions_figure, pca_scatter_figure, positional_heatmap_figure,
+)
 from ..session import Session
-from .common import analyse
+from .common import analyse, clamped_index
 
 
 def embeddings_view(session: Session, prompt: str, dims, layer, drop_unknown: bool = False):
     """-> token PCA, positional PCA, token+position PCA, hidden-state PCA, positional heatmap, norms, caption."""
+    k = int(validation.choice(dims or "2", "PCA dimensions", ("2", "3")))
+    layer = clamped_index(layer, "Hidden-state layer", session.model.cfg.n_layers)
     a = analyse(session, prompt, drop_unknown)
-    model, tok, k = session.model, session.tokenizer, 3 if str(dims) == "3" else 2
-    layer = min(max(int(layer or 0), 0), model.cfg.n_layers)
+    model, tok = session.model, session.tokenizer
     vocab = [tok.token_label(i) for i in range(model.cfg.vocab_size)]
-    tok_pca, pos_pca = token_embedding_pca(model, k), positional_pca(model, k)
+    has_positions = model.cfg.has_position_vectors  # rope and none add no position vectors
+    tok_pca = token_embedding_pca(model, k)
+    pos_pca = positional_pca(model, k) if has_positions else None
     both = token_plus_position_pca(model, a.ids, k)
     hidden = hidden_state_pca(a.cache, layer, k) if len(a.ids) >= 2 else both
     pos_labels = [str(p) for p in range(model.cfg.block_size)]
@@ -28,12 +33,14 @@ def embeddings_view(session: Session, prompt: str, dims, layer, drop_unknown: bo
         pca_scatter_figure(tok_pca.coords, vocab, None, "Token embeddings (one point per vocabulary entry)",
                            tok_pca.explained_variance_ratio),
         pca_scatter_figure(pos_pca.coords, pos_labels, pos_pca.positions, "Position embeddings",
-                           pos_pca.explained_variance_ratio),
+                           pos_pca.explained_variance_ratio)
+        if has_positions else no_positions_figure(model.cfg.positional, "Position embeddings"),
         pca_scatter_figure(both.coords, a.labels, both.positions, "Token + position (the prompt's first residual)",
                            both.explained_variance_ratio),
         pca_scatter_figure(hidden.coords, a.labels, hidden.positions, f"Hidden state after {where}",
                            hidden.explained_variance_ratio),
-        positional_heatmap_figure(pos_table.numpy()),
+        positional_heatmap_figure(pos_table.numpy()) if has_positions
+        else no_positions_figure(model.cfg.positional, "Positional embeddings"),
         embedding_norms_figure(tok_norms, pos_norms, a.labels),
         captions.embedding_caption(tok_pca.explained_variance_ratio),
     )

@@ -1,7 +1,7 @@
 """FFN tab: activation histograms, neuron sparsity, dead neurons, the tokens that excite a neuron."""
 from model_core.analysis import ffn_statistics, top_activating_positions
 
-from .. import captions
+from .. import captions, validation
 from ..figures.ffn import ffn_histograms_figure, neuron_sparsity_figure, top_tokens_table
 from ..session import Session
 from .common import analyse, clamp_layer
@@ -11,11 +11,11 @@ ACTIVATION_NAMES = {"gelu": "GELU", "relu": "ReLU", "swiglu": "SwiGLU (SiLU gate
 
 def ffn_view(session: Session, prompt: str, layer, neuron, drop_unknown: bool = False):
     """-> histograms figure, sparsity figure, top-token rows, caption markdown."""
-    a = analyse(session, prompt, drop_unknown)
     layer = clamp_layer(session, layer)
     cfg = session.model.cfg
+    neuron = validation.whole_number(neuron, "Neuron", minimum=0, maximum=cfg.d_mlp - 1, default=0)
+    a = analyse(session, prompt, drop_unknown)
     stats = ffn_statistics(a.cache, layer)
-    neuron = min(max(int(neuron or 0), 0), cfg.d_mlp - 1)
     positions, values = top_activating_positions(a.cache["post", layer][0].numpy(), neuron, k=10)
     return (
         ffn_histograms_figure(stats.pre_hist, stats.pre_edges, stats.post_hist, stats.post_edges, layer,

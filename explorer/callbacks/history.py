@@ -1,4 +1,5 @@
 """Scrub through the snapshots recorded while the inspected model trained: watch the heads form."""
+from .. import validation
 from ..errors import UserError
 from ..figures.attention import attention_grid_figure
 from ..session import Session
@@ -10,7 +11,8 @@ def snapshot_view(session: Session, progress):
     if not snaps:
         raise UserError("This model has no training snapshots: train one on the Train tab (or pick a shipped "
                         "model) to watch its heads form.")
-    i = round(min(max(float(progress or 0), 0.0), 1.0) * (len(snaps) - 1))
+    progress = validation.number(progress, "Training progress", minimum=0, maximum=1, default=1)
+    i = round(progress * (len(snaps) - 1))
     snap = snaps[i]
     labels = [session.tokenizer.token_label(t) for t in snap.probe_ids]
     losses = []

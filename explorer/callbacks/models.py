@@ -1,13 +1,15 @@
 """Picking a shipped model, saving the inspected model as a .zip, loading an uploaded one."""
-import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 from model_core.checkpoint import CheckpointError, load_checkpoint_zip, save_checkpoint_zip
+from model_core.load_limits import UPLOAD_LIMITS, LoadLimits
 
 from ..errors import UserError
 from ..limits import LIMITS
 from ..session import Session
 from ..shipped import load_shipped
+from ..tempfiles import new_temp_dir
 
 
 def model_summary(session: Session) -> str:
@@ -30,27 +32,40 @@ def slider_maxima(session: Session) -> dict[str, int]:
 def pick_shipped(session: Session, name: str) -> str:
     if not name:
         raise UserError("Pick one of the shipped models first.")
-    session.use(load_shipped(name), name)
+    session.use(load_shipped(name), name, shared_key=f"shipped:{name}")
     return model_summary(session)
 
 
 def save_zip(session: Session) -> str:
     """Path of a .zip holding the inspected model (config, weights, tokenizer, history)."""
     slug = "".join(ch if ch.isalnum() else "-" for ch in session.model_name)[:40].strip("-") or "model"
-    path = Path(tempfile.mkdtemp(prefix="te-")) / f"{slug}.zip"
+    path = new_temp_dir() / f"{slug}.zip"  # swept by age and removed at exit
     save_checkpoint_zip(session.checkpoint, path)
     return str(path)
 
 
+def upload_limits() -> LoadLimits:
+    """Caps for an uploaded checkpoint from this server's flags: no model larger than one a user may train here.
+
+    The zip may unpack to the weights of the largest such model (4 bytes a parameter) plus as much JSON as
+    an upload may hold; the size caps (block, vocabulary, layers, heads, width) are UPLOAD_LIMITS'."""
+    return replace(UPLOAD_LIMITS, max_params=LIMITS.max_params,
+                   max_bytes=LIMITS.max_upload_bytes + 4 * LIMITS.max_params,
+                   max_json_bytes=min(UPLOAD_LIMITS.max_json_bytes, LIMITS.max_upload_bytes))
+
+
 def load_zip(session: Session, upload) -> str:
+    """Inspect an uploaded checkpoint; the session keeps its model unless the upload validates in full."""
     if not upload:
         raise UserError("Choose a .zip checkpoint to upload first.")
     p = Path(upload)
+    if not p.is_file():
+        raise UserError(f"The uploaded file {p.name} is gone from the server: upload it again.")
     if p.stat().st_size > LIMITS.max_upload_bytes:
         raise UserError(f"{p.name} is {p.stat().st_size / 1e6:.1f} MB; the limit is {LIMITS.max_upload_mb:g} MB.")
     try:
-        ckpt = load_checkpoint_zip(p)
+        ckpt = load_checkpoint_zip(p, upload_limits())
     except CheckpointError as err:  # name the file as the user knows it, not the server's temp path
         raise UserError(str(err).replace(str(p), p.name)) from None
-    session.use(ckpt, f"uploaded {p.name}")
+    session.use(ckpt, f"uploaded {p.name}")  # last: only a fully validated checkpoint replaces the model
     return model_summary(session)

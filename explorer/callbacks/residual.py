@@ -3,18 +3,21 @@ import numpy as np
 
 from model_core.analysis import logit_lens, residual_statistics, residual_stream
 
-from .. import captions
+from .. import captions, validation
 from ..figures.logit_lens import logit_lens_figure
 from ..figures.residual import (residual_heatmap_figure, residual_norms_figure, update_norms_figure,
                                 update_vs_residual_figure, variance_figure)
 from ..session import Session
 from .common import analyse, clamp_layer
 
+HEATMAP_MODES = ("norm", "full")
+
 
 def residual_view(session: Session, prompt: str, layer, heatmap_mode: str = "norm", drop_unknown: bool = False):
     """-> norms, updates, update-vs-residual, heatmap, variance, logit-lens figures, caption markdown."""
-    a = analyse(session, prompt, drop_unknown)
     layer = clamp_layer(session, layer)
+    mode = validation.choice(heatmap_mode or "norm", "Heatmap", HEATMAP_MODES)
+    a = analyse(session, prompt, drop_unknown)
     r = residual_statistics(a.cache)
     lens = logit_lens(session.model, a.cache, k=5)
     label = np.vectorize(session.tokenizer.token_label, otypes=[object])
@@ -23,7 +26,7 @@ def residual_view(session: Session, prompt: str, layer, heatmap_mode: str = "nor
         residual_norms_figure(r.resid_pre, r.resid_mid, r.resid_post),
         update_norms_figure(r.attn_out, r.mlp_out),
         update_vs_residual_figure(r.attn_out[layer], r.resid_pre[layer], a.labels, layer),
-        residual_heatmap_figure(residual_stream(a.cache), a.labels, mode=heatmap_mode or "norm"),
+        residual_heatmap_figure(residual_stream(a.cache), a.labels, mode=mode),
         variance_figure(r.resid_var[layer], r.attn_var[layer], a.labels, layer),
         logit_lens_figure(top_k_labels[..., 0], lens.top_probs[..., 0], a.labels,
                           top_k_labels=top_k_labels, top_k_probs=lens.top_probs),

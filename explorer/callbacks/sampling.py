@@ -4,9 +4,9 @@ import math
 
 import torch
 
-from model_core.sampling import SamplingError, SamplingSettings, compare, filter_logits, generate
+from model_core.sampling import SamplingSettings, compare, filter_logits, generate
 
-from .. import captions
+from .. import captions, validation
 from ..errors import UserError
 from ..figures.sampling import generation_steps_table, next_token_figure, temperature_curve_figure
 from ..limits import LIMITS
@@ -16,13 +16,20 @@ from .common import analyse
 
 COMPARE_HEADERS = ["temperature", "top_k", "top_p", "min_p"]
 DEFAULT_COMPARISON = [[0.5, 0, 1.0, 0.0], [1.0, 0, 1.0, 0.0], [1.5, 0, 1.0, 0.0], [1.0, 0, 0.9, 0.0]]
+ROW_DEFAULTS = [1.0, 0, 1.0, 0.0]  # a short row is completed with these (no filtering)
+MAX_COMPARED = 6  # columns side by side; each one is a full generation
+MIN_TEMPERATURE, MAX_TEMPERATURE = 0.01, 100.0
 
 
 def settings(temperature, top_k, top_p, min_p) -> SamplingSettings:
-    try:
-        return SamplingSettings(float(temperature), int(top_k or 0) or None, float(top_p), float(min_p)).validate()
-    except (TypeError, ValueError) as err:
-        raise SamplingError(str(err) if isinstance(err, SamplingError) else f"not a number: {err}") from None
+    """Checked sampling settings from raw slider, table or API values (empty top-k means off)."""
+    t = validation.number(temperature, "Temperature", minimum=0, maximum=MAX_TEMPERATURE)
+    if 0 < t < MIN_TEMPERATURE:  # dividing logits by less overflows float32: every probability turns NaN
+        raise UserError(f"Temperature must be 0 (always the top token) or at least {MIN_TEMPERATURE:g}, got {t:g}.")
+    k = validation.whole_number(top_k, "Top-k", minimum=0, default=0)
+    p = validation.number(top_p, "Top-p", minimum=0, maximum=1, default=1.0)
+    m = validation.number(min_p, "Min-p", minimum=0, maximum=1, default=0.0)
+    return SamplingSettings(t, k or None, p, m).validate()
 
 
 def distribution_view(session: Session, prompt: str, temperature, top_k, top_p, min_p, drop_unknown=False):
@@ -40,28 +47,49 @@ def distribution_view(session: Session, prompt: str, temperature, top_k, top_p, 
 
 
 def parse_table(rows) -> list[SamplingSettings]:
-    """Rows of the comparison table (list of lists or a DataFrame) -> validated settings."""
-    rows = rows.values.tolist() if hasattr(rows, "values") else rows
-    rows = [r for r in (rows or []) if any(str(c).strip() not in ("", "None", "nan") for c in r)]
+    """Rows of the comparison table (list of lists, {"headers", "data"} or a DataFrame) -> validated settings."""
+    rows = table_rows(rows)
+    rows = [r for r in rows if any(str(c).strip() not in ("", "None", "nan") for c in r)]
     if not rows:
         raise UserError("Add at least one row of settings to compare (temperature, top_k, top_p, min_p).")
-    if len(rows) > 6:
-        raise UserError(f"Compare at most 6 settings at once ({len(rows)} given).")
+    if len(rows) > MAX_COMPARED:
+        raise UserError(f"Compare at most {MAX_COMPARED} settings at once ({len(rows)} given).")
     out = []
     for i, row in enumerate(rows, 1):
+        if len(row) > len(COMPARE_HEADERS):
+            raise UserError(f"Row {i} has {len(row)} values; each row has {len(COMPARE_HEADERS)}: "
+                            f"{', '.join(COMPARE_HEADERS)}.")
         try:
-            out.append(settings(*(list(row) + [0, 1.0, 0.0])[:4]))
-        except SamplingError as err:
+            out.append(settings(*(list(row) + ROW_DEFAULTS[len(row):])))
+        except ValueError as err:
             raise UserError(f"Row {i}: {err}") from None
     return out
 
 
+def table_rows(table) -> list[list]:
+    """The table's rows as lists, or a UserError saying what a comparison table looks like."""
+    if isinstance(table, dict):
+        table = table.get("data")
+    elif hasattr(table, "values") and hasattr(table.values, "tolist"):  # a DataFrame
+        table = table.values.tolist()
+    if table is None:
+        return []
+    if not isinstance(table, (list, tuple)) or not all(isinstance(r, (list, tuple)) for r in table):
+        raise UserError(f"The comparison table must be a list of rows, each row "
+                        f"[{', '.join(COMPARE_HEADERS)}], such as {DEFAULT_COMPARISON[0]}.")
+    return [list(r) for r in table]
+
+
+def new_tokens(value) -> int:
+    return validation.whole_number(value, "New tokens", minimum=1, maximum=LIMITS.max_new_tokens)
+
+
 def comparison_view(session: Session, prompt: str, rows, max_new_tokens, seed, drop_unknown=False) -> str:
     """-> HTML: one column per setting, the generated text, and distinct-2 / repetition / mean log-prob."""
+    table, n, seed = parse_table(rows), new_tokens(max_new_tokens), validation.seed(seed)
     tok, cfg = session.tokenizer, session.model.cfg
     ids = encode_prompt(tok, prompt, cfg.block_size, drop_unknown)
-    n = min(max(int(max_new_tokens or 1), 1), LIMITS.max_new_tokens)
-    results = compare(session.model, ids, parse_table(rows), n, seed=int(seed or 0))
+    results = compare(session.model, ids, table, n, seed=seed)
     cells = []
     for r in results:
         s = r.settings
@@ -77,11 +105,10 @@ def comparison_view(session: Session, prompt: str, rows, max_new_tokens, seed, d
 def steps_view(session: Session, prompt: str, temperature, top_k, top_p, min_p, max_new_tokens, seed,
                drop_unknown=False):
     """-> step rows (token, probability, running log-prob) and the text coloured by probability (HTML)."""
-    s = settings(temperature, top_k, top_p, min_p)
+    s, n, seed = settings(temperature, top_k, top_p, min_p), new_tokens(max_new_tokens), validation.seed(seed)
     tok, cfg = session.tokenizer, session.model.cfg
     ids = encode_prompt(tok, prompt, cfg.block_size, drop_unknown)
-    n = min(max(int(max_new_tokens or 1), 1), LIMITS.max_new_tokens)
-    steps = list(generate(session.model, ids, n, s.temperature, s.top_k, s.top_p, s.min_p, seed=int(seed or 0)))
+    steps = list(generate(session.model, ids, n, s.temperature, s.top_k, s.top_p, s.min_p, seed=seed))
     # Step.logprob is already a running sum; the table wants each step's own log-prob and sums them itself.
     rows = [dict(token_label=tok.token_label(st.token), prob=st.prob, model_prob=st.model_prob,
                  logprob=math.log(max(st.model_prob, 1e-30))) for st in steps]

@@ -12,23 +12,19 @@ from ..figures.common import figure_to_json
 from ..figures.training import loss_figure
 from ..limits import LIMITS
 from ..session import Session
-from ..training_run import TrainingRun
+from ..training_run import TrainingRun, slots_text
 from .data import choose_data
+from .train_fields import checked_field
 
 ARCH_FIELDS = ("n_layers", "n_heads", "d_model", "block_size", "activation", "norm", "norm_placement",
-               "positional", "tie_weights", "attn_only", "dropout")
-OPTIM_FIELDS = ("lr", "batch_size", "max_steps", "warmup_steps", "weight_decay", "grad_clip", "eval_interval")
-INT_FIELDS = {"n_layers", "n_heads", "d_model", "block_size", "batch_size", "max_steps", "warmup_steps",
-              "eval_interval"}
+               "positional", "tie_weights", "attn_only", "dropout", "qk_norm")
+OPTIM_FIELDS = ("lr", "batch_size", "max_steps", "warmup_steps", "weight_decay", "grad_clip", "eval_interval",
+                "optimizer", "muon_lr")
 LOSS_POINTS = 400  # the live chart shows at most this many per-step points
 
 
 def _number(name, value):
-    if value is None or value == "":
-        raise UserError(f"{name} is empty: enter a number.")
-    if isinstance(value, (bool, str)):
-        return value
-    return int(value) if name in INT_FIELDS else float(value)
+    return checked_field(name, value)  # numbers checked with a readable message; choices pass through
 
 
 def model_config(session: Session, arch: dict) -> GPTConfig:
@@ -57,7 +53,7 @@ def start_training(session: Session, corpus: str, kind: str, bpe_vocab, *values)
     """Build the model and trainer from the controls and start the background run."""
     if session.run is not None and session.run.active:
         raise UserError("A run is already going: pause or stop it before starting a new one.")
-    if session.data is None:
+    if session.data is None or not session.data.uploaded:  # the corpus and tokenizer the controls show now
         choose_data(session, corpus or "shakespeare", None, kind or "char", bpe_vocab)
     arch, optim = dict(zip(ARCH_FIELDS, values)), dict(zip(OPTIM_FIELDS, values[len(ARCH_FIELDS):]))
     cfg = model_config(session, arch)
@@ -90,12 +86,16 @@ def poll(session: Session):
     """-> loss figure JSON, status markdown, live-attention figure JSON, latest sample, whether to keep polling."""
     run = session.run
     if run is None:
-        return "", "No training run yet: set the controls and press **Start**.", "", "", False
+        return "", f"No training run yet: set the controls and press **Start** ({slots_text()}).", "", "", False
     run.heartbeat()
     session.adopt_training_model()
     t = run.trainer
     last = t.history[-1] if t.history else {}
     status = status_text(run, last)
+    if run.error:
+        status += f" The other tabs still inspect **{session.model_name}**."
+    if run.expired:
+        status += f" The server stopped this run because {run.expired}, to free its slot for others."
     sample = f"step {run.samples[-1][0]}:\n{run.samples[-1][1]}" if run.samples else ""
     return loss_json(t.history, t.evals), status, live_attention_json(run), sample, run.active
 
@@ -104,17 +104,17 @@ def live_attention_json(run: TrainingRun) -> str:
     """The newest snapshot's live attention figure JSON, built once per snapshot (polls come every second,
     snapshots every few seconds, and the poller shares the CPU with the training process)."""
     snapshots = run.trainer.snapshots
-    if snapshots and run.live_figure[0] != len(snapshots):
+    if snapshots and run.live_figure[0] != snapshots[-1].step:
         snap = snapshots[-1]
         labels = [run.trainer.tokenizer.token_label(i) for i in snap.probe_ids]
-        run.live_figure = (len(snapshots), figure_to_json(live_attention_figure(snap.pattern(), labels)))
+        run.live_figure = (snap.step, figure_to_json(live_attention_figure(snap.pattern(), labels)))
     return run.live_figure[1]
 
 
 def status_text(run: TrainingRun, last: dict) -> str:
     t = run.trainer
     if run.error:
-        return f"❌ Training stopped with an error: {run.error}"
+        return f"❌ Training stopped with an error at step {t.step_count:,}: {run.error}"
     step, total = t.step_count, t.cfg.max_steps
     tps = sum(m["tokens_per_sec"] for m in t.history[-20:]) / max(1, len(t.history[-20:]))
     steps_per_sec = tps / (t.cfg.batch_size * t.block_size) if tps else 0

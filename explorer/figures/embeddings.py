@@ -64,6 +64,22 @@ def positional_heatmap_figure(W_pos, tokens: list[str] | None = None) -> go.Figu
     return style_figure(fig, title, height=int(np.clip(8 * n_pos + 160, 360, 720)), margin=dict(l=80))
 
 
+NO_POSITION_VECTORS = {
+    "rope": "rotary: no position vectors to show (positions rotate q and k inside attention)",
+    "none": "no positional embedding: only the causal mask tells positions apart",
+}
+
+
+def no_positions_figure(positional: str, title: str) -> go.Figure:
+    """An empty panel saying why a model with rope or no positional encoding has no position vectors."""
+    fig = go.Figure()
+    fig.add_annotation(text=NO_POSITION_VECTORS.get(positional, "no position vectors to show"), x=0.5, y=0.5,
+                       xref="paper", yref="paper", showarrow=False, font=dict(size=SMALL_FONT + 2))
+    fig.update_xaxes(visible=False)
+    fig.update_yaxes(visible=False)
+    return style_figure(fig, title, height=220)
+
+
 def embedding_norms_figure(tok_norms, pos_norms, tokens: list[str]) -> go.Figure:
     """[T] L2 norms per position -> token vs positional embedding sizes, means in the legend."""
     series = [("token embedding", tok_norms), ("position embedding", pos_norms)]

@@ -1,9 +1,16 @@
 """Pieces several tabs share: the prompt row and the caption line."""
 import gradio as gr
 
+from ..callbacks.common import SLIDER_MAX
+from ..limits import LIMITS
+from .raw_inputs import RawSlider
+
 DEFAULT_PROMPT = "First Citizen:\nBefore we proceed any further, hear me speak."
 API = dict(api_visibility="public")
-ANALYSIS = dict(concurrency_limit=4, concurrency_id="analysis")
+# Light views (a forward pass and figures, ~0.1 s) share `analysis`; work that takes seconds (generation,
+# ablation maps, whole-text passes) queues in `heavy`, one at a time, so it never holds up the light views.
+ANALYSIS = dict(concurrency_limit=LIMITS.analysis_workers, concurrency_id="analysis")  # set before the UI is built
+HEAVY = dict(concurrency_limit=1, concurrency_id="heavy")
 
 
 def prompt_row(button_label: str):
@@ -24,6 +31,8 @@ RANGE_CLASS = "te-range-"  # + kind; ui.py resizes these sliders whenever the in
 
 
 def model_slider(kind: str, label: str):
-    """A slider over the model's layers, heads or positions (kind: see callbacks.models.slider_maxima)."""
+    """A slider over the model's layers, heads or positions (kind: see callbacks.models.slider_maxima). Its
+    maximum starts at the widest range, which is what API callers are checked against (the browser's copy
+    shrinks to the inspected model's range); the callback clamps to the model."""
     value = -1 if kind == "query" else 0
-    return gr.Slider(value, 7, value=value, step=1, label=label, elem_classes=[RANGE_CLASS + kind])
+    return RawSlider(value, SLIDER_MAX[kind], value=value, step=1, label=label, elem_classes=[RANGE_CLASS + kind])

@@ -5,6 +5,7 @@ from model_core.corpora import CORPORA
 from ..binding import bind
 from ..callbacks.data import data_view
 from .common import API
+from .raw_inputs import RawDropdown, RawFile, RawRadio, RawSlider
 
 
 def build_data_tab():
@@ -12,10 +13,10 @@ def build_data_tab():
     gr.Markdown("What the model learns from. Pick a built-in text or upload your own (UTF-8 .txt), "
                 "then choose how it is cut into tokens.")
     with gr.Row():
-        corpus = gr.Dropdown(list(CORPORA), value="shakespeare", label="Built-in corpus")
-        upload = gr.File(label="…or upload a .txt file", file_types=[".txt"], type="filepath")
-        kind = gr.Radio(["char", "word", "bpe"], value="char", label="Tokenizer")
-        bpe_vocab = gr.Slider(256, 4096, value=512, step=64, label="BPE vocabulary size")
+        corpus = RawDropdown(list(CORPORA), value="shakespeare", label="Built-in corpus")
+        upload = RawFile(label="…or upload a .txt file", file_types=[".txt"], type="filepath")
+        kind = RawRadio(["char", "word", "bpe"], value="char", label="Tokenizer")
+        bpe_vocab = RawSlider(256, 4096, value=512, step=64, label="BPE vocabulary size")
     show = gr.Button("Prepare data", variant="primary")
     summary = gr.Markdown()
     with gr.Row():

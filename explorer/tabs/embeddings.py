@@ -3,6 +3,7 @@ import gradio as gr
 from ..binding import bind
 from ..callbacks.embeddings import embeddings_view
 from .common import ANALYSIS, API, caption, model_slider, prompt_row
+from .raw_inputs import RawRadio
 
 
 def build_embeddings_tab():
@@ -10,7 +11,7 @@ def build_embeddings_tab():
                 "dimensions so we can see which ones the model treats as similar.")
     prompt, drop, run = prompt_row("Show embeddings")
     with gr.Row():
-        dims = gr.Radio(["2", "3"], value="2", label="PCA dimensions")
+        dims = RawRadio(["2", "3"], value="2", label="PCA dimensions")
         layer = model_slider("hidden", "Hidden state after layer (0 = embeddings)")
     note = caption()
     with gr.Row():
@@ -23,7 +24,7 @@ def build_embeddings_tab():
         heat = gr.Plot(label="Position embedding values")
         norms = gr.Plot(label="Token vs position vector sizes")
     inputs, outputs = [prompt, dims, layer, drop], [tok, pos, both, hidden, heat, norms, note]
-    fn = bind(embeddings_view)
+    fn = bind(embeddings_view, shared=True)
     run.click(fn, inputs, outputs, api_name="embeddings", **API, **ANALYSIS)
     prompt.submit(fn, inputs, outputs, api_visibility="private", **ANALYSIS)
     dims.change(fn, inputs, outputs, api_visibility="private", **ANALYSIS)

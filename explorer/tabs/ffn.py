@@ -4,6 +4,7 @@ from ..binding import bind
 from ..callbacks.ffn import ffn_view
 from ..figures.ffn import TOP_TOKENS_HEADERS
 from .common import ANALYSIS, API, caption, model_slider, prompt_row
+from .raw_inputs import RawNumber
 
 
 def build_ffn_tab():
@@ -12,14 +13,14 @@ def build_ffn_tab():
     prompt, drop, run = prompt_row("Show FFN neurons")
     with gr.Row():
         layer = model_slider("layer", "Layer")
-        neuron = gr.Number(0, label="Neuron (for the top-token table)", precision=0, minimum=0)
+        neuron = RawNumber(0, label="Neuron (for the top-token table)", precision=0, minimum=0)
     note = caption()
     hist = gr.Plot(label="Activation values")
     sparsity = gr.Plot(label="How often each neuron fires")
     top = gr.Dataframe(headers=TOP_TOKENS_HEADERS,
                        label="Tokens that most activate the neuron", interactive=False)
     inputs, outputs = [prompt, layer, neuron, drop], [hist, sparsity, top, note]
-    fn = bind(ffn_view)
+    fn = bind(ffn_view, shared=True)
     run.click(fn, inputs, outputs, api_name="ffn", **API, **ANALYSIS)
     prompt.submit(fn, inputs, outputs, api_visibility="private", **ANALYSIS)
     layer.release(fn, inputs, outputs, api_visibility="private", **ANALYSIS)

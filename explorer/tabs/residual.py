@@ -3,6 +3,7 @@ import gradio as gr
 from ..binding import bind
 from ..callbacks.residual import residual_view
 from .common import ANALYSIS, API, caption, model_slider, prompt_row
+from .raw_inputs import RawRadio
 
 
 def build_residual_tab():
@@ -11,7 +12,7 @@ def build_residual_tab():
     prompt, drop, run = prompt_row("Show residual stream")
     with gr.Row():
         layer = model_slider("layer", "Layer (for the per-position charts)")
-        mode = gr.Radio(["norm", "full"], value="norm", label="Heatmap: vector size per position, or every dimension")
+        mode = RawRadio(["norm", "full"], value="norm", label="Heatmap: vector size per position, or every dimension")
     note = caption()
     with gr.Row():
         norms = gr.Plot(label="Residual norm across layers")
@@ -22,7 +23,7 @@ def build_residual_tab():
     heatmap = gr.Plot(label="The residual stream, layer by layer")
     lens = gr.Plot(label="Logit lens")
     inputs, outputs = [prompt, layer, mode, drop], [norms, updates, per_pos, heatmap, variance, lens, note]
-    fn = bind(residual_view)
+    fn = bind(residual_view, shared=True)
     run.click(fn, inputs, outputs, api_name="residual", **API, **ANALYSIS)
     prompt.submit(fn, inputs, outputs, api_visibility="private", **ANALYSIS)
     layer.release(fn, inputs, outputs, api_visibility="private", **ANALYSIS)

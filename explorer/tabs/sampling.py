@@ -4,7 +4,8 @@ from ..binding import bind
 from ..callbacks.sampling import (COMPARE_HEADERS, DEFAULT_COMPARISON, comparison_view, distribution_view,
                                   steps_view)
 from ..figures.sampling import GENERATION_TABLE_HEADERS
-from .common import ANALYSIS, API, caption, prompt_row
+from .common import ANALYSIS, API, HEAVY, caption, prompt_row
+from .raw_inputs import RawNumber, RawSlider, RawTable
 
 
 def build_sampling_tab():
@@ -12,37 +13,37 @@ def build_sampling_tab():
                 "which of them may be picked.")
     prompt, drop, run = prompt_row("Show next-token distribution")
     with gr.Row():
-        temperature = gr.Slider(0, 3, value=1.0, step=0.05, label="Temperature (0 = always the top token)")
-        top_k = gr.Slider(0, 100, value=0, step=1, label="Top-k (0 = off)")
-        top_p = gr.Slider(0, 1, value=1.0, step=0.01, label="Top-p (1 = off)")
-        min_p = gr.Slider(0, 1, value=0.0, step=0.01, label="Min-p (0 = off)")
+        temperature = RawSlider(0, 3, value=1.0, step=0.05, label="Temperature (0 = always the top token)")
+        top_k = RawSlider(0, 100, value=0, step=1, label="Top-k (0 = off)")
+        top_p = RawSlider(0, 1, value=1.0, step=0.01, label="Top-p (1 = off)")
+        min_p = RawSlider(0, 1, value=0.0, step=0.01, label="Min-p (0 = off)")
     note = caption()
     with gr.Row():
         dist = gr.Plot(label="Next-token distribution before and after filtering")
         temp = gr.Plot(label="Softmax sensitivity to temperature")
     knobs = [temperature, top_k, top_p, min_p]
-    fn = bind(distribution_view)
+    fn = bind(distribution_view, shared=True)
     run.click(fn, [prompt, *knobs, drop], [dist, temp, note], api_name="next_token", **API, **ANALYSIS)
     for k in knobs:
         k.release(fn, [prompt, *knobs, drop], [dist, temp, note], api_visibility="private", **ANALYSIS)
 
     gr.Markdown("### Side by side\nEach row is one setting; all columns start from the same prompt and seed.")
     with gr.Row():
-        table = gr.Dataframe(DEFAULT_COMPARISON, headers=COMPARE_HEADERS, datatype="number", row_count=4,
+        table = RawTable(DEFAULT_COMPARISON, headers=COMPARE_HEADERS, datatype="number", row_count=4,
                              column_count=4, interactive=True, label="Settings to compare", scale=3)
         with gr.Column(scale=1):
-            length = gr.Slider(10, 500, value=150, step=10, label="New tokens")
-            seed = gr.Number(0, label="Seed", precision=0)
+            length = RawSlider(10, 500, value=150, step=10, label="New tokens")
+            seed = RawNumber(0, label="Seed", precision=0)
             go = gr.Button("Compare", variant="primary")
     columns = gr.HTML(label="Generations")
-    go.click(bind(comparison_view), [prompt, table, length, seed, drop], columns, api_name="compare", **API,
-             **ANALYSIS)
+    go.click(bind(comparison_view, shared=True), [prompt, table, length, seed, drop], columns, api_name="compare", **API,
+             **HEAVY)
 
     gr.Markdown("### Step by step\nGenerate with the knobs above; each token is shaded by its probability.")
     step_go = gr.Button("Generate step by step")
     text = gr.HTML()
     rows = gr.Dataframe(headers=GENERATION_TABLE_HEADERS,
                         interactive=False, label="Steps")
-    step_go.click(bind(steps_view), [prompt, *knobs, length, seed, drop], [rows, text], api_name="generate",
-                  **API, **ANALYSIS)
+    step_go.click(bind(steps_view, shared=True), [prompt, *knobs, length, seed, drop], [rows, text], api_name="generate",
+                  **API, **HEAVY)
     return fn, [prompt, *knobs, drop], [dist, temp, note]

@@ -1,6 +1,8 @@
 import gradio as gr
 
+from model_core.config import ACTIVATIONS, POSITIONALS
 from model_core.presets import get_preset
+from model_core.train_config import OPTIMIZERS
 
 from ..binding import bind
 from ..callbacks import models
@@ -8,6 +10,7 @@ from ..callbacks.train import control, param_count_view, poll, start_training
 from ..live_plot import live_plot
 from ..shipped import shipped_models
 from .common import API
+from .raw_inputs import RawDropdown, RawFile, RawNumber, RawSlider
 
 CLASSROOM = get_preset("classroom")
 
@@ -15,32 +18,38 @@ CLASSROOM = get_preset("classroom")
 def _architecture_controls():
     m = CLASSROOM.model
     with gr.Row():
-        n_layers = gr.Slider(1, 8, value=m["n_layers"], step=1, label="Layers")
-        n_heads = gr.Slider(1, 8, value=m["n_heads"], step=1, label="Heads")
-        d_model = gr.Slider(8, 512, value=m["d_model"], step=8, label="d_model")
-        block = gr.Slider(4, 256, value=m["block_size"], step=4, label="Block size (context)")
+        n_layers = RawSlider(1, 8, value=m["n_layers"], step=1, label="Layers")
+        n_heads = RawSlider(1, 8, value=m["n_heads"], step=1, label="Heads")
+        d_model = RawSlider(8, 512, value=m["d_model"], step=8, label="d_model")
+        block = RawSlider(4, 256, value=m["block_size"], step=4, label="Block size (context)")
     with gr.Row():
-        activation = gr.Dropdown(["gelu", "relu", "swiglu"], value="gelu", label="Activation")
-        norm = gr.Dropdown(["layernorm", "rmsnorm", "none"], value="layernorm", label="Norm")
-        placement = gr.Dropdown(["pre", "post"], value="pre", label="Norm placement")
-        positional = gr.Dropdown(["learned", "sinusoidal"], value="learned", label="Positions")
+        activation = RawDropdown(list(ACTIVATIONS), value=m.get("activation", "gelu"), label="Activation")
+        norm = RawDropdown(["layernorm", "rmsnorm", "none"], value="layernorm", label="Norm")
+        placement = RawDropdown(["pre", "post"], value="pre", label="Norm placement")
+        positional = RawDropdown(list(POSITIONALS), value=m.get("positional", "learned"), label="Positions")
         tie = gr.Checkbox(True, label="Tie embedding and output weights")
         attn_only = gr.Checkbox(False, label="Attention only (no FFN)")
-        dropout = gr.Slider(0, 0.5, value=0.0, step=0.05, label="Dropout")
-    return [n_layers, n_heads, d_model, block, activation, norm, placement, positional, tie, attn_only, dropout]
+        dropout = RawSlider(0, 0.5, value=0.0, step=0.05, label="Dropout")
+        qk_norm = gr.Checkbox(m.get("qk_norm", False), label="QK-norm (RMSNorm on each head's q and k)")
+    return [n_layers, n_heads, d_model, block, activation, norm, placement, positional, tie, attn_only, dropout,
+            qk_norm]
 
 
 def _optimiser_controls():
     t = CLASSROOM.train_config(device="cpu")
     with gr.Row():
-        lr = gr.Number(t.lr, label="Learning rate")
-        batch = gr.Slider(1, 128, value=t.batch_size, step=1, label="Batch size")
-        steps = gr.Number(t.max_steps, label="Steps", precision=0, minimum=1)
-        warmup = gr.Number(t.warmup_steps, label="Warmup steps", precision=0, minimum=0)
-        wd = gr.Number(t.weight_decay, label="Weight decay", minimum=0)
-        clip = gr.Number(t.grad_clip, label="Gradient clipping (0 = off)", minimum=0)
-        eval_every = gr.Number(t.eval_interval, label="Evaluate every N steps", precision=0, minimum=1)
-    return [lr, batch, steps, warmup, wd, clip, eval_every]
+        lr = RawNumber(t.lr, label="Learning rate")
+        batch = RawSlider(1, 128, value=t.batch_size, step=1, label="Batch size")
+        steps = RawNumber(t.max_steps, label="Steps", precision=0, minimum=1)
+        warmup = RawNumber(t.warmup_steps, label="Warmup steps", precision=0, minimum=0)
+        wd = RawNumber(t.weight_decay, label="Weight decay", minimum=0)
+        clip = RawNumber(t.grad_clip, label="Gradient clipping (0 = off)", minimum=0)
+        eval_every = RawNumber(t.eval_interval, label="Evaluate every N steps", precision=0, minimum=1)
+    with gr.Row():
+        optimizer = RawDropdown(list(OPTIMIZERS), value=t.optimizer, label="Optimiser (muon: Muon for the "
+                                "blocks' matrices, AdamW at the learning rate above for the rest)")
+        muon_lr = RawNumber(t.muon_lr, label="Muon learning rate", minimum=0)
+    return [lr, batch, steps, warmup, wd, clip, eval_every, optimizer, muon_lr]
 
 
 def build_train_tab(data_inputs, model_info):
@@ -75,10 +84,16 @@ def build_train_tab(data_inputs, model_info):
         button.click(bind(lambda s, a=action: control(s, a)), None, status, api_name=f"train_{action}", **API)
     timer.tick(bind(_poll_for_ui), None, [loss, status, live, sample, timer, model_info],
                api_visibility="private", concurrency_limit=None)
-    gr.Button("Refresh progress", size="sm").click(bind(poll), None, [loss, status, live, sample],
+    gr.Button("Refresh progress", size="sm").click(bind(_progress), None, [loss, status, live, sample],
                                                    api_name="train_status", **API)
     _model_controls(model_info)
     return arch, params
+
+
+def _progress(session):
+    """Loss, status, live attention and sample: poll's values without its keep-polling flag, which only the
+    timer uses (returning it to four outputs made Gradio warn on every /train_status call)."""
+    return poll(session)[:4]
 
 
 def _poll_for_ui(session):
@@ -89,11 +104,11 @@ def _poll_for_ui(session):
 def _model_controls(model_info):
     with gr.Accordion("Models: pick a shipped one, save yours, load a saved one", open=True):
         with gr.Row():
-            shipped = gr.Dropdown(shipped_models(), value=(shipped_models() or [None])[0], label="Shipped models")
+            shipped = RawDropdown(shipped_models(), value=(shipped_models() or [None])[0], label="Shipped models")
             use = gr.Button("Use this model")
             save = gr.Button("Save inspected model as .zip")
             download = gr.File(label="Download", interactive=False)
-            upload = gr.File(label="Load a .zip checkpoint", file_types=[".zip"], type="filepath")
+            upload = RawFile(label="Load a .zip checkpoint", file_types=[".zip"], type="filepath")
     use.click(bind(models.pick_shipped), shipped, model_info, api_name="use_shipped_model", **API)
     save.click(bind(models.save_zip), None, download, api_name="save_model", **API)
     upload.upload(bind(models.load_zip), upload, model_info, api_name="load_model", **API)

@@ -1,0 +1,168 @@
+"""Experiments tab, second part: a second model (B) beside the inspected one (A), on the same text.
+
+Model B's slot holds one model at most (memory: at most --max-params x 4 bytes, as the inspected model):
+a shipped model, an uploaded .zip, a nanoGPT checkpoint, or a copy of the inspected model as it is now (copy
+it before training on, and compare "step 200" with "the end")."""
+import copy
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from model_core.analysis.comparison import bits_per_character, character_bits, chars_per_token, prompt_token_losses
+from model_core.checkpoint import Checkpoint, CheckpointError, load_checkpoint_zip
+from model_core.convert import convert_nanogpt
+from model_core.tokenization import UnknownTokenError, visible
+
+from ..captions_experiments import compare_caption
+from ..errors import UserError
+from ..figures.compare import character_bits_figure, next_token_pair_figure
+from ..limits import LIMITS
+from ..prompting import encode_prompt
+from ..session import Session, require_model
+from ..shipped import load_shipped, shipped_models
+from .models import model_summary, upload_limits
+
+
+@dataclass
+class SecondModel:
+    checkpoint: Checkpoint
+    name: str
+
+
+def second_model(session: Session) -> SecondModel:
+    slot = session.experiments.get("model_b")
+    if slot is None:
+        raise UserError("Choose model B first: a shipped model, an uploaded checkpoint, or a copy of the inspected "
+                        "model.")
+    return slot
+
+
+def slot_status(session: Session) -> str:
+    b = session.experiments.get("model_b")
+    if b is None:
+        return "No model B yet."
+    cfg = b.checkpoint.model.cfg
+    return (f"Model B: **{b.name}**: {cfg.n_layers} layers × {cfg.n_heads} heads, d_model {cfg.d_model}, "
+            f"{b.checkpoint.tokenizer.kind} tokenizer with {cfg.vocab_size} tokens, "
+            f"{b.checkpoint.model.num_params():,} parameters.")
+
+
+def keep(session: Session, checkpoint: Checkpoint, name: str) -> str:
+    if checkpoint.tokenizer is None:
+        raise UserError(f"{name} has no tokenizer, so it cannot read text; save it with its tokenizer.")
+    checkpoint.model.eval()
+    session.experiments["model_b"] = SecondModel(checkpoint, name)
+    return slot_status(session)
+
+
+def use_shipped_as_b(session: Session, name) -> str:
+    if not isinstance(name, str) or name not in shipped_models():
+        raise UserError(f"Pick one of the shipped models: {', '.join(shipped_models())}.")
+    return keep(session, load_shipped(name), f"shipped {name}")
+
+
+def copy_inspected_as_b(session: Session) -> str:
+    """Model B := a frozen copy of the inspected model (its weights now, whatever happens to A later)."""
+    require_model(session)
+    c = session.checkpoint
+    return keep(session, Checkpoint(copy.deepcopy(c.model), c.tokenizer, corpus=c.corpus),
+                f"copy of {session.model_name}")
+
+
+def uploaded_path(upload, what: str) -> Path:
+    if not upload:
+        raise UserError(f"Choose {what} to upload first.")
+    p = Path(upload)
+    if not p.is_file():
+        raise UserError(f"The uploaded file {p.name} is gone from the server: upload it again.")
+    if p.stat().st_size > LIMITS.max_upload_bytes:
+        raise UserError(f"{p.name} is {p.stat().st_size / 1e6:.1f} MB; the limit is {LIMITS.max_upload_mb:g} MB.")
+    return p
+
+
+def load_zip_as_b(session: Session, upload) -> str:
+    p = uploaded_path(upload, "a .zip checkpoint")
+    try:
+        ckpt = load_checkpoint_zip(p, upload_limits())
+    except CheckpointError as err:  # name the file as the user knows it, not the server's temp path
+        raise UserError(str(err).replace(str(p), p.name)) from None
+    return keep(session, ckpt, f"uploaded {p.name}")
+
+
+def load_nanogpt_as_b(session: Session, ckpt_upload, meta_upload) -> str:
+    """nanoGPT's ckpt.pt and meta.pkl, converted (no pickled code is ever run), as model B."""
+    ckpt_path = uploaded_path(ckpt_upload, "nanoGPT's ckpt.pt")
+    meta_path = uploaded_path(meta_upload, "the meta.pkl of its dataset")
+    try:
+        ckpt = convert_nanogpt(ckpt_path, meta_path, upload_limits())
+    except ValueError as err:  # ConvertError, UnsafePickleError: their messages name the file and the problem
+        raise UserError(str(err).replace(str(ckpt_path), ckpt_path.name).replace(str(meta_path), meta_path.name)
+                        .replace(ckpt_path.parent.name, "upload")) from None
+    return keep(session, ckpt, f"nanoGPT {ckpt_path.name}")
+
+
+def swap_models(session: Session):
+    """Inspect model B in every tab, and keep the model inspected so far as model B. -> (model line, status)."""
+    b = second_model(session)
+    old = SecondModel(session.checkpoint, session.model_name)
+    session.use(b.checkpoint, b.name)
+    session.experiments["model_b"] = old
+    return model_summary(session), slot_status(session)
+
+
+# ---------------------------------------------------------------- the comparison
+
+def readable_text(prompt, checkpoints: list, drop_unknown: bool) -> str:
+    """The prompt as both models can read it: characters either lacks dropped (if asked), and cut from the
+    left until it fits both contexts."""
+    encode_prompt(checkpoints[0].tokenizer, prompt, 10**9, drop_unknown)  # empty, too long, broken characters
+    text = prompt
+    if drop_unknown:
+        for c in checkpoints:
+            text = c.tokenizer.strip_unknown(text)
+    for label, c in zip("AB", checkpoints):
+        try:
+            c.tokenizer.encode(text)
+        except UnknownTokenError as err:
+            raise UserError(f"Model {label} cannot read this text: {err} Tick “Drop unknown characters”.") from None
+    while any(len(c.tokenizer.encode(text)) > c.model.cfg.block_size for c in checkpoints):
+        text = text[max(1, len(text) // 16):]
+    if len(text) < 2:
+        raise UserError("Nothing of the text is left that both models can read; type something else.")
+    return text
+
+
+def scored(checkpoint: Checkpoint, text: str):
+    """(token nats [T-1], characters per predicted token [T-1], next-token probabilities [V], vocab labels)."""
+    tok, model = checkpoint.tokenizer, checkpoint.model
+    ids = tok.encode(text)
+    with torch.inference_mode():
+        last = torch.softmax(model(torch.tensor([ids]))[0][0, -1], -1).numpy()
+    nats = prompt_token_losses(model, ids) if len(ids) > 1 else torch.zeros(0).numpy()
+    return nats, chars_per_token(tok, ids)[1:], last, [tok.token_label(i) for i in range(model.cfg.vocab_size)]
+
+
+def compare_view(session: Session, prompt, drop_unknown=False):
+    """-> per-character bits figure, next-token figure, numbers (markdown), caption."""
+    require_model(session)
+    b = second_model(session)
+    a_ckpt, b_ckpt = session.checkpoint, b.checkpoint
+    text = readable_text(prompt, [a_ckpt, b_ckpt], bool(drop_unknown))
+    (nats_a, chars_a, next_a, vocab_a), (nats_b, chars_b, next_b, vocab_b) = scored(a_ckpt, text), scored(b_ckpt, text)
+    if chars_a.sum() == 0 or chars_b.sum() == 0:
+        raise UserError("The text is a single token for one of the models: type a longer text.")
+    bits_a, bits_b = character_bits(nats_a, chars_a), character_bits(nats_b, chars_b)
+    n = min(len(bits_a), len(bits_b))  # both curves end at the text's end; the first token is never predicted
+    chars = [f"{len(text) - n + i}:{visible(c)}" for i, c in enumerate(text[len(text) - n:])]
+    bpc = (bits_per_character(nats_a, chars_a), bits_per_character(nats_b, chars_b))
+    names = (session.model_name, b.name)
+    rows = [("A: " + names[0], a_ckpt, nats_a, bpc[0]), ("B: " + names[1], b_ckpt, nats_b, bpc[1])]
+    table = ["| model | tokenizer | tokens | loss per token (nats) | bits per character |", "|---|---|---:|---:|---:|"]
+    table += [f"| {name} | {c.tokenizer.kind} | {len(nats) + 1} | {nats.mean():.3f} | {bits:.3f} |"
+              for name, c, nats, bits in rows]
+    return (character_bits_figure(bits_a[-n:], bits_b[-n:], chars, *names),
+            next_token_pair_figure(next_a, vocab_a, next_b, vocab_b, *names),
+            "\n".join(table),
+            compare_caption(names, bpc, bits_b[-n:] - bits_a[-n:], chars,
+                            a_ckpt.tokenizer.kind == b_ckpt.tokenizer.kind))

@@ -1,0 +1,204 @@
+"""Experiments tab: knock out heads, layers or neurons and compare the model before and after; the importance map."""
+import html
+import re
+
+import torch
+
+from model_core.analysis.ablation import (
+    ABLATION_MODES, Ablation, ablated_generation, ablated_logits, component_means, corpus_validation_ids,
+    eval_windows, importance_map, token_losses, validation_loss,
+)
+from model_core.corpora import CORPORA
+from model_core.tokenization import visible
+
+from .. import validation
+from ..captions_experiments import ablation_caption, importance_caption
+from ..errors import UserError
+from ..figures.common import index_labels
+from ..figures.experiments import importance_figure, loss_change_figure, next_token_change_figure
+from ..prompting import encode_prompt
+from ..session import Session, require_model
+from .common import clamp_query
+from .sampling import new_tokens, settings
+
+MAX_UNITS = 64  # units knocked out at once: enough for any experiment, and a bound on the hooks' work
+CONTEXT_TOKENS = 3  # tokens of context shown before a hard-hit token in the caption
+PAIR = re.compile(r"^(\d{1,6})\.(\d{1,6})$")
+LAYER = re.compile(r"^\d{1,6}$")
+
+
+# ---------------------------------------------------------------- what to knock out
+
+def unit_entries(value, name: str) -> list[str]:
+    """'1.3, 2.0 ; 0.1' -> ['1.3', '2.0', '0.1']; empty -> []; a non-text value -> a message."""
+    if value is None:
+        return []
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise UserError(f"{name} must be text, such as 1.3, 2.0.")
+    entries = [e for e in re.split(r"[,;\s]+", str(value).strip()) if e]
+    if len(entries) > MAX_UNITS:
+        raise UserError(f"{name}: knock out at most {MAX_UNITS} at once ({len(entries)} given).")
+    return entries
+
+
+def parse_pairs(value, name: str, example: str) -> tuple:
+    """'1.3, 2.0' -> ((1, 3), (2, 0)), duplicates dropped; anything else gets a message with an example."""
+    pairs = []
+    for entry in unit_entries(value, name):
+        match = PAIR.match(entry)
+        if not match:
+            raise UserError(f"{name}: “{entry[:20]}” is not layer.index; write {example}.")
+        pairs.append((int(match.group(1)), int(match.group(2))))
+    return tuple(dict.fromkeys(pairs))
+
+
+def parse_layers(value, name: str) -> tuple:
+    """'0, 2' -> (0, 2), duplicates dropped."""
+    layers = []
+    for entry in unit_entries(value, name):
+        if not LAYER.match(entry):
+            raise UserError(f"{name}: “{entry[:20]}” is not a layer number; write layers such as 0, 2.")
+        layers.append(int(entry))
+    return tuple(dict.fromkeys(layers))
+
+
+def ablation_from_inputs(session: Session, heads, attn_layers, mlp_layers, neurons) -> Ablation:
+    """The checked Ablation, or a message when it is empty or names a unit the model lacks."""
+    ablation = Ablation(
+        heads=parse_pairs(heads, "Heads", "heads as layer.head, such as 1.3 (several: 1.3, 2.0)"),
+        attn_layers=parse_layers(attn_layers, "Attention layers"),
+        mlp_layers=parse_layers(mlp_layers, "MLP layers"),
+        neurons=parse_pairs(neurons, "Neurons", "neurons as layer.neuron, such as 0.17"),
+    )
+    if ablation.is_empty():
+        raise UserError("Nothing to knock out: type a head such as 1.3 in “Heads”, or a layer or a neuron.")
+    return ablation.validate(session.model.cfg)
+
+
+def ablation_mode(value) -> str:
+    return validation.choice(value or "mean", "Ablation", ABLATION_MODES)
+
+
+# ---------------------------------------------------------------- the fixed evaluation set
+
+def validation_source(session: Session) -> tuple[str, torch.Tensor]:
+    """(name, validation token ids) for the inspected model: its built-in training corpus, else the text the
+    Data tab prepared when its tokenizer is the model's."""
+    corpus = session.checkpoint.corpus
+    if corpus in CORPORA:
+        return corpus, corpus_validation_ids(corpus, session.tokenizer)
+    data = session.data
+    if data is not None and data.tokenizer.to_dict() == session.tokenizer.to_dict():
+        return data.name, data.val
+    raise UserError("This model's validation text is unknown (it was not trained on a built-in corpus): prepare "
+                    "its text on the Data tab with the same tokenizer, then try again.")
+
+
+def evaluation_set(session: Session) -> dict:
+    """{'name', 'windows', 'means'} for the inspected model, kept until the model or the data changes."""
+    data_id = id(session.data.val) if session.data is not None else None
+    key = (session.version, data_id)
+    cached = session.experiments.get("eval")
+    if cached is None or cached["key"] != key:
+        name, ids = validation_source(session)
+        windows = eval_windows(ids, session.model.cfg.block_size)
+        cached = {"key": key, "name": name, "windows": windows, "means": None, "maps": {}}
+        session.experiments["eval"] = cached
+    return cached
+
+
+def means_for(session: Session, mode: str):
+    """None for zero ablation; the cached mean activations over the evaluation windows for mean ablation."""
+    if mode == "zero":
+        return None
+    evaluation = evaluation_set(session)
+    if evaluation["means"] is None:
+        evaluation["means"] = component_means(session.model, evaluation["windows"])
+    return evaluation["means"]
+
+
+# ---------------------------------------------------------------- the views
+
+def ablation_view(session: Session, prompt, heads, attn_layers, mlp_layers, neurons, mode, position, temperature,
+                  max_new_tokens, seed, drop_unknown=False):
+    """-> loss-per-position figure, next-token figure, generations (HTML), numbers (markdown), caption."""
+    require_model(session)
+    ablation = ablation_from_inputs(session, heads, attn_layers, mlp_layers, neurons)
+    mode, knobs = ablation_mode(mode), settings(temperature, 0, 1.0, 0.0)
+    n, seed = new_tokens(max_new_tokens), validation.seed(seed)
+    model, tok = session.model, session.tokenizer
+    ids = encode_prompt(tok, prompt, model.cfg.block_size, drop_unknown)
+    if len(ids) < 2:
+        raise UserError("Type at least two tokens: the loss at a position needs a next token to compare with.")
+    query = clamp_query(position, len(ids))
+    means, evaluation = means_for(session, mode), evaluation_set(session)
+    idx = torch.tensor([ids])
+    before, after = ablated_logits(model, idx, Ablation(), None)[0], ablated_logits(model, idx, ablation, means)[0]
+    loss_before, loss_after = (token_losses(lg[None, :-1], idx[:, 1:])[0].numpy() for lg in (before, after))
+    val_before = validation_loss(model, evaluation["windows"])
+    val_after = validation_loss(model, evaluation["windows"], ablation, means)
+    labels = [tok.token_label(i) for i in ids]
+    contexts = [visible(tok.decode(ids[max(0, t + 1 - CONTEXT_TOKENS):t + 1])) for t in range(len(ids) - 1)]
+    vocab = [tok.token_label(i) for i in range(model.cfg.vocab_size)]
+    where = f"after {query}:{labels[query]} ({'end of the prompt' if query == len(ids) - 1 else 'inside the prompt'})"
+    generations = [ablated_generation(model, ids, a, means, n, knobs, seed) for a in (Ablation(), ablation)]
+    targets = index_labels(labels)[1:]  # the loss at position t is for predicting token t + 1
+    return (loss_change_figure(loss_before, loss_after, targets),
+            next_token_change_figure(torch.softmax(before[query], -1).numpy(), torch.softmax(after[query], -1).numpy(),
+                                     vocab, where),
+            generations_html(tok, prompt, ablation, generations, knobs.temperature, seed),
+            numbers_table(evaluation, val_before, val_after, loss_before.mean(), loss_after.mean()),
+            ablation_caption(ablation.describe(), mode, val_before, val_after, loss_after - loss_before, targets,
+                             contexts))
+
+
+def generations_html(tok, prompt: str, ablation: Ablation, generations: list, temperature: float, seed: int) -> str:
+    """Two columns: the intact model's continuation and the ablated one's, from the same prompt and seed."""
+    heads = ["Intact model", f"Without {ablation.describe()}"]
+    cells = []
+    for head, steps in zip(heads, generations):
+        text = tok.decode([s.token for s in steps])
+        mean_logprob = steps[-1].logprob / len(steps) if steps else 0.0
+        cells.append(
+            f"<div class='te-col'><div class='te-col-head'>{html.escape(head)}</div>"
+            f"<pre class='te-gen'><b>{html.escape(prompt)}</b>{html.escape(text)}</pre>"
+            f"<div class='te-metrics'>mean log-prob under this model <b>{mean_logprob:.2f}</b></div></div>")
+    note = f"Same prompt, seed {seed} and temperature {temperature:g} in both columns."
+    return f"<div class='te-compare'>{''.join(cells)}</div><div class='te-metrics'>{note}</div>"
+
+
+def numbers_table(evaluation: dict, val_before: float, val_after: float, prompt_before: float,
+                  prompt_after: float) -> str:
+    windows = evaluation["windows"]
+    rows = [("Validation loss (nats per token)", val_before, val_after),
+            ("Loss on this prompt", prompt_before, prompt_after)]
+    lines = ["| | intact | with the ablation | change |", "|---|---:|---:|---:|"]
+    lines += [f"| {name} | {b:.3f} | {a:.3f} | {a - b:+.3f} |" for name, b, a in rows]
+    lines.append(f"\nValidation text: {windows.shape[0]} windows of {windows.shape[1] - 1} tokens from the "
+                 f"validation split of **{html.escape(evaluation['name'])}**, chosen with a fixed seed (the same "
+                 "windows every time).")
+    return "\n".join(lines)
+
+
+def cached_importance_map(session: Session, mode: str):
+    evaluation = evaluation_set(session)
+    if mode not in evaluation["maps"]:
+        evaluation["maps"][mode] = importance_map(session.model, evaluation["windows"], mode,
+                                                  means_for(session, mode))
+    return evaluation["maps"][mode]
+
+
+def importance_view(session: Session, mode):
+    """-> importance heatmap (+ MLP bars), caption."""
+    require_model(session)
+    mode = ablation_mode(mode)
+    imap = cached_importance_map(session, mode)
+    return (importance_figure(imap.head_increase, imap.mlp_increase, mode),
+            importance_caption(imap.base_loss, imap.head_increase, imap.mlp_increase))
+
+
+def top_head_inputs(session: Session, mode):
+    """-> the four unit boxes set to knock out only the head the importance map names."""
+    require_model(session)
+    layer, head = cached_importance_map(session, ablation_mode(mode)).top_head()
+    return f"{layer}.{head}", "", "", ""

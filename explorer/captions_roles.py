@@ -1,0 +1,76 @@
+"""Captions of the Heads tab: the report card, the induction view, examples from the whole text, roles over
+training. Pure functions: numbers in, one or two plain sentences out."""
+import numpy as np
+
+from explorer.figures.common import head_label
+
+INDUCTION_FOUND = 0.3  # a head above this induction score counts as an induction head in the captions
+
+
+def report_caption(roles: list, text_source: str, notes: list[str]) -> str:
+    """How many heads play each role, and where the scores were measured."""
+    counts = {}
+    for r in roles:
+        counts[r.label] = counts.get(r.label, 0) + 1
+    parts = ", ".join(f"{n} {label}" for label, n in sorted(counts.items(), key=lambda item: -item[1]))
+    text = (f"Of {len(roles)} heads: {parts}. Scores are shares of the attention left after the first token "
+            f"(the sink), measured on {text_source} and on a random sequence shown twice.")
+    return " ".join([text] + list(notes))
+
+
+def induction_caption(first_loss: float, second_loss: float, induction, vocab_size: int) -> str:
+    """The loss drop on the second copy, and the strongest induction head (or that there is none)."""
+    scores = np.asarray(induction, dtype=np.float64)
+    layer, head = np.unravel_index(int(np.argmax(scores)), scores.shape)
+    best = float(scores[layer, head])
+    text = (f"On the first copy the loss is {first_loss:.2f} (random guessing: {np.log(vocab_size):.2f}); on the "
+            f"second copy it is {second_loss:.2f}.")
+    if best >= INDUCTION_FOUND:
+        return (text + f" The strongest induction head is {head_label(layer, head)} ({best:.0%}): on the second copy "
+                "it looks at the token right after the earlier occurrence, the dotted stripe.")
+    return (text + f" This model has no induction head yet: the best induction score is {best:.0%} "
+            f"({head_label(layer, head)}), below {INDUCTION_FOUND:.0%}. Try the 'induction' demo model.")
+
+
+def neuron_examples_caption(layer: int, neuron: int, values, firing_rate: float, n_tokens: int,
+                            tokens: list[str], seconds: float) -> str:
+    """Peak activation, how often the neuron fires over the split, the token it fires on most."""
+    favourite = max(set(tokens), key=tokens.count) if tokens else ""
+    return (f"Neuron {neuron} of layer {layer} fires (input > 0) at {firing_rate:.1%} of the {n_tokens:,} positions of "
+            f"the validation text; its strongest activation is {float(np.max(values)):.2f}, and '{favourite}' is the "
+            f"highlighted token in {tokens.count(favourite)} of its top {len(tokens)}. (Whole split scanned in "
+            f"{seconds:.1f} s.)")
+
+
+def dead_neurons_caption(firing_rate) -> str:
+    """[L, M] firing rates over the split -> dead neurons per layer."""
+    rates = np.asarray(firing_rate)
+    dead = (rates == 0).sum(1)
+    per_layer = ", ".join(f"L{L}: {int(n)}" for L, n in enumerate(dead))
+    return (f"Over the whole validation split, {int(dead.sum())} of {rates.size} neurons never fire (dead) "
+            f"({per_layer}); a neuron fires at {rates.mean():.0%} of positions on average.")
+
+
+def head_examples_caption(layer: int, head: int, values, distances, seconds: float) -> str:
+    """The head's strongest weights and how far back they reach."""
+    distances = np.asarray(distances)
+    return (f"Head {head_label(layer, head)}'s strongest attention weights over the validation text reach "
+            f"{float(np.max(values)):.2f}; the query (yellow) is {int(np.median(distances))} tokens after the key "
+            f"(blue) in the middle example. (Whole split scanned in {seconds:.1f} s.)")
+
+
+def film_caption(layer: int, head: int, steps, induction=None, val_loss=None) -> str:
+    """When the head's induction score jumped, if it did, next to the loss."""
+    text = f"{len(steps)} snapshots of {head_label(layer, head)} from step {int(steps[0]):,} to {int(steps[-1]):,}."
+    if induction is None:
+        return text + (" These snapshots were recorded before induction was tracked: only the attention on the "
+                       "probe text is shown.")
+    scores = np.asarray(induction, dtype=np.float64)
+    if scores.max() < INDUCTION_FOUND:
+        return text + f" Its induction score stays below {INDUCTION_FOUND:.0%} (at most {scores.max():.0%})."
+    jump = int(np.argmax(np.diff(scores))) + 1 if len(scores) > 1 else 0
+    loss = ""
+    if val_loss is not None and np.isfinite(val_loss[jump]):
+        loss = f", where the validation loss is {val_loss[jump]:.2f}"
+    return text + (f" Its induction score jumps the most just before step {int(steps[jump]):,} "
+                   f"(to {scores[jump]:.0%}{loss}).")

@@ -1,0 +1,76 @@
+"""Heads tab: what each head does (report card and role map), the induction view, examples from the whole
+validation text, and roles forming over training."""
+import gradio as gr
+
+from ..binding import bind
+from ..callbacks.heads import examples_view, film_view, heads_report_view
+from ..figures.roles import REPORT_HEADERS
+from .common import ANALYSIS, API, caption, model_slider
+from .raw_inputs import RawNumber, RawRadio
+
+INTRO = """**So what does this head do?** Each head gets one role, measured on purpose-built inputs rather than on
+your prompt: windows of the validation text, and a random sequence shown twice. Many heads park their attention
+on the first token when they have nothing to do (an *attention sink*), so every score is the share of the
+attention **left after the sink**; a head that gives almost everything to the sink is *resting on the sink*."""
+
+INDUCTION_INTRO = """### Induction heads: copying a repeated sequence
+An **induction head** looks at the token that came *after* the previous occurrence of the current token, so the
+model can continue a sequence it has seen before. The probe below is a random sequence shown twice: nothing
+predicts the first copy, but a model with induction heads predicts the second copy, so its loss drops."""
+
+EXAMPLES_INTRO = """### Examples from the whole text
+The places in the whole validation text that excite a neuron (its activation) or a head (the weight from a
+query, yellow, to a key, blue) the most. The first request scans the text once; later ones are instant."""
+
+FILM_INTRO = """### Roles forming over training
+Snapshots recorded while the model trained: one head's attention on the probe text at each snapshot, its role
+scores over the steps (the induction score is measured on a random sequence shown twice), and the token
+embeddings moving (press play)."""
+
+
+def build_heads_tab(tab):
+    """tab: the gr.Tab this is built in (the report card is made when it is opened)."""
+    gr.Markdown(INTRO)
+    run = gr.Button("Make the report card", variant="primary")
+    note = caption()
+    role_map = gr.Plot(label="Role map (layer × head)")
+    table = gr.Dataframe(headers=REPORT_HEADERS, label="Report card", interactive=False, wrap=True)
+    gr.Markdown(INDUCTION_INTRO)
+    induction_note = caption()
+    with gr.Row():
+        loss = gr.Plot(label="Loss on the first and second copy")
+        stripe = gr.Plot(label="The strongest induction head")
+    report = bind(heads_report_view, shared=True)
+    outputs = [role_map, table, note, loss, stripe, induction_note]
+    run.click(report, None, outputs, api_name="heads", **API, **ANALYSIS)
+    tab.select(report, None, outputs, api_visibility="private", **ANALYSIS)
+
+    gr.Markdown(EXAMPLES_INTRO)
+    with gr.Row():
+        kind = RawRadio(["neuron", "head"], value="neuron", label="Examples of a")
+        layer = model_slider("layer", "Layer")
+        index = RawNumber(0, label="Neuron or head number", precision=0, minimum=0)
+        show = gr.Button("Show examples", variant="primary")
+    examples_note = caption()
+    dead_note = caption()
+    examples = gr.HTML(label="Top examples")
+    examples_fn = bind(examples_view)
+
+    def examples_with_progress(kind_value, layer_value, index_value, request: gr.Request,
+                               progress=gr.Progress()):
+        return examples_fn(request, kind_value, layer_value, index_value, progress)
+
+    show.click(examples_with_progress, [kind, layer, index], [examples, examples_note, dead_note],
+               api_name="head_examples", **API, **ANALYSIS)
+
+    gr.Markdown(FILM_INTRO)
+    with gr.Row():
+        film_layer = model_slider("layer", "Layer")
+        film_head = model_slider("head", "Head")
+        film_run = gr.Button("Show training", variant="primary")
+    film_note = caption()
+    strip = gr.Plot(label="Film strip")
+    lines = gr.Plot(label="Role scores over training")
+    frames = gr.Plot(label="Embeddings over training")
+    film_run.click(bind(film_view), [film_layer, film_head], [strip, lines, frames, film_note],
+                   api_name="head_training", **API, **ANALYSIS)

@@ -1,0 +1,96 @@
+"""Heads tab callbacks on a tiny model: report card, induction view, examples, film strip, bad input."""
+import gradio as gr
+import numpy as np
+import plotly.graph_objects as go
+import pytest
+import torch
+
+from explorer.callbacks import heads as H
+from explorer.errors import friendly
+from explorer.figures.roles import REPORT_HEADERS
+from explorer.session import DataChoice, Session
+from model_core import GPT, GPTConfig
+from model_core.checkpoint import Checkpoint
+from model_core.data import token_tensor, train_val_split
+from model_core.snapshots import take_snapshot
+from model_core.tokenization import build_tokenizer
+
+TEXT = "First Citizen:\nBefore we proceed any further, hear me speak.\nAll:\nSpeak, speak.\n" * 4
+N_LAYERS, N_HEADS = 2, 2
+
+
+def tiny_session(attn_only: bool = False, with_data: bool = True, snapshots: bool = False) -> Session:
+    tokenizer = build_tokenizer("char", TEXT)
+    torch.manual_seed(0)
+    model = GPT(GPTConfig(vocab_size=tokenizer.vocab_size, block_size=16, d_model=16, n_heads=N_HEADS,
+                          n_layers=N_LAYERS, attn_only=attn_only)).eval()
+    snaps = [take_snapshot(model, tokenizer.encode("First Citizen"), step) for step in (0, 10)] if snapshots else []
+    session = Session(Checkpoint(model, tokenizer, snapshots=snaps), "tiny")
+    if with_data:
+        train, val = train_val_split(token_tensor(tokenizer.encode(TEXT)), 0.7)
+        session.data = DataChoice("tiny text", TEXT[:20], len(TEXT), tokenizer, train, val)
+    return session
+
+
+def message(fn, *args) -> str:
+    with pytest.raises(gr.Error) as info:
+        friendly(fn)(*args)
+    return str(info.value)
+
+
+def test_report_card_has_one_row_per_head_and_a_role_map():
+    session = tiny_session()
+    role_map, rows, note, loss, stripe, induction_note = H.heads_report_view(session)
+    assert isinstance(role_map, go.Figure) and isinstance(loss, go.Figure) and isinstance(stripe, go.Figure)
+    assert len(rows) == N_LAYERS * N_HEADS and all(len(r) == len(REPORT_HEADERS) for r in rows)
+    assert np.shape(role_map.data[0].z) == (N_LAYERS, N_HEADS)
+    assert "tiny text" in note and "shortened to 8 random tokens" in note  # block size 16 < 64
+    assert "second copy" in induction_note
+    assert "no induction head yet" in induction_note  # an untrained model
+
+
+def test_the_report_is_computed_once_per_model_version():
+    session = tiny_session()
+    first = H.report_of(session)
+    assert H.report_of(session) is first
+    session.use(session.checkpoint, "again")  # a new model version
+    assert H.report_of(session) is not first
+
+
+def test_without_validation_text_the_report_says_so_and_examples_refuse():
+    session = tiny_session(with_data=False)
+    note = H.heads_report_view(session)[2]
+    assert "no validation text" in note
+    assert "validation text is unknown" in message(H.examples_view, session, "neuron", 0, 0)
+
+
+def test_neuron_and_head_examples():
+    session = tiny_session()
+    html, caption, dead = H.examples_view(session, "neuron", 1, 3)
+    assert html.count("<li>") == 10 and "<mark" in html
+    assert caption.startswith("Neuron 3 of layer 1 fires") and "dead" in dead
+    html, caption, _ = H.examples_view(session, "head", 0, 1)
+    assert html.count("<li>") == 10 and "title='key'" in html
+    assert caption.startswith("Head L0·H1's strongest attention weights")
+
+
+def test_examples_bad_input_gets_clear_messages():
+    session = tiny_session()
+    assert "Neuron must be between 0 and 63" in message(H.examples_view, session, "neuron", 0, 64)
+    assert "Head must be between 0 and 1" in message(H.examples_view, session, "head", 0, 2)
+    assert "choose one of neuron, head" in message(H.examples_view, session, "cell", 0, 0)
+    assert "must be a number" in message(H.examples_view, session, "neuron", 0, "abc")
+    attn_only = tiny_session(attn_only=True)
+    assert "attention-only" in message(H.examples_view, attn_only, "neuron", 0, 0)
+    assert H.examples_view(attn_only, "head", 0, 0)[0].count("<li>") == 10
+
+
+def test_film_strip_and_role_scores_over_training():
+    session = tiny_session(snapshots=True)
+    strip, lines, frames, caption = H.film_view(session, 1, 0)
+    assert len(strip.data) == 2  # one panel per snapshot
+    names = {trace.name for trace in lines.data}
+    assert {"induction", "previous token"} <= names
+    assert len(frames.frames) == 2 and frames.layout.updatemenus[0].buttons[0].label.startswith("▶")
+    assert caption.startswith("2 snapshots of L1·H0")
+    assert "no training snapshots" in message(H.film_view, tiny_session(), 0, 0)

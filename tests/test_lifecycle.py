@@ -1,0 +1,241 @@
+"""The classroom server's lifecycle: SIGTERM ends every process, idle runs expire, Start is atomic, a failed
+run keeps the previous model, one session's concurrent calls never see each other's hooks, eviction is told."""
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from gradio_client import Client
+
+from explorer import training_run
+from explorer.binding import SHARED, bind
+from explorer.callbacks import attention, sampling, train
+from explorer.errors import UserError
+from explorer.limits import LIMITS
+from explorer.session import REGISTRY, SessionRegistry
+from explorer.shipped import load_shipped
+
+from .conftest import ROOT, free_port, wait_for_app
+from .test_app_callbacks import (PROMPT, train_values, training_sessions, wait_for_state,  # noqa: F401 - fixture
+                                 wait_for_steps, wait_until_done)
+
+pytestmark = pytest.mark.timeout(240)
+
+
+def descendants(pid: int) -> set[int]:
+    """Every process below pid (children, grandchildren: the forkserver and its training children)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry.name))
+    found, todo = set(), [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.add(child)
+            todo.append(child)
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def wait_until(condition, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_to_the_app_ends_the_forkserver_and_every_training_child(sig, tmp_path):
+    port = free_port()
+    with open(tmp_path / "app.log", "w") as log:
+        app = subprocess.Popen([sys.executable, "app.py", "--port", str(port)], cwd=ROOT, stdout=log,
+                               stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    try:
+        wait_for_app(port, app)
+        client = Client(f"http://127.0.0.1:{port}/", verbose=False)
+        client.predict("first-names", "char", 512, *train_values(max_steps=20_000),
+                       api_name="/train_start")
+        wait_until(lambda: len(descendants(app.pid)) >= 3, 60, "no forkserver and training child appeared")
+        below = descendants(app.pid)
+        app.send_signal(sig)
+        start = time.monotonic()
+        wait_until(lambda: not any(alive(p) for p in below | {app.pid}) or app.poll() is not None and
+                   not any(alive(p) for p in below), 5.0,
+                   f"processes still alive 5 s after {sig.name}: {[p for p in below if alive(p)]}")
+        assert app.wait(timeout=5) == 0, (tmp_path / "app.log").read_text()[-2000:]
+        assert time.monotonic() - start < 5.0
+        assert "training processes ended" in (tmp_path / "app.log").read_text()
+    finally:
+        if app.poll() is None:
+            app.kill()
+
+
+def test_a_paused_run_expires_after_the_idle_ttl_and_frees_its_slot(training_sessions, monkeypatch):
+    monkeypatch.setattr(LIMITS, "max_trainers", 1)
+    monkeypatch.setattr(LIMITS, "run_ttl_seconds", 0.5)
+    a, b = training_sessions(), training_sessions()
+    train.start_training(a, "first-names", "char", 512, *train_values(max_steps=20_000))
+    wait_for_steps(a, 2)
+    train.control(a, "pause")
+    wait_for_state(a, "paused")
+    with pytest.raises(UserError, match="frees in about"):  # the paused run's remaining TTL is known
+        train.start_training(b, "first-names", "char", 512, *train_values())
+    wait_until(lambda: time.monotonic() - a.run.paused_at > 0.5, 5, "clock")
+    training_run.expire_idle_runs()
+    last = wait_until_done(a)
+    assert "stopped this run because it was paused" in last[1]
+    assert a.model_name.startswith("trained on first-names") and a.run.trainer.state == "stopped"
+    train.start_training(b, "first-names", "char", 512, *train_values())  # the slot was given back
+    wait_until_done(b)
+
+
+def test_an_unwatched_run_expires_but_a_watched_one_does_not(training_sessions, monkeypatch):
+    monkeypatch.setattr(LIMITS, "run_ttl_seconds", 1.0)
+    a = training_sessions()
+    train.start_training(a, "first-names", "char", 512, *train_values(max_steps=20_000))
+    wait_for_steps(a, 1)
+    a.run.heartbeat()
+    training_run.expire_idle_runs()
+    assert a.run.stop_requested_at is None  # just polled
+    a.run.last_poll -= 2.0  # the page has not polled for 2 s
+    training_run.expire_idle_runs()
+    assert "stopped this run because its page stopped watching" in wait_until_done(a)[1]
+
+
+def test_start_is_atomic_per_session_double_click(training_sessions):
+    session = training_sessions()
+    REGISTRY._sessions["double-click"] = session
+    start = bind(train.start_training)
+    request = SimpleNamespace(session_hash="double-click")
+    results, barrier = [], threading.Barrier(2)
+
+    def click():
+        barrier.wait()
+        try:
+            results.append(start(request, "first-names", "char", 512, *train_values(max_steps=20_000)))
+        except Exception as err:  # noqa: BLE001 - the second click's gr.Error
+            results.append(err)
+
+    threads = [threading.Thread(target=click) for _ in range(2)]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+        started = [r for r in results if isinstance(r, str)]
+        refused = [r for r in results if not isinstance(r, str)]
+        assert len(started) == 1 and len(refused) == 1 and "already going" in str(refused[0])
+        assert training_run.running_count() == 1
+        train.control(session, "stop")  # the one run is reachable
+        wait_until_done(session)
+        assert training_run.running_count() == 0
+    finally:
+        REGISTRY._sessions.pop("double-click", None)
+
+
+def test_a_crashed_run_keeps_the_previous_model_and_says_why(training_sessions):
+    session = training_sessions()
+    name, before = session.model_name, session.version
+    train.start_training(session, "first-names", "char", 512, *train_values(max_steps=20_000))
+    wait_for_steps(session, 3)
+    os.kill(session.run.remote.process.pid, signal.SIGKILL)
+    last = wait_until_done(session)
+    assert "error at step" in last[1] and "ended unexpectedly" in last[1]
+    assert f"still inspect **{name}**" in last[1]
+    assert session.model_name == name and session.version == before
+
+
+def test_concurrent_calls_of_one_session_equal_their_sequential_results(training_sessions):
+    session = training_sessions()
+    REGISTRY._sessions["concurrent"] = session
+    request = SimpleNamespace(session_hash="concurrent")
+    table = [[0.8, 0, 1.0, 0.0], [1.2, 5, 0.9, 0.0]]
+    calls = {
+        "attention": (bind(attention.attention_view), (PROMPT, 1, 1, -1, False)),
+        "attention2": (bind(attention.attention_view), ("Before we", 0, 0, 3, False)),
+        "compare": (bind(sampling.comparison_view), (PROMPT, table, 20, 3, False)),
+        "generate": (bind(sampling.steps_view), (PROMPT, 0.9, 0, 1.0, 0.0, 20, 4, False)),
+    }
+
+    def value(name):
+        fn, args = calls[name]
+        out = fn(request, *args)
+        if name.startswith("attention"):  # the head heatmap's values and the head statistics rows
+            return out[1].data[0].z.tolist(), out[4]
+        return out if name == "compare" else (out[0], out[1])
+
+    try:
+        sequential = {name: value(name) for name in calls}
+        results, errors = {}, []
+
+        def worker(name, i):
+            try:
+                results[(name, i)] = value(name)
+            except Exception as err:  # noqa: BLE001
+                errors.append(err)
+
+        threads = [threading.Thread(target=worker, args=(n, i)) for i in range(3) for n in calls]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert not errors
+        for (name, _), result in results.items():
+            assert result == sequential[name], name
+        assert all(not hp._forward_hooks for hp in session.model.modules() if hasattr(hp, "_forward_hooks")
+                   and type(hp).__name__ == "HookPoint")
+    finally:
+        REGISTRY._sessions.pop("concurrent", None)
+
+
+def test_eviction_of_a_session_with_a_paused_run_is_told_when_its_user_returns(training_sessions, monkeypatch):
+    monkeypatch.setattr(LIMITS, "max_sessions", 2)
+    registry = SessionRegistry()
+    first = registry.get("first")
+    train.start_training(first, "first-names", "char", 512, *train_values(max_steps=20_000))
+    wait_for_steps(first, 1)
+    train.control(first, "pause")
+    wait_for_state(first, "paused")
+    registry.get("second")
+    registry.get("third")  # over capacity: "first" is the least recently used
+    assert len(registry) == 2
+    wait_until(lambda: not first.run.active, 30, "the evicted session's run was not stopped")
+    back = registry.get("first")
+    assert back is not first and len(back.notices) == 1
+    assert "paused run (step" in back.notices[0] and "was stopped" in back.notices[0]
+    registry.close_all()
+
+
+def test_shipped_model_results_are_shared_but_a_trained_model_never_sees_them():
+    registry_keys = ["shared-a", "shared-b"]
+    try:
+        view = bind(attention.attention_view, shared=True)
+        a = view(SimpleNamespace(session_hash="shared-a"), "emma", 0, 0, -1, False)
+        hits = SHARED.hits
+        b = view(SimpleNamespace(session_hash="shared-b"), "emma", 0, 0, -1, False)
+        assert SHARED.hits == hits + 1 and b is a  # the second student gets the first one's result
+        other = REGISTRY.get("shared-b")
+        other.use(load_shipped("first-names"), "first-names")  # not marked shared: its own results
+        c = view(SimpleNamespace(session_hash="shared-b"), "emma", 0, 0, -1, False)
+        assert SHARED.hits == hits + 1
+        assert not np.array_equal(np.asarray(c[1].data[0].z), np.asarray(a[1].data[0].z))
+    finally:
+        for key in registry_keys:
+            REGISTRY.close(key)

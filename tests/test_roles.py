@@ -1,0 +1,201 @@
+"""The head report card: role scores on hand-built patterns, the probes, and an induction head that forms."""
+import numpy as np
+import pytest
+import torch
+
+from model_core import GPT, GPTConfig
+from model_core.analysis import head_statistics
+from model_core.analysis.probes import ProbeError, head_report, induction_probe, repeat_probe, text_windows
+from model_core.analysis.roles import (SINK_REST, head_roles, induction_target, repeat_scores, target_share,
+                                       text_scores)
+from tests.helpers import tiny_model
+
+N = 6  # length of the repeated segment in the hand-built probes
+TOKENS = np.array([[3, 1, 4, 0, 5, 2] * 2])  # [1, 2N]: six distinct tokens, shown twice
+
+
+def previous_token_pattern(T: int) -> np.ndarray:
+    p = np.eye(T, k=-1)
+    p[0, 0] = 1
+    return p
+
+
+def induction_pattern(n: int) -> np.ndarray:
+    """Queries of the second copy look at the token after their earlier occurrence; the rest at the sink."""
+    T = 2 * n
+    p = np.zeros((T, T))
+    p[:, 0] = 1
+    for i in range(n):
+        p[n + i] = 0
+        p[n + i, i + 1] = 1
+    return p
+
+
+def sink_pattern(T: int) -> np.ndarray:
+    p = np.zeros((T, T))
+    p[:, 0] = 1
+    return p
+
+
+def scores_of(pattern: np.ndarray, tokens=TOKENS) -> dict:
+    """{role: [1, 1]} for one head and one sequence."""
+    p = pattern[None, None, None]  # [L, H, B, T, T]
+    return {**text_scores(p), **repeat_scores(p, tokens)}
+
+
+def test_a_pure_previous_token_head_scores_one_on_previous_token_and_zero_on_induction():
+    s = scores_of(previous_token_pattern(2 * N))
+    assert s["previous token"][0, 0] == pytest.approx(1.0)
+    assert s["induction"][0, 0] == pytest.approx(0.0)
+    assert s["self"][0, 0] == pytest.approx(0.0)
+    role = head_roles(s)[0]
+    assert (role.label, role.score) == ("previous token", pytest.approx(1.0))
+    assert "just before" in role.sentence and "100%" in role.sentence
+
+
+def test_a_constructed_induction_pattern_scores_one_on_induction():
+    s = scores_of(induction_pattern(N))
+    assert s["induction"][0, 0] == pytest.approx(1.0)
+    assert s["previous token"][0, 0] == pytest.approx(0.0)
+    assert s["duplicate token"][0, 0] == pytest.approx(0.0)
+    # the first copy rests on the sink, the second copy does not: not enough to call the head resting
+    assert s["sink"][0, 0] < SINK_REST
+    assert head_roles(s)[0].label == "induction"
+
+
+def test_a_duplicate_token_pattern_is_not_induction():
+    p = sink_pattern(2 * N)
+    for i in range(N):
+        p[N + i] = 0
+        p[N + i, i] = 1 if i else 0
+        p[N + i, 0] += 0 if i else 1  # query N's earlier copy is key 0, the sink
+    s = scores_of(p)
+    assert s["duplicate token"][0, 0] == pytest.approx(1.0) and s["induction"][0, 0] == pytest.approx(0.0)
+
+
+def test_an_all_on_first_token_pattern_is_resting_on_the_sink():
+    s = scores_of(sink_pattern(2 * N))
+    role = head_roles(s)[0]
+    assert role.label == "resting on the sink" and role.score == pytest.approx(1.0)
+    assert "100%" in role.sentence and "switched off" in role.sentence
+
+
+def test_roles_are_judged_on_the_attention_left_after_the_sink():
+    """90% on the sink, 10% on the previous token: previous-token share of the non-sink mass is 1, but the
+    head is resting; at 60% sink it is a previous-token head."""
+    for sink, label in ((0.9, "resting on the sink"), (0.6, "previous token")):
+        p = (1 - sink) * previous_token_pattern(2 * N)
+        p[:, 0] += sink
+        p[:2] = previous_token_pattern(2 * N)[:2]  # query 1's previous token is the sink itself
+        s = scores_of(p)
+        assert s["previous token"][0, 0] == pytest.approx(1.0)
+        assert head_roles(s)[0].label == label
+
+
+def test_a_query_that_rests_fully_on_the_sink_does_not_count_as_a_zero():
+    """Half of the queries put everything on the sink, the others all on the previous token: the
+    previous-token share of the non-sink attention is 1, not 0.5."""
+    p = previous_token_pattern(2 * N)
+    p[2::2] = 0
+    p[2::2, 0] = 1
+    assert target_share(p[None], np.eye(2 * N, k=-1, dtype=bool)[None]) == pytest.approx(1.0)
+    no_sink = head_statistics(p)
+    assert no_sink["prev_token_no_sink"] == pytest.approx(1.0)
+    assert no_sink["self_no_sink"] == pytest.approx(0.0) and no_sink["entropy_no_sink"] == pytest.approx(0.0)
+
+
+def test_the_self_score_ignores_query_0():
+    assert head_statistics(previous_token_pattern(8))["self"] == pytest.approx(0.0)
+    assert scores_of(previous_token_pattern(2 * N))["self"][0, 0] == pytest.approx(0.0)
+    eye = np.eye(8)
+    assert head_statistics(eye)["self"] == pytest.approx(1.0)
+
+
+def test_a_uniform_head_is_broad_with_entropy_at_its_maximum():
+    T = 2 * N
+    p = np.tril(np.ones((T, T)))
+    p /= p.sum(1, keepdims=True)
+    s = scores_of(p)
+    role = head_roles(s)[0]
+    assert role.label == "broad" and role.score == pytest.approx(1.0)
+    assert s["breadth"][0, 0] == pytest.approx(s["breadth max"][0, 0])
+
+
+def test_induction_target_marks_the_key_after_the_earlier_copy():
+    target = induction_target(TOKENS)[0]
+    for i in range(N):
+        assert np.flatnonzero(target[N + i]).tolist() == [i + 1]
+    assert not target[:N].any()  # the first copy has no earlier occurrences
+
+
+def test_repeat_probe_shortens_to_the_block_size_and_says_so():
+    probe = repeat_probe(vocab_size=50, block_size=64)
+    assert probe.ids.shape == (8, 64) and probe.note == ""
+    assert torch.equal(probe.ids[:, :32], probe.ids[:, 32:])
+    assert all(len(set(row[:32].tolist())) == 32 for row in probe.ids)  # distinct tokens in a copy
+    short = repeat_probe(vocab_size=50, block_size=20)
+    assert short.length == 10 and short.ids.shape == (8, 20)
+    assert "block size (20)" in short.note and "shortened to 10" in short.note
+    with pytest.raises(ProbeError, match="block size of at least 4"):
+        repeat_probe(vocab_size=50, block_size=3)
+
+
+def test_text_windows_spread_over_the_text():
+    ids = torch.arange(1000)
+    windows = text_windows(ids, block_size=16, n_windows=5)
+    assert windows.shape == (5, 16) and windows[0, 0] == 0 and windows[-1, -1] == 999
+
+
+def test_head_report_on_a_tiny_model():
+    model = tiny_model()
+    report = head_report(model, torch.randint(0, 11, (200,)))
+    assert len(report.roles) == 4 and all(v.shape == (2, 2) for v in report.scores.values())
+    assert report.role(1, 0).layer == 1 and report.role(1, 0).head == 0
+    assert "shortened" in report.notes[0]  # block size 8 < 64
+    alone = head_report(model, None)
+    assert "no validation text" in alone.text_source
+    assert not any(h.has_hooks() for h in model.hook_dict.values())
+
+
+# ---------------------------------------------------------------- an induction head forms
+
+def repeated_batches(vocab: int, T: int, batch: int, g: torch.Generator) -> torch.Tensor:
+    """[batch, T] random tokens with a segment of random length and place shown twice (so copying needs an
+    induction head, not a fixed positional offset)."""
+    x = torch.randint(vocab, (batch, T), generator=g)
+    n = torch.randint(4, T // 2 + 1, (batch,), generator=g)  # segment length per row
+    start = (torch.rand(batch, generator=g) * (T - 2 * n + 1)).long()  # where its first copy starts
+    pos = torch.arange(T)[None]  # [1, T]
+    second = (pos >= (start + n)[:, None]) & (pos < (start + 2 * n)[:, None])  # [batch, T]
+    return torch.gather(x, 1, torch.where(second, pos - n[:, None], pos))
+
+
+INDUCTION_THRESHOLD = 0.4  # share of the non-sink attention; an untrained model scores about 0.1
+
+
+def test_a_two_layer_attention_only_model_develops_an_induction_head():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # a model this small runs fastest on one thread
+    try:
+        torch.manual_seed(0)
+        cfg = GPTConfig(vocab_size=24, block_size=16, d_model=64, n_heads=2, n_layers=2, attn_only=True)
+        model = GPT(cfg)
+        before = induction_probe(model.eval())
+        g = torch.Generator().manual_seed(0)
+        opt = torch.optim.AdamW(model.parameters(), lr=5e-3, weight_decay=0.0)
+        model.train()
+        for _ in range(400):
+            x = repeated_batches(cfg.vocab_size, cfg.block_size + 1, 32, g)
+            _, loss = model(x[:, :-1], x[:, 1:])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        after = induction_probe(model.eval())
+    finally:
+        torch.set_num_threads(threads)
+    assert before.scores["induction"].max() < 0.25
+    assert after.scores["induction"].max() > INDUCTION_THRESHOLD
+    print(after.scores, before.scores)
+    layer, head = np.unravel_index(np.argmax(after.scores["induction"]), (2, 2))
+    assert layer == 1  # an induction head needs a previous-token head in an earlier layer
+    assert after.second_copy_loss < after.first_copy_loss - 1.0  # the copy is predicted: the loss drops
