@@ -17,27 +17,39 @@ SHARED_RESULTS = 256  # analyses of shipped models kept for every session to reu
 
 class SharedResults:
     """Results of analyses of unmodified shipped models, keyed by (model, callback, inputs): a class opens
-    the same default prompt on the same model, and the second student on gets it for free. Results are
+    the same default prompt on the same model, and the second student on gets it for free. When thirty
+    students ask at once, one computes and the others wait for that result (single flight). Results are
     figures and tables that Gradio only reads."""
 
     def __init__(self, capacity: int = SHARED_RESULTS):
         self.capacity, self._items, self._lock = capacity, OrderedDict(), threading.Lock()
+        self._computing: dict = {}  # key -> Event set when the first caller has finished
         self.hits = self.misses = 0
 
-    def get(self, key):
-        with self._lock:
-            if key in self._items:
-                self._items.move_to_end(key)
-                self.hits += 1
-                return self._items[key]
-            self.misses += 1
-            return None
-
-    def put(self, key, value) -> None:
-        with self._lock:
-            self._items[key] = value
-            while len(self._items) > self.capacity:
-                self._items.popitem(last=False)
+    def get_or_compute(self, key, compute):
+        """The stored result for key, or compute() once however many callers ask at the same time."""
+        while True:
+            with self._lock:
+                if key in self._items:
+                    self._items.move_to_end(key)
+                    self.hits += 1
+                    return self._items[key]
+                running = self._computing.get(key)
+                if running is None:
+                    self._computing[key] = threading.Event()
+                    self.misses += 1
+                    break
+            running.wait()  # then look again: stored, or the first caller failed and we compute ourselves
+        try:
+            result = compute()
+            with self._lock:
+                self._items[key] = result
+                while len(self._items) > self.capacity:
+                    self._items.popitem(last=False)
+            return result
+        finally:
+            with self._lock:
+                self._computing.pop(key).set()
 
 
 SHARED = SharedResults()
@@ -69,12 +81,7 @@ def bind(fn, shared: bool = False):
                 gr.Warning(session.notices.pop(0), duration=None)
             key = (session.shared_key, fn.__name__, _key(list(inputs))) if shared and session.shared_key else None
             if key is not None and key[2] is not None:
-                cached = SHARED.get(key)
-                if cached is not None:
-                    return cached
-                result = safe(session, *inputs)
-                SHARED.put(key, result)
-                return result
+                return SHARED.get_or_compute(key, lambda: safe(session, *inputs))
             return safe(session, *inputs)
 
     handler.__name__ = fn.__name__

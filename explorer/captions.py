@@ -7,6 +7,7 @@ from collections import Counter
 import numpy as np
 
 from explorer.figures.common import head_label, index_labels, stream_labels
+from model_core.analysis.heads import head_statistics
 from explorer.figures.sampling import SEED_LOGITS, softmax
 
 BROAD_THRESHOLD = 0.3  # a head whose strongest habit gets less than this share is "spread out"
@@ -23,13 +24,14 @@ def _pct(x: float) -> str:
 
 
 def attention_shares(pattern) -> dict[str, float]:
-    """pattern [T, T] -> mean share of attention (over queries ≥ 1) on previous token, itself, first token."""
+    """pattern [T, T] -> mean share of attention (over queries ≥ 1) on previous token, itself, first token:
+    the same numbers as the head-statistics table (model_core.analysis.head_statistics)."""
     p = np.asarray(pattern, dtype=np.float64)
     if p.shape[0] < 2:
         return {"previous token": 0.0, "itself": float(p[0, 0]) if p.size else 0.0, "first token": 0.0}
-    queries = np.arange(1, p.shape[0])
-    return {"previous token": float(p[queries, queries - 1].mean()), "itself": float(p[queries, queries].mean()),
-            "first token": float(p[queries, 0].mean())}
+    stats = head_statistics(p)
+    return {"previous token": float(stats["prev_token"]), "itself": float(stats["self"]),
+            "first token": float(stats["first_token"])}
 
 
 def attention_head_caption(pattern, tokens: list[str], layer: int, head: int) -> str:

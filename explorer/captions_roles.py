@@ -55,8 +55,8 @@ def head_examples_caption(layer: int, head: int, values, distances, seconds: flo
     """The head's strongest weights and how far back they reach."""
     distances = np.asarray(distances)
     return (f"Head {head_label(layer, head)}'s strongest attention weights over the validation text reach "
-            f"{float(np.max(values)):.2f}; the query (yellow) is {int(np.median(distances))} tokens after the key "
-            f"(blue) in the middle example. (Whole split scanned in {seconds:.1f} s.)")
+            f"{float(np.max(values)):.2f}; in its top {len(distances)} the query (yellow) comes a median "
+            f"{int(np.median(distances))} tokens after the key (blue). (Whole split scanned in {seconds:.1f} s.)")
 
 
 def film_caption(layer: int, head: int, steps, induction=None, val_loss=None) -> str:
@@ -68,9 +68,11 @@ def film_caption(layer: int, head: int, steps, induction=None, val_loss=None) ->
     scores = np.asarray(induction, dtype=np.float64)
     if scores.max() < INDUCTION_FOUND:
         return text + f" Its induction score stays below {INDUCTION_FOUND:.0%} (at most {scores.max():.0%})."
-    jump = int(np.argmax(np.diff(scores))) + 1 if len(scores) > 1 else 0
+    if len(scores) < 2:
+        return text + f" Its induction score is {scores[0]:.0%}."
+    jump = int(np.argmax(np.diff(scores))) + 1
     loss = ""
     if val_loss is not None and np.isfinite(val_loss[jump]):
         loss = f", where the validation loss is {val_loss[jump]:.2f}"
-    return text + (f" Its induction score jumps the most just before step {int(steps[jump]):,} "
-                   f"(to {scores[jump]:.0%}{loss}).")
+    return text + (f" Its induction score jumps the most between steps {int(steps[jump - 1]):,} and "
+                   f"{int(steps[jump]):,} (to {scores[jump]:.0%}{loss}).")

@@ -58,4 +58,26 @@ fires, neurons that never fire ("dead"), and the tokens that most excite one neu
 **Look for:** low temperature repeats itself (high repetition, low distinct-2); high temperature invents
 nonsense (low mean log-probability).
 **Ask the class:** which column reads most like Shakespeare, and which number agrees?
+
+### Heads
+**What you see:** one role per head (previous token, self, local, broad, induction, duplicate token, or
+resting on the sink), measured on windows of the validation text and on a random sequence shown twice, not on
+your prompt; the loss on the first and the second copy of that sequence; the places in the whole validation
+text that excite a head or a neuron most; how one head's attention changed over training.
+**Look for:** many heads park their attention on the first token when they have nothing to do (an *attention
+sink*); the scores are shares of the attention left after it. A model with an **induction head** predicts the
+second copy of a random sequence much better than the first: that is in-context copying.
+**Ask the class:** the report card says a head is "previous token": how would you check it? (Knock it out on
+the Experiments tab.)
+
+### Experiments
+**What you see:** the same prompt, seed and knobs with some heads, layers or neurons knocked out: the loss at
+every position before and after, the next-token distribution, a continuation, and the loss on fixed
+validation windows; the importance map of every head and MLP layer; a second model side by side in bits per
+character.
+**Look for:** **mean** ablation (the default) replaces the part's output with its average over the
+validation text: the next layer still gets the kind of values it was trained on, and only what this part
+says about *this* text is missing. **Zero** ablation also feeds the next layer a value it may never have
+seen, so part of the damage is that shock, not the missing information.
+**Ask the class:** the importance map names one head: knock it out. Which characters got harder to predict?
 """

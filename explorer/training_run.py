@@ -6,7 +6,9 @@ import threading
 import time
 from typing import Optional
 
-from model_core.remote import RemoteTrainer
+import torch
+
+from model_core.remote import RemoteTrainer, weights_every
 from model_core.trainer import Trainer
 
 from .errors import UserError
@@ -14,6 +16,7 @@ from .limits import LIMITS
 
 KILL_AFTER_STOP_SECONDS = 15.0  # a stopped child that has not ended by then is killed
 SAMPLES_KEPT = 20  # generated samples a run keeps for its page
+WEIGHT_SETS_KEPT = 4  # snapshot weights a run keeps for model B: at most 4 x --max-params x 4 bytes (80 MB)
 
 _slots_lock = threading.Lock()
 _active: "set[TrainingRun]" = set()  # runs holding a training slot, across all sessions
@@ -40,7 +43,10 @@ class TrainingRun:
 
     def __init__(self, trainer: Trainer, corpus: str, sample_every: int = 100, sample_tokens: int = 120):
         self.trainer, self.corpus = trainer, corpus
-        self.remote = RemoteTrainer(trainer, sample_every, sample_tokens)
+        small = trainer.model.num_params() <= LIMITS.max_params
+        self.remote = RemoteTrainer(trainer, sample_every, sample_tokens,
+                                    weights_every=weights_every(trainer.cfg, WEIGHT_SETS_KEPT) if small else 0)
+        self.snapshot_weights: list[tuple[int, dict]] = []  # (step, state_dict) of a few snapshots, for model B
         self.samples: list[tuple[int, str]] = []  # (step, generated text)
         self.error: Optional[str] = None
         self.expired: Optional[str] = None  # why the server stopped this run, told to its user
@@ -126,6 +132,10 @@ class TrainingRun:
             del self.samples[:-SAMPLES_KEPT]
         if "snapshot" in metrics:
             thin(self.trainer.snapshots, LIMITS.snapshots_kept)
+        if "weights" in metrics:
+            state = {k: torch.from_numpy(v) for k, v in metrics.pop("weights").items()}
+            self.snapshot_weights.append((metrics.get("step", 0), state))
+            thin(self.snapshot_weights, WEIGHT_SETS_KEPT)
 
 
 def thin(snapshots: list, keep: int) -> None:

@@ -13,6 +13,7 @@ import os
 import queue
 import threading
 import time
+import traceback
 import weakref
 from typing import Callable, Optional
 
@@ -48,9 +49,11 @@ def sample_text(model, tokenizer, start: list[int], n_tokens: int) -> str:
 class RemoteTrainer:
     """Runs `local`'s training in a child process; run() blocks, mirroring progress into `local`."""
 
-    def __init__(self, local: Trainer, sample_every: int = 0, sample_tokens: int = 120, threads: int = 0):
+    def __init__(self, local: Trainer, sample_every: int = 0, sample_tokens: int = 120, threads: int = 0,
+                 weights_every: int = 0):
         self.local, self.sample_every, self.sample_tokens = local, sample_every, sample_tokens
         self.threads = threads  # torch threads in the child; 0 = torch's default (one per core)
+        self.weights_every = weights_every  # every k-th snapshot (and the last) brings metrics["weights"]; 0: none
         self.messages = CONTEXT.Queue()
         self.commands, child_commands = CONTEXT.Pipe()
         self.process = CONTEXT.Process(target=child_main, daemon=True, name="trainer",
@@ -63,7 +66,7 @@ class RemoteTrainer:
         return dict(model_config=t.model.cfg.to_dict(), weights=weights(t), train=t.train_data.numpy(), val=val,
                     cfg=t.cfg, tokenizer=None if t.tokenizer is None else t.tokenizer.to_dict(),
                     sample_every=self.sample_every, sample_tokens=self.sample_tokens, threads=self.threads,
-                    parent_pid=os.getpid())
+                    weights_every=self.weights_every, parent_pid=os.getpid())
 
     # ------------------------------------------------------------------ control (any thread)
     def pause(self) -> None:
@@ -151,17 +154,22 @@ def child_main(job: dict, commands, messages) -> None:
     try:
         trainer = child_trainer(job)
     except Exception as err:  # noqa: BLE001 - reported to the parent, which raises it there
-        outbox.put("error", str(err))
+        outbox.put("error", error_text(err))
         return
     wanted_threads = [job["threads"]]  # set by obey(), applied between steps on this (the training) thread
     threading.Thread(target=obey, args=(trainer, commands, outbox, job["parent_pid"], wanted_threads),
                      daemon=True).start()
     every, n_tokens, tokenizer = job["sample_every"], job["sample_tokens"], trainer.tokenizer
+    snapshots_seen = [0]
 
     def report(metrics: dict) -> None:
         step = metrics.get("step", 0)
         if every and step % every == 0:
             metrics["sample"] = sample_text(trainer.model, tokenizer, trainer.probe_ids[:1] or [0], n_tokens)
+        if "snapshot" in metrics:
+            if weights_due(trainer, snapshots_seen[0], job["weights_every"]):
+                metrics["weights"] = weights(trainer)
+            snapshots_seen[0] += 1
         if wanted_threads[0] and wanted_threads[0] != torch.get_num_threads():
             torch.set_num_threads(wanted_threads[0])  # OpenMP's thread count is per calling thread
         outbox.metrics(metrics)
@@ -169,12 +177,21 @@ def child_main(job: dict, commands, messages) -> None:
     try:
         state = trainer.run(callback=report)
     except Exception as err:  # noqa: BLE001
-        outbox.put("error", str(err))
+        outbox.put("error", error_text(err))
         return
     outbox.put("weights", weights(trainer))
     outbox.put("done", state)
     messages.close()
     messages.join_thread()
+
+
+def error_text(err: Exception) -> str:
+    """What the user reads: our own errors (TrainingError, ConfigError, ...) speak for themselves; anything
+    else is a bug, printed in full to the app's log and named only by its kind."""
+    if type(err).__module__.startswith("model_core"):
+        return str(err)
+    traceback.print_exc()
+    return f"an internal error ({type(err).__name__}) stopped the training process; the app's log has the details."
 
 
 class Outbox:
@@ -217,6 +234,21 @@ def weights(trainer: Trainer) -> dict:
     may have moved on; numpy, because torch would share tensors through file descriptors that die with the
     sender."""
     return {k: v.detach().cpu().numpy().copy() for k, v in trainer.model.state_dict().items()}
+
+
+def weights_every(cfg, sets: int) -> int:
+    """Every how many snapshots the child sends its weights, for about `sets` sets spread over the whole run
+    (the parent thins what arrives): a copy of the weights costs the training loop a few milliseconds."""
+    if not cfg.snapshot_interval:
+        return 0
+    return max(1, cfg.max_steps // cfg.snapshot_interval // sets)
+
+
+def weights_due(trainer: Trainer, index: int, every: int) -> bool:
+    """Send the weights with snapshot number `index`? Every `every`-th, and the run's last (the end of the run,
+    or a stop between two regular snapshots)."""
+    step, cfg = trainer.step_count, trainer.cfg
+    return bool(every) and (index % every == 0 or step >= cfg.max_steps or step % cfg.snapshot_interval != 0)
 
 
 def obey(trainer: Trainer, commands, outbox: Outbox, parent_pid: int, wanted_threads: list) -> None:

@@ -10,8 +10,8 @@ import numpy as np
 import torch
 
 PROBE_MAX_TOKENS = 32  # default probe length: readable attention grids, small snapshots
-REPEAT_PROBE_LENGTH = 16  # random tokens shown twice to track induction heads live (not stored: only scores)
-REPEAT_PROBE_BATCH = 4
+REPEAT_PROBE_LENGTH = 16  # probe tokens shown twice to track induction heads live (not stored: only scores)
+REPEAT_PROBE_BATCH = 4  # random sequences when the probe text is too short to repeat
 
 
 @dataclass
@@ -22,7 +22,7 @@ class Snapshot:
     probe_ids: list[int]  # the fixed prompt the patterns were computed on
     attention: np.ndarray = field(repr=False)  # [n_layers, n_heads, T, T] uint8, round(p * 255)
     # stat name -> [n_layers, n_heads] float32: head_statistics on the probe, plus "induction" and
-    # "duplicate_token" scores on a random sequence shown twice (absent in snapshots older than that)
+    # "duplicate_token" scores on the probe's start shown twice (absent in snapshots older than that)
     head_stats: dict = field(default_factory=dict, repr=False)
     embedding_coords: Optional[np.ndarray] = field(default=None, repr=False)  # [vocab, 2] float16, on 2 PCs
     explained_variance: Optional[np.ndarray] = field(default=None, repr=False)  # [2] variance share per PC
@@ -92,18 +92,23 @@ def embedding_projection(model) -> tuple[Optional[np.ndarray], Optional[np.ndarr
     return result.coords.astype(np.float16), np.asarray(result.explained_variance_ratio, dtype=np.float32)
 
 
-def repeat_scores_now(model) -> dict[str, np.ndarray]:
-    """Induction and duplicate-token scores [n_layers, n_heads] on a fixed random sequence shown twice
-    (empty for a model whose block size cannot hold the probe)."""
-    from .analysis.probes import ProbeError, induction_probe, repeat_probe
+def repeat_scores_now(model, probe_ids: list[int]) -> dict[str, np.ndarray]:
+    """Induction and duplicate-token scores [n_layers, n_heads] on the start of the probe text shown twice
+    (real text: a small model copies common tokens long before rare ones); a fixed random sequence shown twice
+    when the probe is too short; empty when the block size cannot hold either."""
+    from .analysis.probes import ProbeError, RepeatProbe, induction_probe, repeat_probe
 
     cfg = model.cfg
-    try:
-        probe = repeat_probe(cfg.vocab_size, cfg.block_size, REPEAT_PROBE_LENGTH, REPEAT_PROBE_BATCH)
-    except ProbeError:
-        return {}
-    device = next(model.parameters()).device
-    probe.ids = probe.ids.to(device)
+    n = min(REPEAT_PROBE_LENGTH, cfg.block_size // 2, len(probe_ids))
+    if n >= 4:
+        segment = torch.tensor([probe_ids[:n]], dtype=torch.long)
+        probe = RepeatProbe(torch.cat([segment, segment], dim=1), n, "")
+    else:
+        try:
+            probe = repeat_probe(cfg.vocab_size, cfg.block_size, REPEAT_PROBE_LENGTH, REPEAT_PROBE_BATCH)
+        except ProbeError:
+            return {}
+    probe.ids = probe.ids.to(next(model.parameters()).device)
     scores = induction_probe(model, probe).scores
     return {"induction": scores["induction"].astype(np.float32),
             "duplicate_token": scores["duplicate token"].astype(np.float32)}
@@ -117,7 +122,7 @@ def take_snapshot(model, probe_ids: list[int], step: int, train_loss=None, val_l
     model.eval()
     try:
         pattern = attention_pattern(model, probe_ids)
-        repeat = repeat_scores_now(model)
+        repeat = repeat_scores_now(model, probe_ids)
         coords, ratio = embedding_projection(model)
     finally:
         model.train(was_training)

@@ -26,7 +26,7 @@ def sink_then_previous_pattern(T: int) -> np.ndarray:
 def test_previous_token_head_statistics():
     s = head_statistics(previous_token_pattern(6)[None, None])
     assert s["prev_token"][0, 0] == pytest.approx(1.0)
-    assert s["self"][0, 0] == pytest.approx(1 / 6)  # only query 0 attends to itself
+    assert s["self"][0, 0] == pytest.approx(0.0)  # query 0, which can only see itself, is not counted
     assert s["entropy"][0, 0] == pytest.approx(0.0)
     assert s["mean_distance"][0, 0] == pytest.approx(5 / 6)
 

@@ -220,7 +220,9 @@ def test_every_model_sized_slider_is_resized_when_the_model_changes():
     demo = build_app()
     sized = {b._id for b in demo.blocks.values() if isinstance(b, gr.Slider)
              and any(c.startswith(RANGE_CLASS) for c in b.elem_classes or [])}
-    assert len(sized) == 7  # attention layer/head/query, residual, embeddings, FFN layer, Experiments position
+    # attention layer/head/query, Heads examples layer and film-strip layer/head, residual, embeddings, FFN layer,
+    # Experiments position
+    assert len(sized) == 10
     resize = [d for d in demo.fns.values() if {b._id for b in d.outputs} == sized]
     assert len(resize) == 1 and [t[1] for t in resize[0].targets] == ["change"]
 

@@ -21,6 +21,8 @@ from gradio_client.exceptions import AppError
 from explorer.callbacks.train import ARCH_FIELDS, OPTIM_FIELDS
 from explorer.callbacks.train_fields import FIELD_RULES
 
+from .conftest import APP_PIDS, rss_mb
+
 PROMPT = "ROMEO:"
 HEADERS = ["temperature", "top_k", "top_p", "min_p"]
 TABLE = {"headers": HEADERS, "data": [[1.0, 0, 1.0, 0.0]]}
@@ -142,9 +144,20 @@ def assert_outcome(ok: bool, result) -> None:
 
 # ---------------------------------------------------------------- fixtures
 
+RSS_GROWTH_MB = 200  # the server's memory after the whole suite, against before it
+
+
 @pytest.fixture(scope="module")
 def client(app_url) -> Client:
     return Client(app_url, verbose=False)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def rss_before_the_suite(app_url) -> float:
+    """The app's resident memory once warm (the first normal calls made), before any bad input."""
+    warm = Client(app_url, verbose=False)
+    assert_normal_attention(warm)
+    return rss_mb(APP_PIDS[app_url])
 
 
 @pytest.fixture(scope="module")
@@ -478,3 +491,10 @@ def test_too_few_values_leak_no_internals(client):
     ok, result = raw_call(client, "attention", [PROMPT])
     assert not ok
     assert result is None or not [w for w in INTERNALS if w in result], result  # hidden, or readable
+
+
+def test_zz_server_memory_returns_after_the_bad_inputs(app_url, client, rss_before_the_suite):
+    """Runs last (pytest keeps file order): bombs, huge configs and huge prompts leave no lasting memory."""
+    assert_normal_attention(client)
+    after = rss_mb(APP_PIDS[app_url])
+    assert after - rss_before_the_suite <= RSS_GROWTH_MB, (rss_before_the_suite, after)

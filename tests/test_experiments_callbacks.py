@@ -157,12 +157,13 @@ def test_compare_without_model_b_asks_for_one():
 def test_a_copy_of_the_inspected_model_scores_the_same_and_stays_frozen():
     session = tiny_session()
     assert "copy of tiny" in copy_inspected_as_b(session)
-    bits, nxt, numbers, note = compare_view(session, PROMPT)
+    bits, nxt, numbers, note, _ = compare_view(session, PROMPT)
     a, b, diff = (np.asarray(t.y, dtype=float) for t in bits.data)
     assert np.allclose(a, b) and np.allclose(diff, 0) and "they predict it equally well" in note
+    assert "heads attend alike here (no head's weights differ by more than 0.000" in note
     with torch.no_grad():
         session.model.embed.weight.add_(torch.randn_like(session.model.embed.weight))  # A changes (as training would); B keeps the weights it copied
-    _, _, _, note = compare_view(session, PROMPT)
+    _, _, _, note, _ = compare_view(session, PROMPT)
     assert "equally well" not in note
 
 
@@ -171,7 +172,7 @@ def test_char_and_bpe_models_are_compared_in_bits_per_character():
     bpe = bpe_checkpoint()
     session.experiments["model_b"] = SecondModel(bpe, "bpe model")
     text = "Speak, speak."
-    bits, nxt, numbers, note = compare_view(session, text)
+    bits, nxt, numbers, note, grids = compare_view(session, text)
     a, b, _ = (np.asarray(t.y, dtype=float) for t in bits.data)
     first = bpe.tokenizer.decode(bpe.tokenizer.encode(text)[:1])  # never predicted by B, so not compared
     assert len(first) > 1 and len(a) == len(b) == len(text) - len(first)
@@ -180,6 +181,32 @@ def test_char_and_bpe_models_are_compared_in_bits_per_character():
     assert [r[2].strip() for r in rows] == ["char", "bpe"]
     assert "Their kinds of tokenizer differ" in note
     assert len(nxt.data) == 2
+    assert "A has 3 layers × 2 heads and B 1 × 2, so their heads cannot be paired" in note
+    assert len(grids.data) == N_LAYERS * N_HEADS + 2 and not grids.layout.shapes  # no head singled out
+
+
+def test_attention_grids_show_both_models_patterns_and_name_the_head_that_differs_most():
+    session = tiny_session()
+    torch.manual_seed(5)  # B: the same shape and tokenizer, other weights
+    other = GPT(session.model.cfg).eval()
+    with torch.no_grad():  # sharper attention than the near-uniform patterns of a fresh tiny model
+        for block in other.blocks:
+            block.attn.W_qkv.weight.mul_(8)
+    session.experiments["model_b"] = SecondModel(Checkpoint(other, session.tokenizer), "other")
+    *_, note, grids = compare_view(session, PROMPT)
+    ids = torch.tensor([session.tokenizer.encode(PROMPT)])
+    patterns = [model.run_with_cache(ids)[1].stack("pattern")[:, 0] for model in (session.model, other)]  # [L, H, T, T]
+    panels = N_LAYERS * N_HEADS
+    for half, pattern in enumerate(patterns):  # A's panels first, then B's; weights shown as whole percents
+        shown = np.stack([np.asarray(t.z, dtype=float) for t in grids.data[half * panels:(half + 1) * panels]])
+        assert np.allclose(shown, np.rint(pattern.reshape(panels, *pattern.shape[-2:]).numpy() * 100))
+    causal = torch.tril(torch.ones(ids.shape[1], ids.shape[1], dtype=torch.bool))
+    gap = (patterns[0] - patterns[1]).abs()[..., causal].mean(-1)  # [L, H]
+    layer, head = divmod(int(gap.argmax()), N_HEADS)
+    assert f"head {layer}.{head} (outlined) differs most" in note and f"differ by {gap.max():.2f}" in note
+    panel = layer * N_HEADS + head + 1
+    outlined = {shape.xref for shape in grids.layout.shapes}
+    assert outlined == {f"x{panel if panel > 1 else ''} domain", f"x{panel + panels} domain"}  # the same head in both
 
 
 def test_model_b_that_cannot_read_the_prompt_gets_a_message():
@@ -189,7 +216,7 @@ def test_model_b_that_cannot_read_the_prompt_gets_a_message():
                                                                           n_heads=2, n_layers=1)).eval(), narrow), "abc")
     with pytest.raises(gr.Error, match="Model B cannot read this text"):
         friendly(compare_view)(session, PROMPT)
-    _, _, numbers, _ = compare_view(session, "First Citizen: abc", True)  # dropping what either lacks
+    _, _, numbers, *_ = compare_view(session, "First Citizen: abc", True)  # dropping what either lacks
     assert "| 3 |" in numbers or "| 4 |" in numbers
 
 

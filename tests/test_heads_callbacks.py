@@ -94,3 +94,19 @@ def test_film_strip_and_role_scores_over_training():
     assert len(frames.frames) == 2 and frames.layout.updatemenus[0].buttons[0].label.startswith("▶")
     assert caption.startswith("2 snapshots of L1·H0")
     assert "no training snapshots" in message(H.film_view, tiny_session(), 0, 0)
+
+
+def test_captions_name_the_induction_head_and_when_it_formed():
+    from explorer import captions_roles as C
+
+    scores = np.array([[0.05, 0.1], [0.72, 0.2]])
+    text = C.induction_caption(4.1, 1.3, scores, vocab_size=64)
+    assert "first copy the loss is 4.10" in text and "second copy it is 1.30" in text
+    assert "strongest induction head is L1·H0 (72%)" in text
+    assert "no induction head yet" in C.induction_caption(4.1, 4.0, scores * 0.1, vocab_size=64)
+    steps, induction = [0, 100, 200, 300], [0.02, 0.05, 0.6, 0.7]
+    caption = C.film_caption(1, 0, steps, induction, np.array([3.0, 2.5, 2.0, 1.9]))
+    assert "jumps the most between steps 100 and 200 (to 60%, where the validation loss is 2.00)" in caption
+    assert "stays below 30%" in C.film_caption(1, 0, steps, [0.1] * 4, np.full(4, np.nan))
+    assert "recorded before induction was tracked" in C.film_caption(1, 0, steps, None)
+    assert "3 of 8 neurons never fire" in C.dead_neurons_caption(np.array([[0, 0.5, 0.2, 0], [0.1, 0, 0.3, 0.4]]))

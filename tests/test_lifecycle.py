@@ -239,3 +239,43 @@ def test_shipped_model_results_are_shared_but_a_trained_model_never_sees_them():
     finally:
         for key in registry_keys:
             REGISTRY.close(key)
+
+
+def test_shared_results_compute_once_when_a_class_asks_at_the_same_moment():
+    from explorer.binding import SharedResults
+
+    shared, calls, barrier = SharedResults(capacity=4), [], threading.Barrier(10)
+    gate = threading.Event()
+
+    def compute():
+        calls.append(1)
+        gate.wait(10)  # every other caller arrives while the first still computes
+        return object()
+
+    results = []
+
+    def ask():
+        barrier.wait()
+        results.append(shared.get_or_compute("key", compute))
+
+    threads = [threading.Thread(target=ask) for _ in range(10)]
+    for t in threads:
+        t.start()
+    wait_until(lambda: shared.misses == 1 and len(calls) == 1, 5, "nobody computed")
+    gate.set()
+    for t in threads:
+        t.join(10)
+    assert len(calls) == 1 and len(results) == 10 and len({id(r) for r in results}) == 1
+
+
+def test_a_failed_shared_computation_is_not_stored_and_the_next_caller_computes():
+    from explorer.binding import SharedResults
+
+    shared = SharedResults()
+
+    def fail():
+        raise ValueError("bad prompt")
+
+    with pytest.raises(ValueError):
+        shared.get_or_compute("k", fail)
+    assert shared.get_or_compute("k", lambda: 42) == 42 and shared.misses == 2

@@ -1,24 +1,30 @@
 """Experiments tab, second part: a second model (B) beside the inspected one (A), on the same text.
 
 Model B's slot holds one model at most (memory: at most --max-params x 4 bytes, as the inspected model):
-a shipped model, an uploaded .zip, a nanoGPT checkpoint, or a copy of the inspected model as it is now (copy
-it before training on, and compare "step 200" with "the end")."""
+a shipped model, an uploaded .zip, a nanoGPT checkpoint, a copy of the inspected model as it is now (copy
+it before training on, and compare "step 200" with "the end"), or an earlier training snapshot of the session's
+run (the run keeps the weights of a few, explorer.training_run.WEIGHT_SETS_KEPT)."""
 import copy
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
+import gradio as gr
+import numpy as np
 import torch
 
-from model_core.analysis.comparison import bits_per_character, character_bits, chars_per_token, prompt_token_losses
+from model_core import GPT, GPTConfig
+from model_core.analysis.comparison import (attention_patterns, bits_per_character, character_bits, chars_per_token,
+                                            pattern_differences, prompt_token_losses)
 from model_core.checkpoint import Checkpoint, CheckpointError, load_checkpoint_zip
 from model_core.convert import convert_nanogpt
 from model_core.tokenization import UnknownTokenError, visible
 
 from ..captions_experiments import compare_caption
 from ..errors import UserError
-from ..figures.compare import character_bits_figure, next_token_pair_figure
+from ..figures.compare import attention_pair_figure, character_bits_figure, next_token_pair_figure
 from ..limits import LIMITS
-from ..prompting import encode_prompt
+from ..prompting import encode_prompt, token_labels
 from ..session import Session, require_model
 from ..shipped import load_shipped, shipped_models
 from .models import model_summary, upload_limits
@@ -102,6 +108,41 @@ def load_nanogpt_as_b(session: Session, ckpt_upload, meta_upload) -> str:
     return keep(session, ckpt, f"nanoGPT {ckpt_path.name}")
 
 
+def snapshot_menu(session: Session) -> gr.Dropdown:
+    """The dropdown of the steps whose weights the session's run keeps ("step N", newest first), its note
+    saying what it offers."""
+    steps = [step for step, _ in (session.run.snapshot_weights if session.run else [])][::-1]
+    labels = [f"step {step}" for step in steps]
+    if session.run is None:
+        note = "No training run in this session yet: train a model on the Train tab, then refresh."
+    elif not labels:
+        note = ("This run has kept no snapshot weights yet (it keeps them from its first snapshot on, for models "
+                f"of at most {LIMITS.max_params:,} parameters with snapshots switched on).")
+    else:
+        note = f"The run keeps the weights of {len(labels)} snapshots, spread over the run: pick one as model B."
+    return gr.Dropdown(choices=labels, value=labels[0] if labels else None, info=note)
+
+
+def use_snapshot_as_b(session: Session, choice) -> str:
+    """Model B := the session's training run's model architecture with the weights of one kept snapshot."""
+    run = session.run
+    found = re.fullmatch(r"step (\d+)", choice.strip()) if isinstance(choice, str) else None
+    if run is None or found is None:
+        raise UserError("Train a model on the Train tab, press “Refresh snapshots” and pick a step first.")
+    step = int(found.group(1))
+    state = dict(run.snapshot_weights).get(step)
+    if state is None:
+        raise UserError(f"The run no longer keeps the weights of step {step} (it keeps a few, spread over the run): "
+                        "press “Refresh snapshots” and pick another step.")
+    t = run.trainer
+    model = GPT(GPTConfig.from_dict(t.model.cfg.to_dict()))
+    model.load_state_dict(state)  # copies: model B never shares storage with the run's list
+    before = [h for h in t.history if h["step"] <= step]
+    ckpt = Checkpoint(model, t.tokenizer, t.cfg, before, [e for e in t.evals if e["step"] <= step],
+                      [s for s in t.snapshots if s.step <= step], run.corpus)
+    return keep(session, ckpt, f"training snapshot at step {step} ({run.corpus})")
+
+
 def swap_models(session: Session):
     """Inspect model B in every tab, and keep the model inspected so far as model B. -> (model line, status)."""
     b = second_model(session)
@@ -143,8 +184,40 @@ def scored(checkpoint: Checkpoint, text: str):
     return nats, chars_per_token(tok, ids)[1:], last, [tok.token_label(i) for i in range(model.cfg.vocab_size)]
 
 
+def attention_pair(checkpoints: list, text: str, names: tuple):
+    """-> A's and B's attention grids on the text side by side, a sentence on the head that differs most."""
+    ids = [c.tokenizer.encode(text) for c in checkpoints]
+    pa, pb = (attention_patterns(c.model, i) for c, i in zip(checkpoints, ids))
+    la, lb = (token_labels(c.tokenizer, i) for c, i in zip(checkpoints, ids))
+    selected, note = most_different_head(pa, pb)
+    return attention_pair_figure(pa, la, pb, lb, *names, selected=selected), note
+
+
+def most_different_head(patterns_a, patterns_b):
+    """-> ((layer, head) whose patterns differ most between A and B, or None), a sentence saying so."""
+    if patterns_a.shape != patterns_b.shape:
+        return None, attention_mismatch(patterns_a.shape, patterns_b.shape)
+    diff = pattern_differences(patterns_a, patterns_b)  # [L, H]
+    most, least = (tuple(int(i) for i in np.unravel_index(f(diff), diff.shape)) for f in (np.argmax, np.argmin))
+    if diff[most] < 0.005:  # the grids show whole percents: smaller differences are invisible there
+        return None, (f"Attention: A's and B's heads attend alike here (no head's weights differ by more than "
+                      f"{diff[most]:.3f} on average).")
+    return most, (f"Attention: head {most[0]}.{most[1]} (outlined) differs most between A and B: its weights "
+                  f"differ by {diff[most]:.2f} on average (on a 0..1 scale); head {least[0]}.{least[1]} differs "
+                  f"least ({diff[least]:.2f}).")
+
+
+def attention_mismatch(shape_a: tuple, shape_b: tuple) -> str:
+    (la, ha, ta, _), (lb, hb, tb, _) = shape_a, shape_b
+    if (la, ha) == (lb, hb):
+        return (f"Attention: both have {la} × {ha} heads, but A reads this text as {ta} tokens and B as {tb}, so "
+                "their patterns cannot be compared weight by weight; compare their shapes by eye.")
+    return (f"Attention: A has {la} layers × {ha} heads and B {lb} × {hb}, so their heads cannot be paired one to "
+            "one; compare the grids by eye.")
+
+
 def compare_view(session: Session, prompt, drop_unknown=False):
-    """-> per-character bits figure, next-token figure, numbers (markdown), caption."""
+    """-> per-character bits figure, next-token figure, numbers (markdown), caption, attention grids side by side."""
     require_model(session)
     b = second_model(session)
     a_ckpt, b_ckpt = session.checkpoint, b.checkpoint
@@ -161,8 +234,10 @@ def compare_view(session: Session, prompt, drop_unknown=False):
     table = ["| model | tokenizer | tokens | loss per token (nats) | bits per character |", "|---|---|---:|---:|---:|"]
     table += [f"| {name} | {c.tokenizer.kind} | {len(nats) + 1} | {nats.mean():.3f} | {bits:.3f} |"
               for name, c, nats, bits in rows]
+    grids, grid_note = attention_pair([a_ckpt, b_ckpt], text, names)
     return (character_bits_figure(bits_a[-n:], bits_b[-n:], chars, *names),
             next_token_pair_figure(next_a, vocab_a, next_b, vocab_b, *names),
             "\n".join(table),
             compare_caption(names, bpc, bits_b[-n:] - bits_a[-n:], chars,
-                            a_ckpt.tokenizer.kind == b_ckpt.tokenizer.kind))
+                            a_ckpt.tokenizer.kind == b_ckpt.tokenizer.kind) + " " + grid_note,
+            grids)

@@ -5,6 +5,7 @@ The report and the examples pass are computed once per inspected model (session.
 for an unmodified shipped model they are computed once per server and shared (every session sees the same
 model). Per-session memory: the report (~the probe's [L, H, 64, 64] mean pattern, 256 kB for 4x4 heads) plus
 the examples (k = 10 per neuron and head: ~250 kB for the Shakespeare model)."""
+import html
 import threading
 import weakref
 from collections import OrderedDict
@@ -17,7 +18,7 @@ from model_core.analysis.top_examples import TopExamples, top_examples
 
 from .. import captions_roles, validation
 from ..errors import UserError
-from ..figures.roles import (TRACKED_ROLES, embedding_frames_figure, examples_html, film_strip_figure,
+from ..figures.roles import (TRACKED_ROLES, embedding_frames_figure, film_strip_figure,
                              induction_loss_figure, induction_pattern_figure, report_table,
                              role_map_figure, role_scores_over_steps_figure)
 from ..session import Session, require_model
@@ -132,6 +133,24 @@ def examples_view(session: Session, kind, layer, index, progress=None):
     dead = captions_roles.dead_neurons_caption(examples.firing_rate) if examples.firing_rate is not None else ""
     return (examples_html(rows), captions_roles.head_examples_caption(layer, index, values, queries - keys,
                                                                       examples.seconds), dead)
+
+
+def examples_html(rows: list[dict]) -> str:
+    """rows of {rank, value, left, focus, middle, key, right, what} -> an HTML list of highlighted contexts.
+
+    For a neuron: focus is the token that fired (key, middle empty). For a head: key is the attended token
+    and focus the query; middle is the text between them."""
+    if not rows:
+        return "<p>No examples.</p>"
+    items = []
+    for r in rows:
+        esc = lambda s: html.escape(s).replace("\n", "⏎")  # noqa: E731 - line breaks shown, not followed
+        key = (f"<mark style='background:#bfdbfe' title='key'>{esc(r['key'])}</mark>{esc(r['middle'])}"
+               if r.get("key") is not None else "")
+        items.append(f"<li><b>{r['value']:.3f}</b> <code class='te-ctx'>{esc(r['left'])}{key}"
+                     f"<mark style='background:#fde68a' title='{html.escape(r['what'])}'>{esc(r['focus'])}</mark>"
+                     f"{esc(r['right'])}</code></li>")
+    return "<ol class='te-examples'>" + "".join(items) + "</ol>"
 
 
 def _row(ids: torch.Tensor, label, focus: int, key, value: float, what: str) -> dict:

@@ -1,8 +1,12 @@
-"""Two models side by side on one text: bits per character along the text, and each model's next-token guess."""
+"""Two models side by side on one text: bits per character along the text, each model's next-token guess, and
+both models' attention grids."""
+import re
+
 import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from .attention import attention_grid_figure
 from .common import BLUE, GREEN, RED, compact, position_axis, style_figure, top_legend, unique_labels
 
 
@@ -43,3 +47,50 @@ def next_token_pair_figure(probs_a, vocab_a: list[str], probs_b, vocab_b: list[s
     fig.update_yaxes(tickformat=".0%", rangemode="tozero", title_text="probability", row=1, col=1)
     fig.update_yaxes(tickformat=".0%", rangemode="tozero", row=1, col=2)
     return style_figure(fig, "What each model expects next", 400, margin=dict(t=90, b=70))
+
+
+PAIR_GAP = 0.06  # paper width between A's grid and B's
+AXIS_KEY = re.compile(r"[xy]axis\d*")
+
+
+def attention_pair_figure(patterns_a, tokens_a: list[str], patterns_b, tokens_b: list[str], name_a: str, name_b: str,
+                          selected: tuple[int, int] | None = None) -> go.Figure:
+    """A's and B's layer × head attention grids ([L, H, T, T] each; shapes may differ) side by side, A left,
+    B right, rows of equal height, one 0..1 colour scale; `selected` (layer, head) outlined where it exists."""
+    pairs = ((patterns_a, tokens_a), (patterns_b, tokens_b))
+    halves = [attention_grid_figure(p, t, selected if _has_head(p, selected) else None) for p, t in pairs]
+    rows = max(p.shape[0] for p, _ in pairs)
+    width, n_a = (1 - PAIR_GAP) / 2, len(halves[0].data)  # B's panels are numbered after A's
+    layouts = [h.layout.to_plotly_json() for h in halves]
+    data, layout = [], {k: v for k, v in layouts[0].items() if not AXIS_KEY.fullmatch(k)}
+    layout.update(annotations=[], shapes=[], height=max(h["height"] for h in layouts))
+    for half, lay, (p, _), (x0, offset) in zip(halves, layouts, pairs, ((0.0, 0), (width + PAIR_GAP, n_a))):
+        place = dict(x=lambda x: x0 + x * width, y=lambda y: 1 - (1 - y) * p.shape[0] / rows)  # top-aligned
+        data += [t.update(xaxis=_axis(t.xaxis or "x", offset), yaxis=_axis(t.yaxis or "y", offset)) for t in half.data]
+        for key, axis in lay.items():
+            if AXIS_KEY.fullmatch(key):
+                layout[_axis(key, offset)] = {**axis, "anchor": _axis(axis["anchor"], offset),
+                                              "domain": [place[key[0]](d) for d in axis["domain"]]}
+        layout["annotations"] += [{**a, "x": place["x"](a["x"]), "y": place["y"](a["y"])}
+                                  for a in lay.get("annotations", [])]
+        layout["shapes"] += [{**s, "xref": _axis(s["xref"], offset), "yref": _axis(s["yref"], offset)}
+                             for s in lay.get("shapes", [])]
+    layout["annotations"] += [dict(text=f"<b>{label[:60]}</b>", x=x0 + width / 2, y=1, xref="paper", yref="paper",
+                                   xanchor="center", yanchor="bottom", yshift=22, showarrow=False)
+                              for label, x0 in ((f"A: {name_a}", 0.0), (f"B: {name_b}", width + PAIR_GAP))]
+    layout["title"] = {**layout["title"], "text": "Attention of every head, A (left) and B (right): rows = layers, "
+                                                  "columns = heads; query ↓, key →"}
+    layout["margin"] = {**layout.get("margin", {}), "t": 110}
+    return go.Figure(data=data, layout=layout)
+
+
+def _has_head(patterns, head: tuple[int, int] | None) -> bool:
+    return head is not None and head[0] < patterns.shape[0] and head[1] < patterns.shape[1]
+
+
+def _axis(name: str, offset: int) -> str:
+    """'x3' (or 'xaxis3', 'x3 domain') renumbered `offset` panels on; plotly calls panel 1 'x', not 'x1'."""
+    match = re.fullmatch(r"([xy])(axis)?(\d*)( domain)?", name)
+    letter, word, number, domain = match.groups()
+    n = int(number or 1) + offset
+    return f"{letter}{word or ''}{n if n > 1 else ''}{domain or ''}"

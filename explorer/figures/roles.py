@@ -1,7 +1,5 @@
-"""The head report card and friends: the layer × head role map, the induction view, examples from the whole
-text (as HTML), and roles forming over training (film strip, role scores over steps, embedding PCA frames)."""
-import html
-
+"""The head report card and friends: the layer × head role map, the induction view, and roles forming over
+training (film strip, role scores over steps, embedding PCA frames)."""
 import numpy as np
 import plotly.graph_objects as go
 
@@ -79,31 +77,14 @@ def induction_pattern_figure(pattern, length: int, layer: int, head: int, score:
     fig = go.Figure(go.Heatmap(z=compact(pattern, 3), coloraxis="coloraxis",
                                hovertemplate="query %{y} → key %{x}<br>weight %{z:.3f}<extra></extra>"))
     queries = np.arange(length, T)
-    fig.add_trace(go.Scatter(x=queries - length + 1, y=queries, mode="lines", name=f"induction stripe (key = query − {length - 1})",
+    fig.add_trace(go.Scatter(x=queries - length + 1, y=queries, mode="lines",
+                             name=f"induction stripe (key = query − {length - 1})",
                              line=dict(color="white", dash="dot", width=1), hoverinfo="skip"))
     fig.update_yaxes(autorange="reversed", title_text="query position")
     fig.update_xaxes(title_text="key position")
     return style_figure(fig, f"Strongest induction head {head_label(layer, head)} on the repeated probe "
                         f"(induction score {score:.0%})", height=460, coloraxis=attention_coloraxis(),
                         legend=top_legend(), margin=dict(t=100))
-
-
-def examples_html(rows: list[dict]) -> str:
-    """rows of {rank, value, left, focus, middle, key, right, what} -> an HTML list of highlighted contexts.
-
-    For a neuron: focus is the token that fired (key, middle empty). For a head: key is the attended token
-    and focus the query; middle is the text between them."""
-    if not rows:
-        return "<p>No examples.</p>"
-    items = []
-    for r in rows:
-        esc = lambda s: html.escape(s).replace("\n", "⏎")  # noqa: E731 - line breaks shown, not followed
-        key = (f"<mark style='background:#bfdbfe' title='key'>{esc(r['key'])}</mark>{esc(r['middle'])}"
-               if r.get("key") is not None else "")
-        items.append(f"<li><b>{r['value']:.3f}</b> <code class='te-ctx'>{esc(r['left'])}{key}"
-                     f"<mark style='background:#fde68a' title='{html.escape(r['what'])}'>{esc(r['focus'])}</mark>"
-                     f"{esc(r['right'])}</code></li>")
-    return "<ol class='te-examples'>" + "".join(items) + "</ol>"
 
 
 def film_strip_figure(patterns, step_labels: list[str], tokens: list[str], layer: int, head: int) -> go.Figure:
@@ -140,10 +121,23 @@ def role_scores_over_steps_figure(steps, scores: dict, layer: int, head: int, va
                         legend=top_legend(), margin=dict(t=110, r=60))
 
 
+def aligned_signs(coords: list) -> list:
+    """Each snapshot's PCA is computed alone, so an axis may come out mirrored; flip each frame's axes to agree
+    with the last frame's, so the play button shows movement rather than flips."""
+    last = np.asarray(coords[-1], dtype=np.float32)
+    out = []
+    for c in coords:
+        c = np.asarray(c, dtype=np.float32)
+        out.append(c * np.where((c * last).sum(0) < 0, -1.0, 1.0).astype(np.float32))
+    return out
+
+
 def embedding_frames_figure(coords: list, steps: list[int], labels: list[str]) -> go.Figure:
     """coords [S] of [vocab, 2] token embeddings on their top PCs -> an animated scatter with a play button."""
     labels = [str(label) for label in labels]
-    scatter = lambda c: go.Scatter(x=compact(c[:, 0], 3), y=compact(c[:, 1], 3), mode="markers+text", text=labels,  # noqa: E731
+    coords = aligned_signs(coords)
+    scatter = lambda c: go.Scatter(x=compact(c[:, 0], 3), y=compact(c[:, 1], 3), mode="markers+text",  # noqa: E731
+                                   text=labels,
                                    textposition="top center", marker=dict(color=BLUE, size=7),
                                    textfont=dict(size=SMALL_FONT), hovertemplate="'%{text}'<extra></extra>")
     every = np.concatenate([np.asarray(c, dtype=np.float32) for c in coords])

@@ -2,8 +2,8 @@
 import gradio as gr
 
 from ..binding import bind
-from ..callbacks.compare import (compare_view, copy_inspected_as_b, load_nanogpt_as_b, load_zip_as_b, swap_models,
-                                 use_shipped_as_b)
+from ..callbacks.compare import (compare_view, copy_inspected_as_b, load_nanogpt_as_b, load_zip_as_b, snapshot_menu,
+                                 swap_models, use_shipped_as_b, use_snapshot_as_b)
 from ..callbacks.experiments import ablation_view, importance_view, top_head_inputs
 from ..shipped import shipped_models
 from .common import ANALYSIS, API, HEAVY, caption, model_slider, prompt_row
@@ -22,9 +22,9 @@ COMPARE_INTRO = """### Compare two models
 Put a second model, **B**, beside the inspected one, **A**, and run both on the prompt above. When their
 tokenizers differ (characters vs BPE pieces), loss per token is unfair: a model that predicts whole words at once
 is more surprised per token. Both are therefore measured in **bits per character**: the total surprise divided by
-the characters read. Try: a copy of the model before training on (step 200 vs the end), the shipped Shakespeare
-model vs first-names, pre-norm vs post-norm, char vs BPE. The slot holds one model, no larger than one you may
-train here."""
+the characters read. Try: an early training snapshot of your run vs the end of training (step 0 is the untrained
+model), the shipped Shakespeare model vs first-names, pre-norm vs post-norm, char vs BPE. The slot holds one
+model, no larger than one you may train here."""
 
 UNITS_HELP = "Layers, heads and neurons count from 0. Separate several with commas."
 
@@ -77,6 +77,10 @@ def build_compare_section(prompt, drop, model_info):
             use = gr.Button("Use as model B")
         with gr.Column():
             copy = gr.Button("Copy the inspected model as model B")
+            snapshot = RawDropdown([], label="Training snapshot of this session's run", allow_custom_value=True)
+            with gr.Row():
+                refresh = gr.Button("Refresh snapshots", size="sm")
+                use_snapshot = gr.Button("Use snapshot as model B", size="sm")
             gr.Markdown("…or upload a **.zip checkpoint** saved by this app:")
             upload = RawFile(label=".zip checkpoint", file_types=[".zip"], type="filepath")
         with gr.Column():
@@ -93,10 +97,13 @@ def build_compare_section(prompt, drop, model_info):
     numbers = gr.Markdown()
     bits = gr.Plot(label="Bits per character, A and B")
     nxt = gr.Plot(label="Next token, A and B")
+    grids = gr.Plot(label="Attention of every head, A and B")
     use.click(bind(use_shipped_as_b), shipped, status, api_name="model_b_shipped", **API)
     copy.click(bind(copy_inspected_as_b), None, status, api_name="model_b_copy", **API)
+    refresh.click(bind(snapshot_menu), None, snapshot, api_visibility="private")
+    use_snapshot.click(bind(use_snapshot_as_b), snapshot, status, api_visibility="private")
     upload.upload(bind(load_zip_as_b), upload, status, api_name="model_b_zip", **API)
     nano.click(bind(load_nanogpt_as_b), [ckpt, meta], status, api_name="model_b_nanogpt", **API)
     swap.click(bind(swap_models), None, [model_info, status], api_name="swap_models", **API)
-    compare.click(bind(compare_view), [prompt, drop], [bits, nxt, numbers, note], api_name="compare_models", **API,
-                  **HEAVY)
+    compare.click(bind(compare_view), [prompt, drop], [bits, nxt, numbers, note, grids], api_name="compare_models",
+                  **API, **HEAVY)

@@ -47,3 +47,20 @@ def character_bits(token_nats, chars: Sequence[int]) -> np.ndarray:
         out.extend([bits / n] * int(n))
         carry = 0.0
     return np.asarray(out)
+
+
+@torch.inference_mode()
+def attention_patterns(model, ids: Sequence[int]) -> np.ndarray:
+    """Every head's attention pattern on ids [L, H, T, T]."""
+    _, cache = model.run_with_cache(torch.tensor([list(ids)]), names_filter=lambda n: n.endswith("hook_pattern"))
+    return cache.stack("pattern")[:, 0].float().numpy()
+
+
+def pattern_differences(patterns_a, patterns_b) -> np.ndarray:
+    """Mean absolute difference of two models' attention weights per head [L, H], over the causal entries
+    (query >= key) only: the masked future keys are 0 in both and would only dilute the difference."""
+    a, b = np.asarray(patterns_a, dtype=np.float64), np.asarray(patterns_b, dtype=np.float64)
+    if a.shape != b.shape:
+        raise ValueError(f"the patterns differ in shape: {a.shape} vs {b.shape}")
+    causal = np.tril(np.ones(a.shape[-2:], dtype=bool))
+    return np.abs(a - b)[..., causal].mean(axis=-1)

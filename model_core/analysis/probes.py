@@ -14,6 +14,7 @@ from .roles import HeadRole, head_roles, repeat_scores, text_scores
 REPEAT_LENGTH = 32  # tokens in the random segment; the probe shows it twice
 REPEAT_BATCH = 8  # random sequences averaged
 TEXT_WINDOWS = 16  # windows of validation text averaged
+COMMON_SHARE = 0.99  # the repeated probe draws from the tokens making up this share of the validation text
 PATTERN_BUDGET = 8_000_000  # attention weights held at once while probing (32 MB of float32)
 
 
@@ -59,9 +60,9 @@ class HeadReport:
 
 
 def repeat_probe(vocab_size: int, block_size: int, length: int = REPEAT_LENGTH, batch: int = REPEAT_BATCH,
-                 seed: int = 0) -> RepeatProbe:
-    """Random sequences of `length` distinct tokens (when the vocabulary allows) each shown twice, shortened
-    to fit the block size."""
+                 seed: int = 0, pool: Optional[torch.Tensor] = None) -> RepeatProbe:
+    """Random sequences of `length` distinct tokens (when there are enough) each shown twice, shortened to fit
+    the block size. pool: the token ids to draw from (default: the whole vocabulary)."""
     if block_size < 4 or vocab_size < 2:
         raise ProbeError(f"the repeated-sequence probe needs a block size of at least 4 and 2 tokens in the "
                          f"vocabulary; this model has block size {block_size} and {vocab_size} tokens.")
@@ -71,11 +72,21 @@ def repeat_probe(vocab_size: int, block_size: int, length: int = REPEAT_LENGTH, 
         note = (f"The model's block size ({block_size}) is shorter than the {2 * length}-token repeated probe, so "
                 f"the probe was shortened to {n} random tokens shown twice.")
     g = torch.Generator().manual_seed(seed)
-    if vocab_size >= n:  # distinct tokens: each query has exactly one earlier copy
-        first = torch.stack([torch.randperm(vocab_size, generator=g)[:n] for _ in range(batch)])
+    pool = torch.arange(vocab_size) if pool is None else torch.as_tensor(pool, dtype=torch.long)
+    if len(pool) >= n:  # distinct tokens: each query has exactly one earlier copy
+        first = torch.stack([pool[torch.randperm(len(pool), generator=g)[:n]] for _ in range(batch)])
     else:
-        first = torch.randint(vocab_size, (batch, n), generator=g)
+        first = pool[torch.randint(len(pool), (batch, n), generator=g)]
     return RepeatProbe(torch.cat([first, first], dim=1), n, note)
+
+
+def common_tokens(ids: torch.Tensor, share: float = COMMON_SHARE) -> torch.Tensor:
+    """The most frequent token ids that together make up `share` of the text: a small model has learned
+    these, while rare ones (digits, '&' in Shakespeare) may still have untrained embeddings."""
+    counts = torch.bincount(ids.long())
+    order = torch.argsort(counts, descending=True)
+    covered = torch.cumsum(counts[order], 0) / counts.sum()
+    return order[: int((covered < share).sum()) + 1]
 
 
 def text_windows(val_ids: torch.Tensor, block_size: int, n_windows: int = TEXT_WINDOWS) -> torch.Tensor:
@@ -119,9 +130,12 @@ def head_report(model, val_ids: Optional[torch.Tensor] = None, text_source: str 
     was_training = model.training
     model.eval()
     try:
-        induction = induction_probe(model, repeat_probe(model.cfg.vocab_size, model.cfg.block_size, seed=seed))
+        has_text = val_ids is not None and len(val_ids) >= 2
+        pool = common_tokens(val_ids) if has_text else None
+        induction = induction_probe(model, repeat_probe(model.cfg.vocab_size, model.cfg.block_size, seed=seed,
+                                                        pool=pool))
         notes = [induction.probe.note] if induction.probe.note else []
-        if val_ids is not None and len(val_ids) >= 2:
+        if has_text:
             pattern, _ = patterns_and_logits(model, text_windows(val_ids, model.cfg.block_size))
         else:
             pattern, _ = patterns_and_logits(model, induction.probe.ids)

@@ -49,12 +49,14 @@ def merge_top(values: torch.Tensor, index: torch.Tensor, new_values: torch.Tenso
     return all_values.gather(0, order), all_index.gather(0, order)
 
 
-def head_candidates(pattern: torch.Tensor, min_context: int) -> torch.Tensor:
-    """[b, H, T, T] attention -> the same with excluded cells (sink key, short-context queries, future) at -1."""
+def head_candidates(pattern: torch.Tensor, fresh: torch.Tensor, min_context: int) -> torch.Tensor:
+    """[b, H, T, T] attention -> the same with excluded cells at -1: the sink key, short-context queries, the
+    future, and queries not fresh (fresh [b, T]: not already seen in an earlier window)."""
     T = pattern.shape[-1]
     keep = torch.tril(torch.ones(T, T, dtype=torch.bool))
     keep[:, 0] = False
     keep[: min(min_context, T - 1)] = False
+    keep = keep & fresh[:, None, :, None]  # [b, 1, T, T]
     return pattern.masked_fill(~keep, -1.0)
 
 
@@ -65,20 +67,19 @@ class _Running:
         self.k = k
         self.neuron = (torch.full((0, n_neurons), -torch.inf), torch.zeros((0, n_neurons), dtype=torch.long))
         self.head = (torch.full((0, n_heads), -torch.inf), torch.zeros((0, n_heads), dtype=torch.long))
-        self.fires = torch.zeros(n_neurons, dtype=torch.long)
+        self.fires = torch.zeros(n_neurons, dtype=torch.int64)
 
     def add_neurons(self, post: torch.Tensor, pre: torch.Tensor, positions: torch.Tensor) -> None:
         """post, pre [N, M]; positions [N] (position in the split of each row)."""
         top = torch.topk(post, min(self.k, len(post)), dim=0)
         self.neuron = merge_top(*self.neuron, top.values, positions[top.indices], self.k)
-        self.fires += (pre > 0).sum(0)
+        self.fires += torch.sum(pre > 0, dim=0, dtype=torch.int32)  # int32: twice as fast as the default
 
     def add_heads(self, pattern: torch.Tensor, window_starts: torch.Tensor, fresh: torch.Tensor,
                   min_context: int) -> None:
         """pattern [b, H, T, T]; window_starts [b]; fresh [b, T] queries not seen in an earlier window."""
         b, H, T, _ = pattern.shape
-        cells = head_candidates(pattern, min_context).masked_fill(~fresh[:, None, :, None], -1.0)
-        cells = cells.permute(0, 2, 3, 1).reshape(-1, H)  # [b*T*T, H]
+        cells = head_candidates(pattern, fresh, min_context).permute(0, 2, 3, 1).reshape(-1, H)  # [b*T*T, H]
         top = torch.topk(cells, min(self.k, len(cells)), dim=0)
         window, query, key = top.indices // (T * T), top.indices // T % T, top.indices % T
         encoded = (window_starts[window] + query) * T + (query - key)  # query position * T + distance
