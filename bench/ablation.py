@@ -5,8 +5,6 @@ Cold: first request of a session (validation text encoded and the means computed
 (the app keeps the evaluation windows and means per inspected model)."""
 import argparse
 import os
-import statistics
-import time
 
 import torch
 
@@ -15,19 +13,11 @@ from model_core.analysis.ablation import (
 )
 from model_core.checkpoint import load_checkpoint
 
-from bench.timing import print_table
+from bench.timing import median_row, print_table, timed
 
 SHAKESPEARE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "assets", "models",
                            "shakespeare")
 TARGET_SECONDS = 3.0
-
-
-def timed(fn) -> tuple[float, float]:
-    """(wall seconds, CPU seconds of this process) of fn(). On a loaded machine the CPU time / threads is
-    what the wall time would be on idle cores."""
-    wall, cpu = time.perf_counter(), time.process_time()
-    fn()
-    return time.perf_counter() - wall, time.process_time() - cpu
 
 
 def cold_seconds(ckpt) -> tuple[float, float]:
@@ -43,12 +33,6 @@ def warm_seconds(ckpt, mode: str, repeats: int) -> list[tuple[float, float]]:
     return [timed(lambda: importance_map(ckpt.model, windows, mode, means)) for _ in range(repeats)]
 
 
-def row(name: str, samples: list[tuple[float, float]], threads: int) -> list[str]:
-    wall, cpu = [s[0] for s in samples], [s[1] for s in samples]
-    return [name, f"{statistics.median(wall):.2f}", f"{min(wall):.2f}", f"{statistics.median(cpu):.2f}",
-            f"{statistics.median(cpu) / threads:.2f}"]
-
-
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=2, help="torch threads (the target is for 2 cores)")
@@ -58,9 +42,9 @@ def main(argv=None) -> None:
     ckpt = load_checkpoint(SHAKESPEARE)
     cfg = ckpt.model.cfg
     load = os.getloadavg()
-    rows = [row("mean, cold (encode text + means)", [cold_seconds(ckpt)], args.threads)]
+    rows = [median_row("mean, cold (encode text + means)", [cold_seconds(ckpt)], args.threads)]
     for mode in ("mean", "zero"):
-        rows.append(row(f"{mode}, warm", warm_seconds(ckpt, mode, args.repeats), args.threads))
+        rows.append(median_row(f"{mode}, warm", warm_seconds(ckpt, mode, args.repeats), args.threads))
     units = cfg.n_layers * cfg.n_heads + (0 if cfg.attn_only else cfg.n_layers)
     print_table(f"Importance map, shipped Shakespeare model ({cfg.n_layers} layers x {cfg.n_heads} heads + "
                 f"{cfg.n_layers} MLP layers = {units} ablations, {EVAL_WINDOWS} windows x {cfg.block_size} tokens), "

@@ -5,8 +5,6 @@ on 2 threads. Target: <= 5 s.
 Also times the head report card (role scores on the probes), which the Heads tab computes first."""
 import argparse
 import os
-import statistics
-import time
 
 import torch
 
@@ -15,25 +13,11 @@ from model_core.analysis.probes import head_report
 from model_core.analysis.top_examples import top_examples
 from model_core.checkpoint import load_checkpoint
 
-from bench.timing import print_table
+from bench.timing import median_row, print_table, timed
 
 SHAKESPEARE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "assets", "models",
                            "shakespeare")
 TARGET_SECONDS = 5.0
-
-
-def timed(fn) -> tuple[float, float]:
-    """(wall seconds, CPU seconds of this process): on a loaded machine CPU s / threads is what the wall time
-    would be on idle cores."""
-    wall, cpu = time.perf_counter(), time.process_time()
-    fn()
-    return time.perf_counter() - wall, time.process_time() - cpu
-
-
-def row(name: str, samples: list[tuple[float, float]], threads: int) -> list[str]:
-    wall, cpu = [s[0] for s in samples], [s[1] for s in samples]
-    return [name, f"{statistics.median(wall):.2f}", f"{min(wall):.2f}", f"{statistics.median(cpu):.2f}",
-            f"{statistics.median(cpu) / threads:.2f}"]
 
 
 def main(argv=None) -> None:
@@ -50,10 +34,10 @@ def main(argv=None) -> None:
     top_examples(ckpt.model, ids[: 4 * cfg.block_size])  # warm-up: first calls allocate
     passes = [timed(lambda: top_examples(ckpt.model, ids)) for _ in range(args.repeats)]
     reports = [timed(lambda: head_report(ckpt.model, ids)) for _ in range(args.repeats)]
-    rows = [row("encode the validation split (once per corpus)", [encode], args.threads),
-            row(f"examples pass ({len(ids):,} tokens, {cfg.n_layers}x{cfg.d_mlp} neurons, "
+    rows = [median_row("encode the validation split (once per corpus)", [encode], args.threads),
+            median_row(f"examples pass ({len(ids):,} tokens, {cfg.n_layers}x{cfg.d_mlp} neurons, "
                 f"{cfg.n_layers}x{cfg.n_heads} heads)", passes, args.threads),
-            row("head report card (probes + roles)", reports, args.threads)]
+            median_row("head report card (probes + roles)", reports, args.threads)]
     print_table(f"Examples from the whole text, shipped Shakespeare model, {args.threads} threads, load average "
                 f"before {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} on {os.cpu_count()} CPUs",
                 ["run", "wall median s", "wall min s", "CPU s", "CPU s / threads"], rows)

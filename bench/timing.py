@@ -27,3 +27,17 @@ def print_table(title: str, header: list[str], rows: list[list]) -> None:
     print(f"\n{title}\n{line(header)}\n{line(['-' * w for w in widths])}")
     for row in rows:
         print(line(row))
+
+
+def timed(fn) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of this process) of fn(). On a loaded machine the CPU time / threads is
+    what the wall time would be on idle cores."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    fn()
+    return time.perf_counter() - wall, time.process_time() - cpu
+
+
+def median_row(name: str, samples: list[tuple[float, float]], threads: int) -> list[str]:
+    wall, cpu = [s[0] for s in samples], [s[1] for s in samples]
+    return [name, f"{statistics.median(wall):.2f}", f"{min(wall):.2f}", f"{statistics.median(cpu):.2f}",
+            f"{statistics.median(cpu) / threads:.2f}"]

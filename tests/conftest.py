@@ -3,41 +3,15 @@ import os
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 
-import http.client
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
+from bench.server_process import free_port, wait_for_app  # noqa: F401 - tests import them from here
+
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def free_port() -> int:
-    """A port nobody listens on now (launch(server_port=0) is refused, so we pick one ourselves)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_for_app(port: int, proc: subprocess.Popen, timeout: float = 120.0) -> None:
-    """Until the app on 127.0.0.1:port answers GET / with 200 (it never leaves this machine)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"the app exited with code {proc.returncode} before serving port {port}")
-        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-        try:
-            connection.request("GET", "/")
-            if connection.getresponse().status == 200:
-                return
-        except OSError:
-            time.sleep(0.5)
-        finally:
-            connection.close()
-    raise TimeoutError(f"the app did not answer on port {port} within {timeout:.0f} s")
 
 
 APP_PIDS: dict[str, int] = {}  # app_url -> the app's process id (for RSS and process checks)
