@@ -19,8 +19,12 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--max-sessions", type=int, default=64, help="browser sessions kept in memory")
     p.add_argument("--run-ttl", type=float, default=300.0,
                    help="seconds a paused or unwatched training run keeps its slot before the server stops it")
+    p.add_argument("--resume-ttl", type=float, default=600.0,
+                   help="seconds a closed or reloaded page's session (model, data, paused run) waits for it to return")
     p.add_argument("--analysis-workers", type=int, default=2,
                    help="analysis requests served at once (more only queue for the same cores)")
+    p.add_argument("--lesson", metavar="FILE", default=None,
+                   help="a lesson file (format: README, Lessons) that every new page opens on step 1")
     p.add_argument("--torch-threads", type=int, default=1,
                    help="torch threads per analysis request in the server (see README: Classroom server)")
     return p.parse_args(argv)
@@ -30,7 +34,7 @@ def main(argv=None) -> None:
     args = parse_args(argv)
     import torch
 
-    from explorer import app_state
+    from explorer import app_state, gradio_sessions
     from explorer.http_guard import guarded_app_kwargs
     from explorer.limits import LIMITS
     from explorer.shipped import load_shipped
@@ -38,22 +42,41 @@ def main(argv=None) -> None:
     torch.set_num_threads(args.torch_threads)
     for name in ("max_params", "max_steps", "max_upload_mb", "max_trainers", "max_sessions", "analysis_workers"):
         setattr(LIMITS, name, getattr(args, name))
-    LIMITS.run_ttl_seconds = args.run_ttl
+    LIMITS.run_ttl_seconds, LIMITS.resume_ttl_seconds = args.run_ttl, args.resume_ttl
     load_shipped(args.model)  # fail now, with a clear message, if the model does not exist
     app_state.default_model = args.model
     from explorer.ui import CSS, build_app
 
+    gradio_sessions.install()  # a new browser session costs ~1 ms instead of 0.1-0.5 s of the server's time
     demo = build_app()
+    if args.lesson:  # checked against the controls the app just registered; a mistake stops the launch
+        from explorer.lessons import checked_lesson_file
+        app_state.lesson_file = checked_lesson_file(args.lesson)
     demo.queue(default_concurrency_limit=2, max_size=256)
     for sig in (signal.SIGTERM, signal.SIGINT):  # systemd and docker stop with SIGTERM, a terminal with Ctrl-C
         signal.signal(sig, shutdown)
     try:
         demo.launch(server_name=args.host, server_port=args.port, css=CSS, theme="soft", enable_monitoring=False,
                     max_file_size=f"{args.max_upload_mb:g}mb", state_session_capacity=args.max_sessions,
-                    show_error=False, footer_links=["api"], app_kwargs=guarded_app_kwargs())
+                    show_error=False, footer_links=["api"], app_kwargs=guarded_app_kwargs(), prevent_thread_lock=True)
+        warm_up()
+        demo.block_thread()
     # show_error=False: our own messages are gr.Error and always shown; Gradio's internal ones are not
     finally:
         shutdown()
+
+
+def warm_up() -> None:
+    """Load every shipped model and tokenise the default corpus once the server answers, so a class that
+    arrives at once does not queue behind the first student to ask for them."""
+    from explorer.callbacks.data import choose_data
+    from explorer.session import new_session
+    from explorer.shipped import load_shipped, shipped_models
+    from model_core.tokenization import BPE_DEFAULT_VOCAB
+
+    for name in shipped_models():
+        load_shipped(name)
+    choose_data(new_session(), "shakespeare", None, "char", BPE_DEFAULT_VOCAB)  # the Train tab's defaults
 
 
 def shutdown(*_signal) -> None:

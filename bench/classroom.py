@@ -46,6 +46,7 @@ class Tally:
         self.latencies: dict[str, list[float]] = {}
         self.errors: list[str] = []
         self.crosstalk: list[str] = []
+        self.timeline: list[tuple[str, float, float]] = []  # (endpoint, start since the epoch, seconds taken)
 
     def call(self, client: Client, who: str, endpoint: str, args: list, timeout: float):
         """The endpoint's result, or None after recording the exception as an error."""
@@ -62,8 +63,10 @@ class Tally:
             with self.lock:
                 self.errors.append(f"{who} /{endpoint}: {type(err).__name__}: {first_line}")
             return None
+        took = time.perf_counter() - start
         with self.lock:
-            self.latencies.setdefault(endpoint, []).append(time.perf_counter() - start)
+            self.latencies.setdefault(endpoint, []).append(took)
+            self.timeline.append((endpoint, time.time() - took, took))
         return result
 
     def flag(self, who: str, what: str) -> None:

@@ -37,7 +37,7 @@ def targets(numbers: dict) -> list[dict]:
 
 def _tally_numbers(tally) -> dict:
     return {"latency": latencies(tally), "errors": len(tally.errors), "crosstalk": len(tally.crosstalk),
-            "first_errors": tally.errors[:SHOWN_ERRORS], "first_crosstalk": tally.crosstalk[:SHOWN_ERRORS]}
+            "timeline": sorted(tally.timeline, key=lambda event: event[1]), "first_errors": tally.errors[:SHOWN_ERRORS], "first_crosstalk": tally.crosstalk[:SHOWN_ERRORS]}
 
 
 def summary(args, class_tally, alone_tally, class_peak: int, memory, outlived: int) -> dict:

@@ -2,3 +2,4 @@
 from .shipped import DEFAULT_MODEL
 
 default_model = DEFAULT_MODEL
+lesson_file = None  # --lesson FILE: a lesson file every new page opens on step 1 (checked at start-up)

@@ -8,6 +8,7 @@ import threading
 from collections import OrderedDict
 
 import gradio as gr
+from gradio.components.plot import PlotData
 
 from .errors import friendly
 from .session import REGISTRY
@@ -69,6 +70,16 @@ def _plain(value):
     raise TypeError(type(value).__name__)
 
 
+def serialised_figures(result):
+    """result with each Plotly figure replaced by the JSON gr.Plot would make of it, made once for every
+    session that reuses the result (serialising the attention views' figures costs ~20 ms per call)."""
+    if isinstance(result, tuple):
+        return tuple(serialised_figures(item) for item in result)
+    if hasattr(result, "to_plotly_json") and hasattr(result, "to_json"):
+        return PlotData(type="plotly", plot=result.to_json())
+    return result
+
+
 def bind(fn, shared: bool = False):
     """fn(session, *inputs) -> a Gradio handler that finds this browser session's Session. shared=True: fn
     is a pure view of (model, inputs), whose result sessions inspecting the same shipped model may reuse."""
@@ -81,7 +92,7 @@ def bind(fn, shared: bool = False):
                 gr.Warning(session.notices.pop(0), duration=None)
             key = (session.shared_key, fn.__name__, _key(list(inputs))) if shared and session.shared_key else None
             if key is not None and key[2] is not None:
-                return SHARED.get_or_compute(key, lambda: safe(session, *inputs))
+                return SHARED.get_or_compute(key, lambda: serialised_figures(safe(session, *inputs)))
             return safe(session, *inputs)
 
     handler.__name__ = fn.__name__

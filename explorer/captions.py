@@ -23,6 +23,11 @@ def _pct(x: float) -> str:
     return f"{float(x):.0%}"
 
 
+def chart_captions(captions: dict[str, str]) -> str:
+    """{chart name: caption} -> one markdown line per chart ('- **Selected head:** Head L1·H2 puts ...')."""
+    return "\n".join(f"- **{chart}:** {text}" for chart, text in captions.items() if text)
+
+
 def attention_shares(pattern) -> dict[str, float]:
     """pattern [T, T] -> mean share of attention (over queries ≥ 1) on previous token, itself, first token:
     the same numbers as the head-statistics table (model_core.analysis.head_statistics)."""
@@ -188,15 +193,6 @@ def top_tokens_caption(positions, values, tokens: list[str]) -> str:
     token, count = counts.most_common(1)[0]
     return (f"This neuron fires hardest on '{token}' ({count} of its top {len(positions)} positions); "
             f"peak activation {float(np.max(values)):.2f}.")
-
-
-def ffn_in_out_caption(x, y) -> str:
-    """x, y [N, k] -> mean correlation between a dimension's FFN input and output."""
-    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
-    corr = [abs(np.corrcoef(x[:, i], y[:, i])[0, 1]) for i in range(x.shape[1]) if x[:, i].std() and y[:, i].std()]
-    mean = float(np.mean(corr)) if corr else 0.0
-    verdict = "mixes dimensions rather than copying them" if mean < 0.5 else "partly passes its input through"
-    return f"Per dimension, FFN output and input correlate {mean:.2f} on average: the FFN {verdict}."
 
 
 def sampling_caption(probs_before, probs_after, removed, labels: list[str]) -> str:

@@ -76,3 +76,12 @@ def film_caption(layer: int, head: int, steps, induction=None, val_loss=None) ->
         loss = f", where the validation loss is {val_loss[jump]:.2f}"
     return text + (f" Its induction score jumps the most between steps {int(steps[jump - 1]):,} and "
                    f"{int(steps[jump]):,} (to {scores[jump]:.0%}{loss}).")
+
+
+def embedding_motion_caption(coords: list, steps, labels: list[str]) -> str:
+    """coords [S] of [vocab, 2] (signs aligned across snapshots) -> the token that moved furthest, first to last."""
+    first, last = np.asarray(coords[0], dtype=np.float64), np.asarray(coords[-1], dtype=np.float64)
+    moved = np.linalg.norm(last - first, axis=1)  # [vocab]
+    top = int(np.argmax(moved))
+    return (f"From step {int(steps[0]):,} to {int(steps[-1]):,} the token that moves furthest in the picture is "
+            f"'{labels[top]}' ({moved[top]:.2f}); on average a token moves {moved.mean():.2f}.")

@@ -7,6 +7,22 @@ A **GPT** reads text as a list of *tokens* (here usually single characters) and,
 the next token. It has been trained by showing it lots of text and nudging its numbers whenever it guessed
 wrong. This app lets you train one yourself and then look inside.
 
+**Every tab** reads the one **prompt** box above the tabs (type it once). Above the charts a line per chart
+says, in words computed from the numbers, what that chart shows right now. Hover a chart for its toolbar:
+the camera saves it as a **PNG**, the **SVG** button as a vector image for a report, both named after the
+tab, the chart, the model and the prompt. **Download data** at the bottom of a tab saves a zip with one CSV
+table per chart (the numbers shown) and a settings file (model, prompt, settings, captions).
+Add `?__theme=dark` to the address for dark mode; every control can be reached with the Tab key.
+
+### Lessons
+A lesson is a guided tour: **Next** / **Back** walk through its steps (step *k* of *n*); each step opens a tab,
+sets its controls (model, prompt, layer, head, sampling knobs…) and says what to look at. A lesson can hide the
+advanced controls so a first-time student sees only what the step needs. Shipped lessons include "What does
+attention look at?", "Watch a GPT learn" and "Temperature and top-p". A teacher writes her own as a Markdown
+file (one `## ` heading per step, `key: value` lines for the settings, then the text) and opens it with
+`python app.py --lesson FILE`, or sends a `lesson=` link to a shipped one. A link to the current view (tab,
+model, prompt, layer, head, sampling knobs) can be copied and sent to students too.
+
 ### Data
 **What you see:** the text, its vocabulary (every distinct token with its id), the token ids as a bar chart,
 the 90/10 split into training and validation text, and one batch of (input → target) pairs.
@@ -21,6 +37,10 @@ attention of every head on a fixed text.
 **Look for:** the loss starts near ln(vocabulary size) (≈ 4.2 for 65 characters: pure guessing) and falls
 fast, then slowly. Samples go from random letters to word-like shapes to names followed by a colon.
 **Ask the class:** what would it mean if training loss kept falling but validation loss went up?
+**Controls:** **Pause** makes the other tabs inspect the model as it is at that step (look inside, then
+**Resume**); **Stop** ends the run. **Models:** pick a shipped model, **save** the inspected model as a .zip
+(weights, tokenizer, settings and training history), or **load** a saved .zip to continue the lesson another
+day. **Download data** here saves the run's history: the loss at every step, every evaluation, the samples.
 
 ### Attention
 **What you see:** one small heatmap per head. Rows are the token doing the looking (the *query*), columns
@@ -29,6 +49,12 @@ right half is empty. The four panels show the steps: raw scores, scores after th
 and the head's output.
 **Look for:** a bright line just below the diagonal is a *previous-token head*. A bright first column is an
 *attention sink*: the head parks attention on the first token when it has nothing useful to do.
+The big heatmap is the **selected head** (layer and head sliders); **Where one query looks** shows one row of it
+as bars (the query position slider; later keys are greyed out: masked). **Head statistics** lists, per head, its
+share of attention on the previous token, itself and the first token, and its entropy (how spread out it is).
+**Watch the heads form during training** (the fold-out below): slide from the start of training to the end to
+see the attention of every head at each recorded snapshot, with the loss at that point. Untrained heads look
+at everything evenly; the diagonal and previous-token stripes appear as the loss falls.
 **Ask the class:** why can't a token look at the tokens after it?
 
 ### Residual stream
@@ -37,19 +63,26 @@ layers; the size of what attention and the FFN add; and the *logit lens*: what t
 stopped after each layer.
 **Look for:** updates are small compared with the stream: layers *add* information rather than replace it.
 In the logit lens the final guess often appears in the middle layers already.
+**Panels:** the stream's norm across layers; each layer's attention and FFN update sizes; the attention update
+against the stream, position by position, for the chosen layer; their variances; the whole stream as a
+heatmap (vector size per position, or every dimension); the logit lens (top guess and its probability).
 **Ask the class:** what does it mean that the stream is a *sum*?
 
 ### Embeddings
 **What you see:** token vectors and position vectors squeezed to 2 or 3 dimensions with PCA, their sum for
 your prompt, and hidden states after a chosen layer.
 **Look for:** vowels cluster together, as do capitals and punctuation; learned positions often form a smooth
-curve (neighbouring positions are similar).
+curve (neighbouring positions are similar). The heatmap shows every number of the position vectors, and the
+last chart compares the size of each token's vector with its position's: the larger one dominates the input.
 **Ask the class:** why does the model need position vectors at all?
 
 ### FFN
 **What you see:** histograms of the values entering and leaving the non-linearity, how often each neuron
 fires, neurons that never fire ("dead"), and the tokens that most excite one neuron.
 **Look for:** after GELU/ReLU most values sit at or near zero: each token switches on only some neurons.
+**Building blocks:** LayerNorm's effect (the values of one layer before and after it: every position rescaled
+to mean 0 and spread 1) and the activation functions side by side (ReLU cuts negatives to 0; GELU and SiLU
+let small negative values through).
 **Ask the class:** pick a neuron: can you guess what it detects from its top tokens?
 
 ### Sampling
@@ -57,6 +90,9 @@ fires, neurons that never fire ("dead"), and the tokens that most excite one neu
 (greyed out); generations for several settings side by side from the same seed.
 **Look for:** low temperature repeats itself (high repetition, low distinct-2); high temperature invents
 nonsense (low mean log-probability).
+**Step by step:** "Generate step by step" writes one token at a time with the knobs above: each token is
+shaded by the probability it had when it was picked, and the table lists every step (token, its probability
+after filtering and under the model, the running log-probability). Pale tokens are the surprising picks.
 **Ask the class:** which column reads most like Shakespeare, and which number agrees?
 
 ### Heads

@@ -5,6 +5,7 @@ Memory budget per session (README): the inspected model (at most --max-params x 
 while a run is paused), its training data as int16/int32 ids (at most LIMITS.session_data_mb), one cached
 analysis (one prompt of at most block_size tokens), and at most LIMITS.snapshots_kept training snapshots."""
 import copy
+import secrets
 import threading
 import time
 from collections import OrderedDict
@@ -66,6 +67,7 @@ class Session:
     shared_key: Optional[str] = None  # "shipped:NAME" while inspecting an unmodified shipped model
     notices: list = field(default_factory=list)  # messages for the user's next request
     experiments: dict = field(default_factory=dict)  # Experiments tab: evaluation set, means, maps, model B
+    detached_at: Optional[float] = None  # when its last page closed (kept LIMITS.resume_ttl_seconds for a reload)
 
     @property
     def model(self):
@@ -118,18 +120,22 @@ class Session:
 
 
 class SessionRegistry:
-    """Sessions by Gradio session hash. At capacity the least recently used session without a running
-    (unpaused) run is dropped, its run stopped, and its user told why when they come back. A reaper thread
-    expires idle runs and sweeps old downloads."""
+    """Sessions by key: a browser key kept in the page's localStorage (so a reload finds its session again),
+    or the Gradio session hash for clients without one (scripts). Each page's session hash is an alias of
+    its key. At capacity the least recently used session without a running (unpaused) run is dropped, its
+    run stopped, and its user told why when they come back. A reaper thread expires idle runs, releases
+    sessions whose pages closed more than LIMITS.resume_ttl_seconds ago and sweeps old downloads."""
 
     def __init__(self):
         self._sessions: "OrderedDict[str, Session]" = OrderedDict()
+        self._aliases: dict[str, str] = {}  # page session hash -> session key
         self._evicted: "OrderedDict[str, str]" = OrderedDict()  # key -> what its user is told on return
         self._lock = threading.Lock()
         self._reaper: Optional[threading.Thread] = None
 
-    def get(self, key: str) -> Session:
+    def get(self, page: str) -> Session:
         with self._lock:
+            key = self._aliases.get(page, page)
             session = self._sessions.get(key)
             if session is not None:
                 self._sessions.move_to_end(key)
@@ -137,32 +143,95 @@ class SessionRegistry:
             session = new_session()
             with self._lock:
                 session = self._sessions.setdefault(key, session)
-                notice = self._evicted.pop(key, None)
-                if notice:
-                    session.notices.append(notice)
+                self._tell_if_evicted(key, session)
                 self._evict_over_capacity()
             self._start_reaper()
         session.last_seen = time.monotonic()
         return session
 
+    def resume(self, page: str, browser_key) -> str:
+        """Attach this page to the session its browser key names (a reload, or a reopened tab within the
+        TTL); otherwise give the page's session a new key. -> the key the browser keeps."""
+        with self._lock:
+            if isinstance(browser_key, str) and browser_key in self._sessions:
+                self._attach(page, browser_key)
+                return browser_key
+            key = secrets.token_urlsafe(24)
+            session = self._sessions.pop(self._aliases.get(page, page), None)
+            if session is not None:
+                self._sessions[key] = session
+            notice = self._evicted.pop(browser_key, None) if isinstance(browser_key, str) else None
+            if notice and session is not None:
+                session.notices.append(notice)
+            elif notice:
+                self._evicted[key] = notice  # told when the page's first request creates its session
+            self._attach(page, key)
+            return key
+
+    def _attach(self, page: str, key: str) -> None:
+        old = self._aliases.get(page, page)
+        if old != key and old in self._sessions and old not in self._aliases.values():
+            self._sessions.pop(old).stop_training()  # a blank session this page made before it was attached
+        self._aliases[page] = key
+        if key in self._sessions:
+            self._sessions[key].detached_at = None
+            self._sessions.move_to_end(key)
+
+    def detach(self, page: str) -> None:
+        """The page closed (or reloads): a session no other page shows waits LIMITS.resume_ttl_seconds for
+        its browser to come back; one without a browser key (a script's) is released at once."""
+        with self._lock:
+            key = self._aliases.pop(page, None)
+            if key is None:
+                session = self._sessions.pop(page, None)
+            else:
+                session = None
+                if key in self._sessions and key not in self._aliases.values():
+                    self._sessions[key].detached_at = time.monotonic()
+        if session is not None:
+            session.stop_training()
+
+    def release_detached(self, now: Optional[float] = None) -> int:
+        """Close the sessions whose pages closed more than the TTL ago; -> how many."""
+        now = time.monotonic() if now is None else now
+        with self._lock:
+            keys = [k for k, s in self._sessions.items()
+                    if s.detached_at is not None and now - s.detached_at > LIMITS.resume_ttl_seconds]
+            sessions = [self._sessions.pop(k) for k in keys]
+            for key in keys:
+                self._remember(key, f"Your earlier session ended: its page was closed for more than "
+                                    f"{LIMITS.resume_ttl_seconds / 60:g} minutes, so the server released its model.")
+        for session in sessions:
+            session.stop_training()
+        return len(sessions)
+
+    def _tell_if_evicted(self, key: str, session: Session) -> None:
+        notice = self._evicted.pop(key, None)
+        if notice:
+            session.notices.append(notice)
+
     def _evict_over_capacity(self) -> None:
         while len(self._sessions) > LIMITS.max_sessions:
             key = next((k for k, s in self._sessions.items() if not _training(s)), next(iter(self._sessions)))
             old = self._sessions.pop(key)
-            self._evicted[key] = eviction_notice(old)
-            while len(self._evicted) > EVICTED_REMEMBERED:
-                self._evicted.popitem(last=False)
+            self._remember(key, eviction_notice(old))
             old.stop_training()
 
-    def close(self, key: str) -> None:
+    def _remember(self, key: str, notice: str) -> None:
+        self._evicted[key] = notice
+        while len(self._evicted) > EVICTED_REMEMBERED:
+            self._evicted.popitem(last=False)
+
+    def close(self, page: str) -> None:
         with self._lock:
-            session = self._sessions.pop(key, None)
+            session = self._sessions.pop(self._aliases.pop(page, page), None)
         if session is not None:
             session.stop_training()
 
     def close_all(self) -> None:
         with self._lock:
             sessions, self._sessions = list(self._sessions.values()), OrderedDict()
+            self._aliases.clear()
         for session in sessions:
             session.stop_training()
 
@@ -195,6 +264,7 @@ def _reap_forever() -> None:
         time.sleep(REAP_SECONDS)
         try:
             expire_idle_runs()
+            REGISTRY.release_detached()
             sweep()
         except Exception:  # noqa: BLE001 - the reaper must outlive any one bad run
             pass

@@ -1,68 +1,104 @@
 """build_app(): the Gradio Blocks with every tab. Components and wiring only; logic lives in callbacks/."""
+import json
+
 import gradio as gr
 
 from .binding import bind
-from .callbacks.models import model_summary, slider_maxima
+from .callbacks.models import slider_maxima
+from .callbacks.reload import detach_session, resume_session
 from .callbacks.train import param_count_view
 from .guide import GUIDE
-from .session import REGISTRY
+from .view_params import TAB_TRACKER, register_control, register_tabs, reset_controls
 from .tabs.attention import build_attention_tab
-from .tabs.common import ANALYSIS, RANGE_CLASS
+from .tabs.common import ANALYSIS, RANGE_CLASS, shared_prompt
 from .tabs.data import build_data_tab
 from .tabs.embeddings import build_embeddings_tab
 from .tabs.experiments import build_experiments_tab
+from .tabs.blocks import build_blocks_tab
 from .tabs.ffn import build_ffn_tab
 from .tabs.heads import build_heads_tab
+from .tabs.lesson_player import build_lesson_player, wire_lesson_player
+from .tabs.links import link_row, selected_view, wire_copy_link, wire_link_on_load, wire_model_name
 from .tabs.residual import build_residual_tab
 from .tabs.sampling import build_sampling_tab
 from .tabs.train import build_train_tab
 
 CSS = """
-.te-caption p { font-size: 1.05rem; color: #1e3a8a; margin: 4px 0 8px; }
+.te-caption p, .te-caption li, p.te-caption { font-size: 1.05rem; color: var(--body-text-color); margin: 4px 0 8px; }
 .te-compare { display: flex; gap: 12px; flex-wrap: wrap; }
-.te-col { flex: 1 1 220px; border: 1px solid #d1d5db; border-radius: 8px; padding: 8px; }
+.te-col { flex: 1 1 220px; border: 1px solid var(--border-color-primary); border-radius: 8px; padding: 8px; }
 .te-col-head { font-weight: 600; margin-bottom: 6px; }
 .te-gen { white-space: pre-wrap; font-family: ui-monospace, monospace; font-size: 0.95rem; margin: 0; }
-.te-metrics { margin-top: 6px; font-size: 0.9rem; color: #374151; }
+.te-metrics { margin-top: 6px; font-size: 0.9rem; color: var(--body-text-color-subdued); }
+.te-examples mark { color: #111827; }  /* dark text on the light highlight, in both themes */
 """
 
 
+# id, label, builder (-> (view, inputs, outputs), {name: control}), whether it reads the shared prompt
+ANALYSIS_TABS = [("attention", "Attention", build_attention_tab, True), ("heads", "Heads", build_heads_tab, False),
+                 ("residual", "Residual stream", build_residual_tab, True),
+                 ("embeddings", "Embeddings", build_embeddings_tab, True), ("ffn", "FFN", build_ffn_tab, True),
+                 ("blocks", "Building blocks", build_blocks_tab, True),
+                 ("sampling", "Sampling", build_sampling_tab, True)]
+ADVANCED = {"min_p", "seed"}  # named controls a lesson in simple mode hides
+
+
 def build_app() -> gr.Blocks:
+    reset_controls()
     # delete_cache: every 5 minutes Gradio removes uploads and downloads older than 15 minutes.
     with gr.Blocks(title="Transformer Explorer", delete_cache=(300, 900)) as demo:
         gr.Markdown("# Transformer Explorer\nTrain a tiny GPT and look inside it: every head, the residual "
                     "stream, the embeddings, the FFN neurons and the sampling knobs.")
         model_info = gr.Markdown()
-        with gr.Tabs(selected="attention"):
-            with gr.Tab("Data", id="data"):
-                data_inputs = build_data_tab()
-            with gr.Tab("Train", id="train"):
-                train_arch, train_params = build_train_tab(data_inputs, model_info)
-            with gr.Tab("Attention", id="attention") as attention_tab:
-                attention = build_attention_tab()
-            with gr.Tab("Heads", id="heads") as heads_tab:
-                build_heads_tab(heads_tab)
-            with gr.Tab("Residual stream", id="residual") as residual_tab:
-                residual = build_residual_tab()
-            with gr.Tab("Embeddings", id="embeddings") as embeddings_tab:
-                embeddings = build_embeddings_tab()
-            with gr.Tab("FFN", id="ffn") as ffn_tab:
-                ffn = build_ffn_tab()
-            with gr.Tab("Sampling", id="sampling") as sampling_tab:
-                sampling = build_sampling_tab()
-            with gr.Tab("Experiments", id="experiments"):
-                build_experiments_tab(model_info)
-            with gr.Tab("Guide", id="guide"):
-                gr.Markdown(GUIDE)
-        demo.load(bind(model_summary), None, model_info, api_visibility="private")
-        demo.load(*attention, api_visibility="private")
-        demo.load(bind(param_count_view), train_arch, train_params, api_visibility="private")
-        for tab, (fn, inputs, outputs) in ((attention_tab, attention), (residual_tab, residual),
-                                          (embeddings_tab, embeddings), (ffn_tab, ffn), (sampling_tab, sampling)):
-            tab.select(fn, inputs, outputs, api_visibility="private", **ANALYSIS)
+        player = build_lesson_player()  # wired below, once every tab has registered its controls
+        prompt, drop = shared_prompt()
+        link_note, copy, link = link_row()
+        lesson = gr.State(None)  # the link's ?lesson= slug (None without one), for the lesson player
+        # the browser keeps its session's key, so a reload (or a tab reopened within --resume-ttl) finds its
+        # model, data and run again; every other load step runs after this one
+        session_key = gr.BrowserState("", storage_key="transformer-explorer-session")
+        resumed = demo.load(resume_session, session_key, session_key, api_visibility="private",
+                            concurrency_limit=None)
+        views = _build_tabs(resumed, model_info, prompt, drop)
+        register_control("prompt", prompt)
+        register_control("drop_unknown", drop, advanced=True)
+        wire_copy_link(copy, link, wire_model_name(model_info))
+        loaded = wire_link_on_load(resumed, model_info, link_note, lesson, views)
+        wire_lesson_player(player, loaded, lesson, model_info, views)
+        dispatch, inputs, outputs = selected_view(views)
+        prompt.submit(dispatch, [TAB_TRACKER[0], *inputs], outputs, api_visibility="private", **ANALYSIS)
         _resize_sliders_with_model(demo, model_info)
-        demo.unload(_forget_session)
+        demo.unload(detach_session)
     return demo
+
+
+def _build_tabs(resumed, model_info, prompt, drop) -> dict:
+    """Every tab, its controls registered by name; -> {tab id: (view, inputs, outputs)} of the analysis tabs,
+    each drawn when its tab is selected."""
+    views, named = {}, {}
+    with gr.Tabs(selected="attention") as tabs:
+        with gr.Tab("Data", id="data"):
+            data_inputs = build_data_tab()
+        with gr.Tab("Train", id="train"):
+            train_arch, train_params = build_train_tab(data_inputs, model_info)
+        resumed.then(bind(param_count_view), train_arch, train_params, api_visibility="private")
+        for tab_id, label, build, reads_prompt in ANALYSIS_TABS:
+            with gr.Tab(label, id=tab_id) as tab:
+                views[tab_id], controls = build(prompt, drop) if reads_prompt else build()
+            tab.select(*views[tab_id], api_visibility="private", **ANALYSIS)
+            for name, component in controls.items():
+                named.setdefault(name, []).append(component)
+        with gr.Tab("Experiments", id="experiments"):
+            build_experiments_tab(model_info, prompt, drop)
+        with gr.Tab("Guide", id="guide"):
+            gr.Markdown(GUIDE)
+    tracker = gr.Textbox("attention", visible="hidden", elem_id="selected-tab")
+    for tab in tabs.children:  # the tracker follows the selected tab, in the browser only
+        tab.select(None, None, tracker, js=f"() => {json.dumps(tab.id)}")
+    register_tabs(tabs, tracker)
+    for name, (first, *others) in named.items():
+        register_control(name, first, advanced=name in ADVANCED, also=others)
+    return views
 
 
 def _resize_sliders_with_model(demo: gr.Blocks, model_info: gr.Markdown) -> None:
@@ -75,7 +111,3 @@ def _resize_sliders_with_model(demo: gr.Blocks, model_info: gr.Markdown) -> None
         return [gr.Slider(maximum=maxima[kind]) for _, kind in sized]
     model_info.change(bind(ranges), None, [block for block, _ in sized], api_visibility="private",
                       concurrency_limit=None)
-
-
-def _forget_session(request: gr.Request):
-    REGISTRY.close(request.session_hash)

@@ -191,7 +191,8 @@ def decoded_text(data: bytes) -> str:
         ) from None
 
 
-def load_text_file(path: Union[str, Path], max_bytes: int = 20_000_000, block_size: int = 1) -> str:
+def load_text_file(path: Union[str, Path], max_bytes: int = 20_000_000, block_size: int = 1,
+                   val_fraction: float = 0.1) -> str:
     """Read and validate a UTF-8 text file long enough for windows of block_size + 1 characters."""
     path = Path(path)
     if not path.is_file():
@@ -202,9 +203,10 @@ def load_text_file(path: Union[str, Path], max_bytes: int = 20_000_000, block_si
             f"{max_bytes / 1e6:.1f} MB limit: use a shorter excerpt."
         )
     return validate_user_text(read_user_file(path, max_bytes), max_bytes=max_bytes,
-                              min_chars=min_text_chars(block_size))
+                              min_chars=min_text_chars(block_size, val_fraction))
 
 
 def min_text_chars(block_size: int, val_fraction: float = 0.1) -> int:
-    """Shortest text whose validation split still holds one window of block_size + 1 characters."""
-    return math.ceil((block_size + 1) / val_fraction)
+    """Shortest text whose validation split still holds one window of block_size + 1 characters (with no
+    validation split: one window of training text)."""
+    return block_size + 1 if val_fraction == 0 else math.ceil((block_size + 1) / val_fraction)

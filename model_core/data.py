@@ -17,21 +17,42 @@ def compact(data: torch.Tensor, vocab_size: int) -> torch.Tensor:
     return data.to(torch.int16 if vocab_size <= 32_767 else torch.int32)
 
 
+DEFAULT_VAL_FRACTION = 0.1  # share of the tokens held out for validation (seed 000: 90% train, 10% val)
+
+
 def train_val_split(data: torch.Tensor, train_fraction: float = 0.9) -> tuple[torch.Tensor, torch.Tensor]:
     """First train_fraction of the tokens for training, the rest for validation (contiguous, not shuffled,
-    so validation text is text the model has never seen, not neighbours of training windows)."""
-    if not 0.0 < train_fraction < 1.0:
-        raise DataError(f"train_fraction must be between 0 and 1 (exclusive), got {train_fraction!r}: 0.9 is usual.")
+    so validation text is text the model has never seen, not neighbours of training windows).
+    train_fraction 1.0 keeps every token for training: the validation split comes back empty."""
+    if not 0.0 < train_fraction <= 1.0:
+        raise DataError(f"train_fraction must be between 0 and 1 (above 0, at most 1), got {train_fraction!r}: "
+                        "0.9 is usual.")
     n = int(len(data) * train_fraction)
     return data[:n], data[n:]
+
+
+def split_by_val_fraction(data: torch.Tensor, val_fraction: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """(train, val) with the last val_fraction of the tokens held out; 0 holds out nothing (val is empty and
+    the model is evaluated on its training text: the only choice for a one-sentence corpus)."""
+    if isinstance(val_fraction, bool) or not isinstance(val_fraction, (int, float)) or not 0 <= val_fraction <= 0.5:
+        raise DataError(f"the validation fraction must be from 0 (no validation split) to 0.5, got "
+                        f"{val_fraction!r}: 0.1 is usual, 0 for a tiny corpus.")
+    return train_val_split(data, 1.0 - val_fraction)
+
+
+def val_or_none(val: torch.Tensor):
+    """The validation tokens, or None when there are none (the Trainer then evaluates the training text)."""
+    return val if len(val) else None
 
 
 def check_long_enough(data: torch.Tensor, block_size: int, split: str) -> None:
     """DataError unless data holds at least one window of block_size inputs plus its next-token target."""
     if len(data) < block_size + 1:
+        hint = (", or evaluate on the training text with no validation split (--val-fraction 0; in the app: "
+                "Validation split 'none')") if split == "validation" else ""
         raise DataError(
             f"the {split} split has {len(data)} tokens but one training window needs {block_size + 1} "
-            f"(block_size + 1): use more text or a smaller block size (at most {max(len(data) - 1, 0)})."
+            f"(block_size + 1): use more text or a smaller block size (at most {max(len(data) - 1, 0)}){hint}."
         )
 
 

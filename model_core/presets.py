@@ -11,6 +11,8 @@ class Preset:
     description: str
     model: dict = field(default_factory=dict)  # GPTConfig fields (vocab_size comes from the tokenizer)
     train: dict = field(default_factory=dict)  # TrainConfig fields
+    # The data the preset was made for, when it matters (corpus, tokenizer, val_fraction): a seed's own text.
+    data: dict = field(default_factory=dict)
 
     def model_config(self, vocab_size: int, **overrides) -> GPTConfig:
         """The preset's GPTConfig for a vocabulary, with any field overridden (None means keep)."""
@@ -52,12 +54,52 @@ PRESETS = {
                        eval_iters=20, snapshot_interval=200),
         ),
         Preset(
-            "seed-notebook", "8 layers x 8 heads, d_model 512, 256-token context (seed 001's size): needs a GPU.",
-            # Reference: seed 001 reports val loss 1.55 at step 500 on Tiny Shakespeare with this shape; on a
-            # GPU add --precision bf16 (and --compile).
+            "seed-001", "8 layers x 8 heads, d_model 512, 256-token context (seed 001's size, ~25M parameters): "
+            "needs a GPU; on a CPU use 'classroom'.",
+            # Reference: seed 001 reports loss 1.55 at step 500 on Tiny Shakespeare with this shape (batch 128,
+            # lr 3e-4, 3000 iterations); on a GPU add --precision bf16 (and --compile).
             model=dict(n_layers=8, n_heads=8, d_model=512, block_size=256, dropout=0.2),
-            train=dict(batch_size=128, lr=3e-4, warmup_steps=200, max_steps=5000, eval_interval=500,
+            train=dict(batch_size=128, lr=3e-4, warmup_steps=200, max_steps=3000, eval_interval=500,
                        eval_iters=50, snapshot_interval=500),
+            data=dict(corpus="shakespeare", tokenizer="char"),
+        ),
+        Preset(
+            "statquest", "Seed 002 (StatQuest): 1 layer, 1 head, d_model 2, sinusoidal positions, no norm, no FFN, "
+            "5-token context; trains on its two sentences in about a second.",
+            model=dict(n_layers=1, n_heads=1, d_model=2, block_size=5, positional="sinusoidal", norm="none",
+                       attn_only=True, tie_weights=False),
+            # Adam at lr 0.1 as in the seed. Greedy generation after "what is statquest <EOS>" gave "awesome <EOS>"
+            # for 39 of 40 seeds (0-39) with these settings, and for the default seed 1337 (tests/test_seeds.py).
+            train=dict(batch_size=8, lr=0.1, warmup_steps=0, weight_decay=0.0, max_steps=300, eval_interval=50,
+                       eval_iters=2, snapshot_interval=50),
+            data=dict(corpus="toy-words", tokenizer="word", val_fraction=0.0),
+        ),
+        Preset(
+            "seed-003", "Seed 003's baby-name GPT: 2 layers x 4 heads, d_model 32, 16-token context, RMSNorm, "
+            "SwiGLU, tied weights, AdamW (betas 0.9, 0.95).",
+            model=dict(n_layers=2, n_heads=4, d_model=32, block_size=16, norm="rmsnorm", activation="swiglu"),
+            # The seed trains 10,000 steps at lr 3e-4 to loss 1.83; lr 3e-3 gets there in a fifth of the steps.
+            train=dict(batch_size=64, lr=3e-3, warmup_steps=50, max_steps=2000, eval_interval=200, eval_iters=20,
+                       snapshot_interval=200, betas=(0.9, 0.95)),
+            data=dict(corpus="first-names", tokenizer="char"),
+        ),
+        Preset(
+            "seed-003-walkthrough", "Seed 003's NumPy walk-through model: 2 layers x 4 heads, d_model 16, "
+            "LayerNorm, GELU, 28-token context: inspect it untrained on 'Welcome to the world of AI'.",
+            model=dict(n_layers=2, n_heads=4, d_model=16, block_size=28),
+            train=dict(batch_size=4, lr=1e-2, warmup_steps=0, max_steps=200, eval_interval=50, eval_iters=2,
+                       snapshot_interval=50),
+            data=dict(corpus="welcome", tokenizer="char", val_fraction=0.0),
+        ),
+        Preset(
+            "seed-004", "Seed 004's 2017-paper block: post-norm LayerNorm, sinusoidal positions, ReLU, dropout "
+            "0.1, d_model 6 with 2 heads, 10-token context, on BPE tokens.",
+            # The seed's FFN is 12 wide (2 x d_model); here it is the usual 4 x d_model, which the app also builds.
+            model=dict(n_layers=1, n_heads=2, d_model=6, block_size=10, norm_placement="post",
+                       positional="sinusoidal", activation="relu", dropout=0.1, tie_weights=False),
+            train=dict(batch_size=32, lr=1e-2, warmup_steps=50, max_steps=1000, eval_interval=200, eval_iters=10,
+                       snapshot_interval=100),
+            data=dict(corpus="shakespeare", tokenizer="bpe", bpe_vocab=512),
         ),
         Preset(
             "tiny", "1 layer x 2 heads, d_model 16, 16-token context: for tests and instant demos.",

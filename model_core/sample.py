@@ -17,6 +17,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--top-p", type=float, default=1.0, help="sample from the smallest set holding this probability")
     p.add_argument("--seed", type=int, help="random seed; the same seed gives the same text")
     p.add_argument("--num-samples", type=int, default=1, help="how many samples to print")
+    p.add_argument("--stop-at", help="end a sample once this token is generated, e.g. '<EOS>' or a newline")
     return p
 
 
@@ -28,13 +29,24 @@ def samples(args) -> list[str]:
     if args.num_samples < 1 or args.max_new_tokens < 0:
         raise ValueError("--num-samples must be at least 1 and --max-new-tokens at least 0.")
     prompt_ids = ckpt.tokenizer.encode(args.prompt)
+    stop = stop_token(ckpt.tokenizer, args.stop_at)
     texts = []
     for i in range(args.num_samples):
         seed = None if args.seed is None else args.seed + i
         steps = generate(ckpt.model, prompt_ids, args.max_new_tokens, temperature=args.temperature,
-                         top_k=args.top_k, top_p=args.top_p, seed=seed)
+                         top_k=args.top_k, top_p=args.top_p, seed=seed, stop_token=stop)
         texts.append(ckpt.tokenizer.decode(prompt_ids + [s.token for s in steps]))
     return texts
+
+
+def stop_token(tokenizer, text):
+    """The id of --stop-at's single token (None without it); ValueError when it is not one token."""
+    if text is None:
+        return None
+    ids = tokenizer.encode(text)
+    if len(ids) != 1:
+        raise ValueError(f"--stop-at {text!r} is {len(ids)} tokens for this tokenizer; give exactly one token.")
+    return ids[0]
 
 
 def main(argv=None) -> int:

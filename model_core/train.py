@@ -17,7 +17,7 @@ from .checkpoint import Checkpoint, save_checkpoint
 from .config import ACTIVATIONS, NORM_PLACEMENTS, NORMS, POSITIONALS
 from .distributed import check_batch_splits, end_process_group, start_process_group, world_from_env
 from .corpora import CORPORA, load_corpus, load_text_file
-from .data import token_tensor, train_val_split
+from .data import DEFAULT_VAL_FRACTION, split_by_val_fraction, token_tensor, val_or_none
 from .model import GPT
 from .presets import DEFAULT_PRESET, PRESETS, get_preset
 from .tokenization import TOKENIZER_KINDS, build_tokenizer
@@ -35,10 +35,15 @@ class OneLineParser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     p = OneLineParser(prog="python -m model_core.train", description="Train a small GPT on a text.")
     source = p.add_mutually_exclusive_group()
-    source.add_argument("--corpus", choices=CORPORA, help="built-in text to train on (default: shakespeare)")
+    source.add_argument("--corpus", choices=CORPORA,
+                        help="built-in text to train on (default: the preset's own, else shakespeare)")
     source.add_argument("--text-file", help="path of your own UTF-8 text file to train on")
-    p.add_argument("--tokenizer", choices=TOKENIZER_KINDS, default="char", help="how text becomes tokens")
+    p.add_argument("--tokenizer", choices=TOKENIZER_KINDS,
+                   help="how text becomes tokens (default: the preset's own, else char)")
     p.add_argument("--bpe-vocab", type=int, help="vocabulary size of the bpe tokenizer (256..4096, default 512)")
+    p.add_argument("--val-fraction", type=float,
+                   help="share of the text held out for validation (default 0.1); 0: no validation split, the "
+                        "model is evaluated on its training text (for one-sentence corpora such as toy-words)")
     p.add_argument("--preset", choices=list(PRESETS), default=DEFAULT_PRESET,
                    help="model size and training settings to start from; the flags below override it")
     arch = p.add_argument_group("architecture (overrides the preset)")
@@ -79,24 +84,50 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def apply_preset_data(args, preset) -> None:
+    """Fill --corpus, --tokenizer, --bpe-vocab and --val-fraction left unset from the preset's own data (a
+    seed preset reproduces its tutorial with no other flag), else the usual defaults."""
+    data = preset.data
+    if not args.text_file and args.corpus is None:
+        args.corpus = data.get("corpus", "shakespeare")
+    args.tokenizer = args.tokenizer or data.get("tokenizer", "char")
+    args.bpe_vocab = args.bpe_vocab or data.get("bpe_vocab")
+    if args.val_fraction is None:
+        args.val_fraction = data.get("val_fraction", DEFAULT_VAL_FRACTION)
+
+
 def load_text(args, block_size: int) -> tuple[str, str]:
     """(text, corpus label) from --text-file or --corpus."""
     if args.text_file:
-        return load_text_file(args.text_file, block_size=block_size), f"file:{Path(args.text_file).name}"
+        text = load_text_file(args.text_file, block_size=block_size, val_fraction=args.val_fraction)
+        return text, f"file:{Path(args.text_file).name}"
     name = args.corpus or "shakespeare"
     return load_corpus(name), name
+
+
+def fitted_block_size(args, preset_block: int, n_train: int):
+    """--block-size as given; without it the preset's, shortened (with a note) when the training text is
+    shorter than one window of it, so a one-sentence corpus trains with any preset."""
+    if args.block_size or n_train > preset_block:
+        return args.block_size
+    fitted = max(n_train - 1, 1)
+    print(f"note: the training text has {n_train} tokens, fewer than one window of the preset's block size "
+          f"{preset_block} + 1: using block size {fitted} (set --block-size to choose).", file=sys.stderr)
+    return fitted
 
 
 def train(args) -> dict:
     """Run the whole pipeline for parsed args; returns the summary printed as JSON."""
     preset = get_preset(args.preset)
+    apply_preset_data(args, preset)
     block_size = args.block_size or preset.model["block_size"]
     text, corpus = load_text(args, block_size)
     tokenizer = build_tokenizer(args.tokenizer, text, args.bpe_vocab)
-    train_data, val_data = train_val_split(token_tensor(tokenizer.encode(text)))
+    train_data, val_data = split_by_val_fraction(token_tensor(tokenizer.encode(text)), args.val_fraction)
     model_cfg = preset.model_config(
         tokenizer.vocab_size, d_model=args.d_model, n_heads=args.n_heads, n_layers=args.n_layers,
-        block_size=args.block_size, norm=args.norm, norm_placement=args.norm_placement,
+        block_size=fitted_block_size(args, preset.model["block_size"], len(train_data)), norm=args.norm,
+        norm_placement=args.norm_placement,
         activation=args.activation, positional=args.positional, qk_norm=args.qk_norm, tie_weights=args.tie_weights,
         attn_only=args.attn_only, dropout=args.dropout,
     )
@@ -109,7 +140,7 @@ def train(args) -> dict:
     check_batch_splits(train_cfg.batch_size, world)  # before joining the other processes
     start_process_group(world, cuda=train_cfg.device in ("auto", "cuda") and torch.cuda.is_available())
     torch.manual_seed(train_cfg.seed)  # model initialisation (DDP then copies rank 0's weights to all)
-    trainer = Trainer(GPT(model_cfg), train_data, val_data, train_cfg, tokenizer)
+    trainer = Trainer(GPT(model_cfg), train_data, val_or_none(val_data), train_cfg, tokenizer)
     started = time.perf_counter()
     with tqdm(total=train_cfg.max_steps, file=sys.stderr, unit="step", dynamic_ncols=True,
               disable=not world.is_main) as bar:
@@ -136,9 +167,11 @@ def progress(bar, metrics: dict) -> None:
         bar.update(1)
         if metrics["step"] % 10 == 0:
             bar.set_postfix(loss=f"{metrics['loss']:.3f}", refresh=False)
-    if "eval" in metrics and metrics["eval"]["val_loss"] is not None:
-        bar.write(f"step {metrics['step']}: train {metrics['eval']['train_loss']:.4f} "
-                  f"val {metrics['eval']['val_loss']:.4f}", file=sys.stderr)
+    if "eval" in metrics:
+        ev = metrics["eval"]
+        val = ("(no validation split: evaluated on the training text)" if ev["val_loss"] is None
+               else f"val {ev['val_loss']:.4f}")
+        bar.write(f"step {metrics['step']}: train {ev['train_loss']:.4f} {val}", file=sys.stderr)
 
 
 def main(argv=None) -> int:

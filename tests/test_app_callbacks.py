@@ -1,6 +1,6 @@
-import json
 """The app's callbacks without a server: each tab's view on a tiny model, bad input, training, sessions."""
 import io
+import json
 import re
 import time
 import zipfile
@@ -17,6 +17,7 @@ from explorer.figures.ffn import TOP_TOKENS_HEADERS
 from explorer.limits import LIMITS
 from explorer.session import Session
 from model_core import GPT, GPTConfig
+from model_core.config import ACTIVATIONS
 from model_core.checkpoint import Checkpoint
 from model_core.tokenization import build_tokenizer
 
@@ -156,6 +157,23 @@ def test_ffn_view_outputs(session):
     assert "neuron" in caption
 
 
+@pytest.mark.parametrize("activation", ACTIVATIONS)
+def test_ffn_view_names_every_activation(activation):
+    tokenizer = build_tokenizer("char", TEXT)
+    model = GPT(GPTConfig(vocab_size=tokenizer.vocab_size, block_size=BLOCK, d_model=16, n_heads=N_HEADS,
+                          n_layers=N_LAYERS, activation=activation))
+    hist = ffn.ffn_view(Session(Checkpoint(model.eval(), tokenizer), "tiny"), PROMPT, 0, 0)[0]
+    assert f"after {ffn.ACTIVATION_NAMES[activation]}" in json.dumps(hist.to_plotly_json()["layout"])
+
+
+def test_model_summary_names_the_last_loss_and_where_it_was_measured(session):
+    split = Checkpoint(session.model, session.tokenizer, evals=[{"step": 9, "train_loss": 2.5, "val_loss": 2.75}])
+    no_split = Checkpoint(session.model, session.tokenizer, evals=[{"step": 9, "train_loss": 0.25, "val_loss": None}])
+    assert models.model_summary(Session(split, "a")).endswith("val loss 2.750.")
+    assert models.model_summary(Session(no_split, "b")).endswith("loss on the training text 0.250 (no validation split).")
+    assert "loss" not in models.model_summary(Session(Checkpoint(session.model, session.tokenizer), "c"))
+
+
 def test_next_token_distribution(session):
     dist, temp, caption = sampling.distribution_view(session, PROMPT, 1.0, 0, 1.0, 0.0)
     assert isinstance(dist, go.Figure) and isinstance(temp, go.Figure)
@@ -184,7 +202,7 @@ def test_steps_view_running_logprob(session):
     assert [r[0] for r in rows] == list(range(1, 7))
     running = np.cumsum([np.log(r[3]) for r in rows])  # model probabilities -> running log-prob
     np.testing.assert_allclose([r[4] for r in rows], running, atol=0.02)
-    assert text.startswith("<pre") and text.count("<span") == 6
+    assert text.startswith("<p class='te-caption'>Generated 6 tokens") and text.count("<span") == 6
 
 
 def test_data_view_outputs(session):
@@ -221,8 +239,8 @@ def test_every_model_sized_slider_is_resized_when_the_model_changes():
     sized = {b._id for b in demo.blocks.values() if isinstance(b, gr.Slider)
              and any(c.startswith(RANGE_CLASS) for c in b.elem_classes or [])}
     # attention layer/head/query, Heads examples layer and film-strip layer/head, residual, embeddings, FFN layer,
-    # Experiments position
-    assert len(sized) == 10
+    # Building blocks layer, Experiments position
+    assert len(sized) == 11
     resize = [d for d in demo.fns.values() if {b._id for b in d.outputs} == sized]
     assert len(resize) == 1 and [t[1] for t in resize[0].targets] == ["change"]
 

@@ -13,12 +13,13 @@ from gradio_client.exceptions import AppError
 from explorer.callbacks.train import ARCH_FIELDS, OPTIM_FIELDS
 
 PROMPT = "First Citizen:\nBefore we proceed"
-TRAIN_FIELDS = ("corpus", "kind", "bpe_vocab", *ARCH_FIELDS, *OPTIM_FIELDS)  # /train_start's inputs, in order
+# /train_start's inputs, in order
+TRAIN_FIELDS = ("corpus", "kind", "bpe_vocab", *ARCH_FIELDS, *OPTIM_FIELDS, "val_split")
 PUBLIC_ENDPOINTS = ("attention", "snapshot", "residual", "embeddings", "ffn", "next_token", "compare", "generate",
                     "data", "train_start", "train_pause", "train_resume", "train_stop", "train_status",
                     "use_shipped_model", "save_model", "load_model", "ablate", "importance_map", "model_b_shipped",
                     "model_b_copy", "model_b_zip", "model_b_nanogpt", "swap_models", "compare_models",
-                    "heads", "head_examples", "head_training")
+                    "heads", "head_examples", "head_training", "init_model", "blocks")
 TINY = dict(corpus="first-names", kind="char", n_layers=1, n_heads=2, d_model=16, block_size=8, batch_size=8,
             lr=0.01, warmup_steps=5, eval_interval=10)
 
@@ -75,7 +76,10 @@ def stop_quietly(c: Client) -> None:
         pass  # no run was going
 
 
-def plot(value: dict) -> dict:
+def plot(value) -> dict:
+    """A gr.Plot value, or a live chart's figure JSON (the clickable attention grid is one)."""
+    if isinstance(value, str):
+        return json.loads(value)
     assert value["type"] == "plotly"
     return json.loads(value["plot"])
 

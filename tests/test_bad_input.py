@@ -26,7 +26,8 @@ from .conftest import APP_PIDS, rss_mb
 PROMPT = "ROMEO:"
 HEADERS = ["temperature", "top_k", "top_p", "min_p"]
 TABLE = {"headers": HEADERS, "data": [[1.0, 0, 1.0, 0.0]]}
-TRAIN_FIELDS = ("corpus", "kind", "bpe_vocab", *ARCH_FIELDS, *OPTIM_FIELDS)  # /train_start's inputs, in order
+# /train_start's inputs, in order
+TRAIN_FIELDS = ("corpus", "kind", "bpe_vocab", *ARCH_FIELDS, *OPTIM_FIELDS, "val_split")
 
 # A valid call per endpoint that takes inputs; each case breaks one of them.
 NORMAL = {
@@ -38,7 +39,8 @@ NORMAL = {
     "compare": [PROMPT, TABLE, 5, 0, False],
     "generate": [PROMPT, 1.0, 0, 1.0, 0.0, 5, 0, False],
     "snapshot": [1.0],
-    "data": ["first-names", None, "char", 512],
+    "data": ["first-names", None, "char", 512, "10%"],
+    "blocks": [PROMPT, 0, False],
 }
 # Position of every numeric parameter (test_every_numeric_parameter_is_covered checks this against the API).
 NUMERIC = {
@@ -51,6 +53,7 @@ NUMERIC = {
     "generate": {1: "temperature", 2: "top_k", 3: "top_p", 4: "min_p", 5: "max_new_tokens", 6: "seed"},
     "snapshot": {0: "progress"},
     "data": {3: "bpe_vocab"},
+    "blocks": {1: "layer"},
 }
 TRAIN_NUMERIC = ("bpe_vocab", *(f for f in (*ARCH_FIELDS, *OPTIM_FIELDS) if f in FIELD_RULES))
 BAD_NUMBERS = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf, "negative": -1, "1e30": 1e30,
@@ -59,9 +62,10 @@ BAD_PROMPTS = {"empty": "", "spaces": "   \n\t ", "huge": "ROMEO: " * 15_000, "c
                "emoji": "ROMEO 🙂👍🏽", "surrogate": "ROMEO \ud83d", "unknown": "Ω≈ç√∫ ROMEO",
                "newlines": "\n" * 5000,
                "number": 12345, "list": ["ROMEO:"], "none": None}
-PROMPTED = ("attention", "residual", "embeddings", "ffn", "next_token", "compare", "generate")
+PROMPTED = ("attention", "residual", "embeddings", "ffn", "next_token", "compare", "generate", "blocks")
 BAD_CHOICES = {("residual", 2): ["weird", 3, ["norm"]], ("embeddings", 1): ["4", 3.5, True, {"a": 1}],
-               ("data", 0): ["nope", 7, ["first-names"]], ("data", 2): ["zzz", 1, ["char"]]}
+               ("data", 0): ["nope", 7, ["first-names"]], ("data", 2): ["zzz", 1, ["char"]],
+               ("data", 4): ["half", 0.5, ["none"]]}
 BAD_TABLES = {
     "empty": {"headers": HEADERS, "data": []}, "blank row": {"headers": HEADERS, "data": [[None] * 4]},
     "100 rows": {"headers": HEADERS, "data": [[1.0, 0, 1.0, 0.0]] * 100},
@@ -201,7 +205,7 @@ def still_answers(client):
 
 def assert_normal_attention(c: Client) -> None:
     grid = c.predict(*NORMAL["attention"], api_name="/attention")[0]
-    assert grid["type"] == "plotly" and json.loads(grid["plot"])["data"]
+    assert json.loads(grid)["data"]  # the grid is a live chart: its value is the figure JSON
 
 
 def with_value(name: str, index: int, value) -> list:
@@ -267,6 +271,18 @@ def test_bad_training_number_is_refused(trainer, still_answers, train_defaults, 
 def test_bad_training_setting_names_the_problem(trainer, still_answers, train_defaults, overrides, message):
     values = {**train_defaults, "corpus": "first-names", **overrides}
     ok, result = predict(trainer, "train_start", [values[f] for f in TRAIN_FIELDS])
+    assert not ok and message in result, result
+    assert_human(result)
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (dict(d_model=30, n_heads=4), "divisible"), (dict(n_layers=math.nan), "Layers"),
+    (dict(d_model=512, n_layers=8, block_size=256), "keeps models of at most"), (dict(val_split="half"), "one of"),
+], ids=lambda v: str(v)[:40])
+def test_bad_untrained_model_setting_names_the_problem(trainer, still_answers, train_defaults, overrides, message):
+    values = {**train_defaults, "corpus": "first-names", **overrides}
+    fields = ("corpus", "kind", "bpe_vocab", *ARCH_FIELDS, "val_split")
+    ok, result = predict(trainer, "init_model", [values[f] for f in fields])
     assert not ok and message in result, result
     assert_human(result)
 
@@ -427,14 +443,14 @@ def test_load_model_wrong_extension(client, tmp_path):
 def test_bad_text_upload(client, still_answers, tmp_path, content):
     path = tmp_path / "upload.txt"
     path.write_bytes(content)
-    ok, result = predict(client, "data", ["first-names", handle_file(str(path)), "char", 512])
+    ok, result = predict(client, "data", ["first-names", handle_file(str(path)), "char", 512, "10%"])
     assert not ok, result
     assert_human(result)
 
 
 @pytest.mark.parametrize("value", ["abc", 7, {"path": "/etc/hostname"}], ids=["text", "number", "bare path"])
 def test_data_without_a_file(client, still_answers, value):
-    ok, result = predict(client, "data", ["first-names", value, "char", 512])
+    ok, result = predict(client, "data", ["first-names", value, "char", 512, "10%"])
     assert not ok
     assert_human(result)
 

@@ -141,13 +141,6 @@ def test_ffn_captions():
         "50% of FFN inputs are negative; GELU squashes them towards zero (outputs stay above -0.17).")
     assert C.top_tokens_caption(np.array([0, 3, 1]), np.array([3, 2, 1.0]), list("abca")) == (
         "This neuron fires hardest on 'a' (2 of its top 3 positions); peak activation 3.00.")
-    x = np.random.default_rng(0).normal(size=(50, 2))
-    assert C.ffn_in_out_caption(x, 2 * x) == ("Per dimension, FFN output and input correlate 1.00 on average: the "
-                                              "FFN partly passes its input through.")
-    swapped = C.ffn_in_out_caption(x, x[:, ::-1])  # independent columns: correlation near 0
-    assert swapped.endswith("the FFN mixes dimensions rather than copying them.")
-    expected = np.mean([abs(np.corrcoef(x[:, i], x[:, 1 - i])[0, 1]) for i in range(2)])
-    assert f"correlate {expected:.2f} on average" in swapped
 
 
 def test_sampling_and_generation_captions():

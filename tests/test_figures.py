@@ -205,8 +205,6 @@ def test_ffn_figures_and_table():
     assert "3 of 64 neurons dead" in fig.layout.title.text
     rows = F.top_tokens_table(np.array([7, 0]), np.array([2.5, 1.0]), TOKENS)
     assert rows[0] == [1, "7:e", 2.5, "ello␣h[e]ll"] and rows[1][3] == "[h]el"
-    fig = F.ffn_in_out_scatter_figure(rng.normal(size=(30, 6)), rng.normal(size=(30, 6)))
-    assert len(fig.data) == 6 and fig.layout.annotations[5].text == "dim 5"
 
 
 def test_next_token_figure_greys_cut_tokens_and_zeroes_after():

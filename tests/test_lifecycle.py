@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
-import numpy as np
+import gradio as gr
 import pytest
 from gradio_client import Client
 
@@ -235,10 +235,21 @@ def test_shipped_model_results_are_shared_but_a_trained_model_never_sees_them():
         other.use(load_shipped("first-names"), "first-names")  # not marked shared: its own results
         c = view(SimpleNamespace(session_hash="shared-b"), "emma", 0, 0, -1, False)
         assert SHARED.hits == hits + 1
-        assert not np.array_equal(np.asarray(c[1].data[0].z), np.asarray(a[1].data[0].z))
+        assert a[1].type == "plotly" and a[1].plot != c[1].to_json()  # shared figures are stored serialised
     finally:
         for key in registry_keys:
             REGISTRY.close(key)
+
+
+def test_shared_figures_are_stored_as_gradio_would_send_them():
+    from explorer.binding import serialised_figures
+
+    fig = attention.attention_view(REGISTRY.get("serialise"), "emma", 0, 0, -1, False)[0]
+    try:
+        shared = serialised_figures((fig, "caption"))
+        assert shared[0] == gr.Plot().postprocess(fig) and shared[1] == "caption"
+    finally:
+        REGISTRY.close("serialise")
 
 
 def test_shared_results_compute_once_when_a_class_asks_at_the_same_moment():

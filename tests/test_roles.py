@@ -1,4 +1,5 @@
-"""The head report card: role scores on hand-built patterns, the probes, and an induction head that forms."""
+"""The head report card: role scores on hand-built patterns and the probes (an induction head forming in
+training: tests/test_induction_training.py)."""
 import numpy as np
 import pytest
 import torch

@@ -6,11 +6,11 @@ from pathlib import Path
 import torch
 
 from model_core.corpora import CORPORA, load_corpus, read_user_file, validate_user_text
-from model_core.data import compact, get_batch, token_tensor, train_val_split
+from model_core.data import DEFAULT_VAL_FRACTION, compact, get_batch, split_by_val_fraction, token_tensor
 from model_core.tokenization import (BPE_DEFAULT_VOCAB, BPE_MAX_VOCAB, BPE_MIN_VOCAB, TOKENIZER_KINDS,
                                      build_tokenizer)
 
-from .. import validation
+from .. import captions, validation
 from ..errors import UserError
 from ..figures.data import token_index_figure
 from ..limits import LIMITS
@@ -19,18 +19,28 @@ from ..session import DataChoice, Session
 VOCAB_ROWS = 300  # longest vocabulary table shown
 BATCH_SHOWN, WINDOW_SHOWN = 4, 8
 SAMPLE_CHARS = 600  # the text itself is not kept in the session: this much of its start is, for display
+# The Data tab's "Validation split" choices: (label, value) -> share of the tokens held out.
+VAL_SPLITS = {"10%": DEFAULT_VAL_FRACTION, "none": 0.0}
+VAL_SPLIT_LABELS = {"10%": "10% (held out, never trained on)", "none": "none — evaluate on the training text"}
+DEFAULT_VAL_SPLIT = "10%"
+
+
+def val_fraction(val_split) -> float:
+    """The share of tokens held out for a Validation split choice (an empty choice means the default)."""
+    val_split = DEFAULT_VAL_SPLIT if val_split in (None, "") else val_split
+    return VAL_SPLITS[validation.choice(val_split, "Validation split", tuple(VAL_SPLITS))]
 
 
 @functools.lru_cache(maxsize=8)
-def prepared(name: str, kind: str, bpe_vocab: int):
+def prepared(name: str, kind: str, bpe_vocab: int, held_out: float = DEFAULT_VAL_FRACTION):
     """Built-in corpora are shared by all sessions: tokenised once, never modified."""
-    return _prepare(load_corpus(name), kind, bpe_vocab)
+    return _prepare(load_corpus(name), kind, bpe_vocab, held_out)
 
 
-def _prepare(text: str, kind: str, bpe_vocab: int):
+def _prepare(text: str, kind: str, bpe_vocab: int, held_out: float = DEFAULT_VAL_FRACTION):
     tokenizer = build_tokenizer(kind, text, int(bpe_vocab) if kind == "bpe" else None)
-    train, val = train_val_split(compact(token_tensor(tokenizer.encode(text)), tokenizer.vocab_size))
-    return tokenizer, train, val
+    ids = compact(token_tensor(tokenizer.encode(text)), tokenizer.vocab_size)
+    return (tokenizer, *split_by_val_fraction(ids, held_out))
 
 
 def read_upload(path) -> str:
@@ -45,20 +55,22 @@ def read_upload(path) -> str:
     return validate_user_text(data, max_bytes=LIMITS.max_upload_bytes, min_chars=20)
 
 
-def choose_data(session: Session, corpus: str, upload, kind: str, bpe_vocab) -> DataChoice:
+def choose_data(session: Session, corpus: str, upload, kind: str, bpe_vocab,
+                val_split=DEFAULT_VAL_SPLIT) -> DataChoice:
     """Prepare (and remember in the session) the text the Train tab will use."""
+    held_out = val_fraction(val_split)
     kind = validation.choice(kind or "char", "Tokenizer", TOKENIZER_KINDS)
     bpe_vocab = validation.whole_number(bpe_vocab, "BPE vocabulary size", minimum=BPE_MIN_VOCAB,
                                         maximum=BPE_MAX_VOCAB, default=BPE_DEFAULT_VOCAB)
     if upload:
         text = read_upload(upload)
         name = Path(upload).name
-        tokenizer, train, val = _prepare(text, kind, bpe_vocab)
+        tokenizer, train, val = _prepare(text, kind, bpe_vocab, held_out)
     else:
         if not isinstance(corpus, str) or corpus not in CORPORA:
             raise UserError(f"Pick a corpus ({', '.join(CORPORA)}) or upload a .txt file.")
         text, name = load_corpus(corpus), corpus
-        tokenizer, train, val = prepared(corpus, kind, bpe_vocab)
+        tokenizer, train, val = prepared(corpus, kind, bpe_vocab, held_out)
     choice = DataChoice(name, text[:SAMPLE_CHARS], len(text), tokenizer, train, val, uploaded=bool(upload))
     if choice.nbytes > LIMITS.session_data_mb * 1e6:
         raise UserError(f"{name} makes {choice.nbytes / 1e6:.0f} MB of token ids; a session may keep "
@@ -67,9 +79,9 @@ def choose_data(session: Session, corpus: str, upload, kind: str, bpe_vocab) -> 
     return choice
 
 
-def data_view(session: Session, corpus: str, upload, kind: str, bpe_vocab):
+def data_view(session: Session, corpus: str, upload, kind: str, bpe_vocab, val_split=DEFAULT_VAL_SPLIT):
     """-> summary md, vocabulary rows, sample text, token-index figure, split md, batch rows."""
-    d = choose_data(session, corpus, upload, kind, bpe_vocab)
+    d = choose_data(session, corpus, upload, kind, bpe_vocab, val_split)
     tok = d.tokenizer
     n_tokens = len(d.train) + len(d.val)
     counts = Counter(torch.cat([d.train, d.val])[:2_000_000].tolist())
@@ -78,10 +90,21 @@ def data_view(session: Session, corpus: str, upload, kind: str, bpe_vocab):
                f"vocabulary of **{tok.vocab_size}** tokens"
                + (f" (table shows the first {VOCAB_ROWS})" if tok.vocab_size > VOCAB_ROWS else "") + ".")
     first = d.train[:50].tolist()
-    split = (f"Training split: **{len(d.train):,}** tokens (first 90%). Validation split: **{len(d.val):,}** tokens "
-             "(last 10%, never trained on: its loss tells whether the model generalises).")
-    return (summary, vocab_rows, d.sample, token_index_figure(first, [tok.token_label(i) for i in first]),
-            split, batch_rows(d))
+    split = split_text(d)
+    first_labels = [tok.token_label(i) for i in first]
+    split += "\n\n**Token indices:** " + captions.token_index_caption(first, first_labels)
+    return (summary, vocab_rows, d.sample, token_index_figure(first, first_labels), split, batch_rows(d))
+
+
+def split_text(d: DataChoice) -> str:
+    if not len(d.val):
+        return (f"**No validation split**: all **{len(d.train):,}** tokens are training text, and the Train tab "
+                "evaluates the model **on the training text** itself: its loss says how well the model learnt "
+                "this text, not whether it generalises. (The only choice for a one-sentence corpus.)")
+    share = len(d.val) / (len(d.train) + len(d.val))
+    return (f"Training split: **{len(d.train):,}** tokens (first {1 - share:.0%}). Validation split: "
+            f"**{len(d.val):,}** tokens (last {share:.0%}, never trained on: its loss tells whether the model "
+            "generalises).")
 
 
 def batch_rows(d: DataChoice) -> list[list]:

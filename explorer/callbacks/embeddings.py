@@ -42,5 +42,10 @@ def embeddings_view(session: Session, prompt: str, dims, layer, drop_unknown: bo
         positional_heatmap_figure(pos_table.numpy()) if has_positions
         else no_positions_figure(model.cfg.positional, "Positional embeddings"),
         embedding_norms_figure(tok_norms, pos_norms, a.labels),
-        captions.embedding_caption(tok_pca.explained_variance_ratio),
+        captions.chart_captions({
+            "Token embeddings": captions.embedding_caption(tok_pca.explained_variance_ratio),
+            "Position embeddings": captions.positional_caption(pos_table.numpy()) if has_positions else "",
+            "Token + position": captions.embedding_caption(both.explained_variance_ratio),
+            "Hidden states": captions.embedding_caption(hidden.explained_variance_ratio),
+            "Token vs position vector sizes": captions.embedding_norms_caption(tok_norms, pos_norms)}),
     )

@@ -6,7 +6,7 @@ from ..figures.ffn import ffn_histograms_figure, neuron_sparsity_figure, top_tok
 from ..session import Session
 from .common import analyse, clamp_layer
 
-ACTIVATION_NAMES = {"gelu": "GELU", "relu": "ReLU", "swiglu": "SwiGLU (SiLU gate)"}
+ACTIVATION_NAMES = {"gelu": "GELU", "relu": "ReLU", "relu2": "ReLU squared", "swiglu": "SwiGLU (SiLU gate)"}
 
 
 def ffn_view(session: Session, prompt: str, layer, neuron, drop_unknown: bool = False):
@@ -22,5 +22,9 @@ def ffn_view(session: Session, prompt: str, layer, neuron, drop_unknown: bool = 
                               ACTIVATION_NAMES[cfg.activation]),
         neuron_sparsity_figure(stats.fraction_active, stats.layer_sparsity, layer),
         top_tokens_table(positions, values, a.labels),
-        captions.ffn_caption(stats.fraction_active, stats.dead),
+        captions.chart_captions({
+            "Activation values": captions.ffn_histogram_caption(stats.pre_hist, stats.pre_edges, stats.post_hist,
+                                                                stats.post_edges, ACTIVATION_NAMES[cfg.activation]),
+            "How often each neuron fires": captions.ffn_caption(stats.fraction_active, stats.dead),
+            f"Neuron {neuron}": captions.top_tokens_caption(positions, values, a.labels)}),
     )

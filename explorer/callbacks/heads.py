@@ -18,7 +18,7 @@ from model_core.analysis.top_examples import TopExamples, top_examples
 
 from .. import captions_roles, validation
 from ..errors import UserError
-from ..figures.roles import (TRACKED_ROLES, embedding_frames_figure, film_strip_figure,
+from ..figures.roles import (TRACKED_ROLES, aligned_signs, embedding_frames_figure, film_strip_figure,
                              induction_loss_figure, induction_pattern_figure, report_table,
                              role_map_figure, role_scores_over_steps_figure)
 from ..session import Session, require_model
@@ -187,4 +187,7 @@ def film_view(session: Session, layer, head):
     frames = (embedding_frames_figure([s.embedding_coords for s in with_coords], [s.step for s in with_coords],
                                       labels) if with_coords else None)
     caption = captions_roles.film_caption(layer, head, steps, scores.get("induction"), np.asarray(val, dtype=float))
+    if with_coords:
+        caption += " " + captions_roles.embedding_motion_caption(
+            aligned_signs([s.embedding_coords for s in with_coords]), [s.step for s in with_coords], labels)
     return strip, lines, frames, caption

@@ -15,11 +15,21 @@ from ..tempfiles import new_temp_dir
 def model_summary(session: Session) -> str:
     c = session.checkpoint
     cfg = c.model.cfg
-    val = next((e["val_loss"] for e in reversed(c.evals or []) if e.get("val_loss") is not None), None)
-    trained = f", val loss {val:.3f}" if val is not None else ""
+    trained = _last_loss(c.evals or [])
     return (f"Inspecting **{session.model_name}**: {cfg.n_layers} layers × {cfg.n_heads} heads, d_model "
             f"{cfg.d_model}, context {cfg.block_size}, vocabulary {cfg.vocab_size}, "
             f"{c.model.num_params():,} parameters{trained}.")
+
+
+def _last_loss(evals: list[dict]) -> str:
+    """', val loss 1.234' from the last evaluation (', loss on the training text 1.234' without a validation
+    split), or '' for an untrained model."""
+    for e in reversed(evals):
+        if e.get("val_loss") is not None:
+            return f", val loss {e['val_loss']:.3f}"
+        if e.get("train_loss") is not None:
+            return f", loss on the training text {e['train_loss']:.3f} (no validation split)"
+    return ""
 
 
 def slider_maxima(session: Session) -> dict[str, int]:

@@ -22,15 +22,22 @@ def residual_view(session: Session, prompt: str, layer, heatmap_mode: str = "nor
     lens = logit_lens(session.model, a.cache, k=5)
     label = np.vectorize(session.tokenizer.token_label, otypes=[object])
     top_k_labels = label(lens.top_ids)  # [L+1, T, k]
+    stream = residual_stream(a.cache)  # [L+1, T, D]
     figures = (
         residual_norms_figure(r.resid_pre, r.resid_mid, r.resid_post),
         update_norms_figure(r.attn_out, r.mlp_out),
         update_vs_residual_figure(r.attn_out[layer], r.resid_pre[layer], a.labels, layer),
-        residual_heatmap_figure(residual_stream(a.cache), a.labels, mode=mode),
+        residual_heatmap_figure(stream, a.labels, mode=mode),
         variance_figure(r.resid_var[layer], r.attn_var[layer], a.labels, layer),
         logit_lens_figure(top_k_labels[..., 0], lens.top_probs[..., 0], a.labels,
                           top_k_labels=top_k_labels, top_k_probs=lens.top_probs),
     )
-    caption = " ".join([captions.residual_caption(r.resid_pre, r.resid_post, r.attn_out),
-                        captions.logit_lens_caption(top_k_labels[..., 0], lens.top_probs[..., 0])])
+    caption = captions.chart_captions({
+        "Residual norm across layers": captions.residual_caption(r.resid_pre, r.resid_post, r.attn_out),
+        "Update size per layer": captions.update_norms_caption(r.attn_out, r.mlp_out),
+        "Update vs residual per position": captions.update_vs_residual_caption(
+            r.attn_out[layer], r.resid_pre[layer], a.labels, layer),
+        "Variance": captions.variance_caption(r.resid_var[layer], r.attn_var[layer], layer),
+        "The residual stream": captions.residual_heatmap_caption(stream, a.labels),
+        "Logit lens": captions.logit_lens_caption(top_k_labels[..., 0], lens.top_probs[..., 0])})
     return (*figures, caption)

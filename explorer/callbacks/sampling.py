@@ -43,7 +43,9 @@ def distribution_view(session: Session, prompt: str, temperature, top_k, top_p, 
     temps = sorted({0.5, 1.0, 2.0, s.temperature} - {0.0})
     return (next_token_figure(before, after.numpy(), removed.numpy(), vocab),
             temperature_curve_figure(logits.numpy(), temps, vocab),
-            captions.sampling_caption(before, after.numpy(), removed.numpy(), vocab))
+            captions.chart_captions({
+                "Next-token distribution": captions.sampling_caption(before, after.numpy(), removed.numpy(), vocab),
+                "Temperature": captions.temperature_caption(logits.numpy(), temps, vocab)}))
 
 
 def parse_table(rows) -> list[SamplingSettings]:
@@ -89,7 +91,7 @@ def comparison_view(session: Session, prompt: str, rows, max_new_tokens, seed, d
     table, n, seed = parse_table(rows), new_tokens(max_new_tokens), validation.seed(seed)
     tok, cfg = session.tokenizer, session.model.cfg
     ids = encode_prompt(tok, prompt, cfg.block_size, drop_unknown)
-    results = compare(session.model, ids, table, n, seed=seed)
+    results = compare(session.model, ids, table, n, seed=seed, stop_token=end_of_text(session.tokenizer))
     cells = []
     for r in results:
         s = r.settings
@@ -102,18 +104,25 @@ def comparison_view(session: Session, prompt: str, rows, max_new_tokens, seed, d
     return f"<div class='te-compare'>{''.join(cells)}</div>"
 
 
+def end_of_text(tokenizer):
+    """The id of an "<EOS>" word token (the StatQuest seed's vocabulary), where generation stops; else None."""
+    return getattr(tokenizer, "stoi", {}).get("<EOS>")
+
+
 def steps_view(session: Session, prompt: str, temperature, top_k, top_p, min_p, max_new_tokens, seed,
                drop_unknown=False):
     """-> step rows (token, probability, running log-prob) and the text coloured by probability (HTML)."""
     s, n, seed = settings(temperature, top_k, top_p, min_p), new_tokens(max_new_tokens), validation.seed(seed)
     tok, cfg = session.tokenizer, session.model.cfg
     ids = encode_prompt(tok, prompt, cfg.block_size, drop_unknown)
-    steps = list(generate(session.model, ids, n, s.temperature, s.top_k, s.top_p, s.min_p, seed=seed))
+    steps = list(generate(session.model, ids, n, s.temperature, s.top_k, s.top_p, s.min_p, seed=seed,
+                          stop_token=end_of_text(tok)))
     # Step.logprob is already a running sum; the table wants each step's own log-prob and sums them itself.
     rows = [dict(token_label=tok.token_label(st.token), prob=st.prob, model_prob=st.model_prob,
                  logprob=math.log(max(st.model_prob, 1e-30))) for st in steps]
     spans = "".join(
         f"<span title='p={st.prob:.2f}' style='background:rgba(37,99,235,{0.08 + 0.6 * st.prob:.2f})'>"
         f"{html.escape(tok.decode([st.token]))}</span>" for st in steps)
-    text = f"<pre class='te-gen'><b>{html.escape(tok.decode(ids))}</b>{spans}</pre>"
+    text = (f"<p class='te-caption'>{html.escape(captions.generation_caption(rows))}</p>"
+            f"<pre class='te-gen'><b>{html.escape(tok.decode(ids))}</b>{spans}</pre>")
     return generation_steps_table(rows), text

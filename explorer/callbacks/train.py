@@ -2,6 +2,7 @@
 import torch
 
 from model_core import GPT, GPTConfig
+from model_core.data import val_or_none
 from model_core.train_config import TrainConfig
 from model_core.trainer import Trainer
 
@@ -13,7 +14,8 @@ from ..figures.training import loss_figure
 from ..limits import LIMITS
 from ..session import Session
 from ..training_run import TrainingRun, slots_text
-from .data import choose_data
+from .data import DEFAULT_VAL_SPLIT, choose_data
+from .model_size import check_model_size, count_params, size_text  # noqa: F401  (count_params: used by ui/tests)
 from .train_fields import checked_field
 
 ARCH_FIELDS = ("n_layers", "n_heads", "d_model", "block_size", "activation", "norm", "norm_placement",
@@ -21,6 +23,7 @@ ARCH_FIELDS = ("n_layers", "n_heads", "d_model", "block_size", "activation", "no
 OPTIM_FIELDS = ("lr", "batch_size", "max_steps", "warmup_steps", "weight_decay", "grad_clip", "eval_interval",
                 "optimizer", "muon_lr")
 LOSS_POINTS = 400  # the live chart shows at most this many per-step points
+NO_VAL_NOTE = " (no validation split: evaluated on the training text)"
 
 
 def _number(name, value):
@@ -32,45 +35,42 @@ def model_config(session: Session, arch: dict) -> GPTConfig:
     return GPTConfig(vocab_size=vocab, **{k: _number(k, v) for k, v in arch.items()})
 
 
-def count_params(cfg: GPTConfig) -> int:
-    """Parameters of the model cfg describes, without allocating its weights."""
-    with torch.device("meta"):
-        return GPT(cfg).num_params()
-
-
 def param_count_view(session: Session, *arch_values) -> str:
     """Parameter count of the model the controls describe, or what is wrong with them."""
     try:
         cfg = model_config(session, dict(zip(ARCH_FIELDS, arch_values)))
     except ValueError as err:
         return f"⚠️ {err}"
-    n = count_params(cfg)
-    over = f" — over this server's limit of {LIMITS.max_params:,}" if n > LIMITS.max_params else ""
-    return f"**{n:,} parameters** (d_head {cfg.d_head}, d_mlp {cfg.d_mlp}, vocabulary {cfg.vocab_size}){over}"
+    return size_text(cfg)
+
+
+def prepare_controls_data(session: Session, corpus: str, kind: str, bpe_vocab, val_split) -> None:
+    """The data the Data-tab controls show now (an uploaded text stays until the user chooses again)."""
+    if session.data is None or not session.data.uploaded:
+        choose_data(session, corpus or "shakespeare", None, kind or "char", bpe_vocab, val_split)
 
 
 def start_training(session: Session, corpus: str, kind: str, bpe_vocab, *values) -> str:
-    """Build the model and trainer from the controls and start the background run."""
+    """Build the model and trainer from the controls and start the background run. values: the
+    ARCH_FIELDS, the OPTIM_FIELDS, then (optionally) the validation split choice."""
     if session.run is not None and session.run.active:
         raise UserError("A run is already going: pause or stop it before starting a new one.")
-    if session.data is None or not session.data.uploaded:  # the corpus and tokenizer the controls show now
-        choose_data(session, corpus or "shakespeare", None, kind or "char", bpe_vocab)
+    n_fixed = len(ARCH_FIELDS) + len(OPTIM_FIELDS)
+    prepare_controls_data(session, corpus, kind, bpe_vocab, (values[n_fixed:] or (DEFAULT_VAL_SPLIT,))[0])
     arch, optim = dict(zip(ARCH_FIELDS, values)), dict(zip(OPTIM_FIELDS, values[len(ARCH_FIELDS):]))
     cfg = model_config(session, arch)
     tc = TrainConfig(**{k: _number(k, v) for k, v in optim.items()}, eval_iters=10,
                      snapshot_interval=max(25, _number("eval_interval", optim["eval_interval"])), device="cpu")
     if tc.max_steps > LIMITS.max_steps:
         raise UserError(f"{tc.max_steps:,} steps is more than this server allows ({LIMITS.max_steps:,}).")
-    n_params = count_params(cfg)
-    if n_params > LIMITS.max_params:
-        raise UserError(f"This model has {n_params:,} parameters; the limit here is "
-                        f"{LIMITS.max_params:,}. Use fewer layers or a smaller d_model.")
+    check_model_size(count_params(cfg), tc.batch_size, cfg.block_size, tc.max_steps)
     torch.manual_seed(tc.seed)
     model = GPT(cfg)
     d = session.data
-    trainer = Trainer(model, d.train, d.val, tc, tokenizer=d.tokenizer)
+    trainer = Trainer(model, d.train, val_or_none(d.val), tc, tokenizer=d.tokenizer)
     session.run = TrainingRun(trainer, d.name, sample_every=max(50, tc.eval_interval)).start()
-    return f"Training started: {model.num_params():,} parameters on {d.name}, {tc.max_steps:,} steps."
+    where = "" if len(d.val) else " (no validation split: losses are measured on the training text)"
+    return f"Training started: {model.num_params():,} parameters on {d.name}, {tc.max_steps:,} steps{where}."
 
 
 def control(session: Session, action: str) -> str:
@@ -97,7 +97,7 @@ def poll(session: Session):
     if run.expired:
         status += f" The server stopped this run because {run.expired}, to free its slot for others."
     sample = f"step {run.samples[-1][0]}:\n{run.samples[-1][1]}" if run.samples else ""
-    return loss_json(t.history, t.evals), status, live_attention_json(run), sample, run.active
+    return loss_json(t.history, t.evals, t.val_data is not None), status, live_attention_json(run), sample, run.active
 
 
 def live_attention_json(run: TrainingRun) -> str:
@@ -121,6 +121,8 @@ def status_text(run: TrainingRun, last: dict) -> str:
     eta = (total - step) / steps_per_sec if steps_per_sec and run.active else 0
     evals = t.evals[-1] if t.evals else {}
     val = f" · val loss **{evals['val_loss']:.3f}**" if evals.get("val_loss") is not None else ""
+    if t.val_data is None:
+        val = (f" · loss on the training text **{evals['train_loss']:.3f}**" if evals else "") + NO_VAL_NOTE
     loss = f" · loss {last['loss']:.3f}" if last else ""
     return (f"**{t.state}** · step **{step:,} / {total:,}**{loss}{val} · {tps:,.0f} tokens/s"
             + (f" · ETA {eta:,.0f} s" if eta else "") + ". " + loss_sentence(t))
@@ -135,13 +137,16 @@ def loss_sentence(t: Trainer) -> str:
         [e["val_loss"] for e in ev] or None, [e["train_loss"] for e in ev] or None, t.model.cfg.vocab_size)
 
 
-def loss_json(history: list[dict], evals: list[dict]) -> str:
-    """The loss chart as figure JSON for the live Plotly.react view; per-step losses thinned to LOSS_POINTS."""
+def loss_json(history: list[dict], evals: list[dict], has_val: bool = True) -> str:
+    """The loss chart as figure JSON for the live Plotly.react view; per-step losses thinned to LOSS_POINTS.
+    has_val False: no validation split, so the evaluated curve is the training text's and the title says so."""
     if not history and not evals:
         return ""
     thinned = history[:: max(1, len(history) // LOSS_POINTS)]
-    ev = [e for e in evals if e.get("val_loss") is not None]
+    ev = [e for e in evals if e.get("val_loss") is not None or not has_val]
     fig = loss_figure([m["step"] for m in thinned], [m["loss"] for m in thinned], [e["step"] for e in ev],
-                      [e["val_loss"] for e in ev], [e["train_loss"] for e in ev])
+                      [e["val_loss"] for e in ev] if has_val else None, [e["train_loss"] for e in ev])
+    if not has_val:
+        fig.update_layout(title_text="Training loss" + NO_VAL_NOTE)
     fig.update_layout(uirevision="loss", height=340)  # uirevision: zoom survives every redraw
     return figure_to_json(fig)

@@ -8,7 +8,7 @@ from .common import figure_to_json, index_labels
 from .data import token_index_figure
 from .embeddings import embedding_norms_figure, pca_scatter_figure, positional_heatmap_figure
 from .ffn import (
-    TOP_TOKENS_HEADERS, ffn_histograms_figure, ffn_in_out_scatter_figure, neuron_sparsity_figure, top_tokens_table,
+    TOP_TOKENS_HEADERS, ffn_histograms_figure, neuron_sparsity_figure, top_tokens_table,
 )
 from .heads import HEAD_TABLE_HEADERS, head_statistics_figure, head_statistics_table
 from .logit_lens import logit_lens_figure

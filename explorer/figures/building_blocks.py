@@ -24,18 +24,21 @@ def activation_functions_figure() -> go.Figure:
     return fig.update_traces(mode="lines", line_width=3).update_yaxes(rangemode="normal", zeroline=True)
 
 
-def layernorm_effect_figure(x_before, x_after, bins: int = 50) -> go.Figure:
-    """Values [N] before / after LayerNorm -> two histograms with mean and ±1 std lines."""
+def layernorm_effect_figure(x_before, x_after, bins: int = 50, norm_name: str = "LayerNorm",
+                            where: str = "") -> go.Figure:
+    """Values [N] before / after a norm layer -> two histograms with mean and ±1 std lines.
+    norm_name: LayerNorm or RMSNorm; where: e.g. "layer 0, before attention", added to the title."""
     panels, lines = [], []
-    for name, values in (("Before LayerNorm", x_before), ("After LayerNorm", x_after)):
+    for name, values in ((f"Before {norm_name}", x_before), (f"After {norm_name}", x_after)):
         values = np.asarray(values, dtype=np.float64).ravel()
         counts, edges = np.histogram(values, bins=bins)
         mean, std = values.mean(), values.std()
         panels.append((counts, edges, f"{name}: mean {mean:.2f}, std {std:.2f}"))
         lines.append((mean, std))
-    fig = histogram_pair_figure(panels, "What LayerNorm does to the values (red: mean, dashed: ±1 std)", "value")
+    title = f"What {norm_name} does to the values{f' ({where})' if where else ''}: red mean, dashed ±1 std"
+    fig = histogram_pair_figure(panels, title, "value")
     for col, (mean, std) in enumerate(lines, start=1):
         fig.add_vline(x=mean, line=dict(color=RED, width=2), row=1, col=col)
         for offset in (-std, std):
-            fig.add_vline(x=mean + offset, line=dict(color="black", width=1.5, dash="dash"), row=1, col=col)
+            fig.add_vline(x=mean + offset, line=dict(color="gray", width=1.5, dash="dash"), row=1, col=col)
     return fig

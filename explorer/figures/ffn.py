@@ -6,7 +6,6 @@ from plotly.subplots import make_subplots
 from .common import BLUE, GREY, ORANGE, RED, compact, histogram_pair_figure, style_figure, top_legend
 
 TOP_TOKENS_HEADERS = ["rank", "position", "activation", "context"]
-MAX_SCATTER_COLUMNS = 4
 
 
 def ffn_histograms_figure(pre_hist, pre_edges, post_hist, post_edges, layer: int,
@@ -53,21 +52,3 @@ def top_tokens_table(positions, values, tokens_in_context: list[str], window: in
                      f"{before}[{tokens_in_context[pos]}]{after}"])
     return rows
 
-
-def ffn_in_out_scatter_figure(x, y, dims=None) -> go.Figure:
-    """x, y [N, k] FFN input / output at k ≤ 8 residual dimensions -> one scatter per dimension."""
-    x, y = compact(x, 3), compact(y, 3)
-    k = x.shape[1]
-    dims = list(range(k)) if dims is None else list(dims)
-    n_cols = min(MAX_SCATTER_COLUMNS, k)
-    n_rows = int(np.ceil(k / n_cols))
-    fig = make_subplots(rows=n_rows, cols=n_cols, subplot_titles=[f"dim {d}" for d in dims],
-                        horizontal_spacing=0.06, vertical_spacing=0.22 / n_rows)
-    for i, dim in enumerate(dims):
-        fig.add_trace(go.Scatter(x=x[:, i], y=y[:, i], mode="markers", marker=dict(size=5, color=BLUE, opacity=0.6),
-                                 showlegend=False, hovertemplate=f"dim {dim}<br>input %{{x:.3f}}<br>"
-                                 "output %{y:.3f}<extra></extra>"), row=i // n_cols + 1, col=i % n_cols + 1)
-    fig.update_xaxes(title_text="FFN input", row=n_rows)
-    fig.update_yaxes(title_text="FFN output", col=1)
-    return style_figure(fig, "FFN input vs output, per residual dimension", height=120 + 260 * n_rows,
-                        margin=dict(t=90))

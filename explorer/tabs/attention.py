@@ -1,24 +1,29 @@
 import gradio as gr
 
 from ..binding import bind
-from ..callbacks.attention import attention_view
+from ..callbacks.attention import attention_page_view, clicked_head
 from ..callbacks.history import snapshot_view
 from ..figures.heads import HEAD_TABLE_HEADERS
-from .common import ANALYSIS, API, caption, model_slider, prompt_row
+from ..live_plot import live_plot
+from .common import ANALYSIS, API, caption, model_slider, run_button
+from .export_button import data_button
 from .raw_inputs import RawSlider
 
 
-def build_attention_tab():
-    """-> (run event args) so the app can analyse the default prompt on load."""
+def build_attention_tab(prompt, drop):
+    """prompt, drop: the shared prompt box and its drop-unknown checkbox. -> (view, inputs, outputs) so the app
+    can analyse on load and when the tab opens; and its named controls (for links and lessons)."""
     gr.Markdown("Every attention head of every layer for your prompt. Each row of a heatmap is a query "
-                "token; the colour says how much it looks at each earlier (key) token.")
-    prompt, drop, run = prompt_row("Show attention")
+                "token; the colour says how much it looks at each earlier (key) token. **Click a head in the "
+                "grid** to look at it closely.")
+    run = run_button("Show attention")
     with gr.Row():
         layer = model_slider("layer", "Layer")
         head = model_slider("head", "Head")
         query = model_slider("query", "Query position for the bars (-1 = last)")
     note = caption()
-    grid = gr.Plot(label="All heads (layer × head)")
+    gr.Markdown("**All heads (layer × head)**: click one to select it.")
+    grid = live_plot(400, clickable=True, elem_id="attention-grid")
     with gr.Row():
         big = gr.Plot(label="Selected head")
         bars = gr.Plot(label="Where one query looks")
@@ -26,15 +31,23 @@ def build_attention_tab():
     stats = gr.Dataframe(headers=HEAD_TABLE_HEADERS, label="Head statistics", interactive=False, wrap=True)
     inputs = [prompt, layer, head, query, drop]
     outputs = [grid, big, steps, bars, stats, note]
-    fn = bind(attention_view, shared=True)
+    fn = bind(attention_page_view, shared=True)
     run.click(fn, inputs, outputs, api_name="attention", **API, **ANALYSIS)
-    prompt.submit(fn, inputs, outputs, api_visibility="private", **ANALYSIS)
     for control in (layer, head, query):
         control.release(fn, inputs, outputs, api_visibility="private", **ANALYSIS)
+    grid.select(_select_clicked_head, None, [layer, head], api_visibility="private", concurrency_limit=None).then(
+        fn, inputs, outputs, api_visibility="private", **ANALYSIS)
+    data_button("attention", outputs, inputs)
     with gr.Accordion("Watch the heads form during training", open=False):
         progress = RawSlider(0, 1, value=1, step=0.01, label="Training progress (0 = start, 1 = end)")
         history_note = caption()
         history_grid = gr.Plot(label="All heads at that point of training (on the fixed probe text)")
     progress.release(bind(snapshot_view, shared=True), progress, [history_grid, history_note], api_name="snapshot",
                      **API, **ANALYSIS)
-    return fn, inputs, outputs
+    return (fn, inputs, outputs), {"layer": layer, "head": head, "query": query}
+
+
+def _select_clicked_head(evt: gr.EventData):
+    """A click on the grid -> the layer and head sliders move to the clicked head (nothing for other clicks)."""
+    picked = clicked_head(evt._data.get("name") if isinstance(evt._data, dict) else None)
+    return (gr.skip(), gr.skip()) if picked is None else picked

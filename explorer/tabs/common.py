@@ -1,4 +1,4 @@
-"""Pieces several tabs share: the prompt row and the caption line."""
+"""Pieces several tabs share: the shared prompt, run buttons and the caption line."""
 import gradio as gr
 
 from ..callbacks.common import SLIDER_MAX
@@ -13,14 +13,17 @@ ANALYSIS = dict(concurrency_limit=LIMITS.analysis_workers, concurrency_id="analy
 HEAVY = dict(concurrency_limit=1, concurrency_id="heavy")
 
 
-def prompt_row(button_label: str):
-    """-> (prompt textbox, drop-unknown checkbox, run button)."""
+def shared_prompt():
+    """-> (prompt textbox, drop-unknown checkbox): the one prompt every analysis tab reads, above the tabs."""
     with gr.Row(equal_height=True):
-        prompt = gr.Textbox(DEFAULT_PROMPT, label="Prompt", lines=2, max_lines=6, scale=5)
-        with gr.Column(scale=1, min_width=180):
-            drop = gr.Checkbox(False, label="Drop unknown characters")
-            run = gr.Button(button_label, variant="primary")
-    return prompt, drop, run
+        prompt = gr.Textbox(DEFAULT_PROMPT, label="Prompt", lines=2, max_lines=6, scale=5,
+                            info="Every analysis tab reads this prompt.")
+        drop = gr.Checkbox(False, label="Drop unknown characters", scale=1, min_width=180)
+    return prompt, drop
+
+
+def run_button(label: str) -> gr.Button:
+    return gr.Button(label, variant="primary")
 
 
 def caption():

@@ -3,13 +3,15 @@ import gradio as gr
 from model_core.corpora import CORPORA
 
 from ..binding import bind
-from ..callbacks.data import data_view
+from ..callbacks.data import DEFAULT_VAL_SPLIT, VAL_SPLIT_LABELS, data_view
+from ..view_params import register_control
 from .common import API
+from .export_button import data_button
 from .raw_inputs import RawDropdown, RawFile, RawRadio, RawSlider
 
 
 def build_data_tab():
-    """-> (corpus, upload, tokenizer kind, bpe vocab) for the Train tab."""
+    """-> (corpus, upload, tokenizer kind, bpe vocab, validation split) for the Train tab."""
     gr.Markdown("What the model learns from. Pick a built-in text or upload your own (UTF-8 .txt), "
                 "then choose how it is cut into tokens.")
     with gr.Row():
@@ -17,6 +19,13 @@ def build_data_tab():
         upload = RawFile(label="…or upload a .txt file", file_types=[".txt"], type="filepath")
         kind = RawRadio(["char", "word", "bpe"], value="char", label="Tokenizer")
         bpe_vocab = RawSlider(256, 4096, value=512, step=64, label="BPE vocabulary size")
+        val_split = RawRadio([(label, value) for value, label in VAL_SPLIT_LABELS.items()], value=DEFAULT_VAL_SPLIT,
+                             label="Validation split",
+                             info="none: for a text of a sentence or two; the losses are then the training text's")
+    register_control("corpus", corpus)
+    register_control("tokenizer", kind)
+    register_control("bpe_vocab", bpe_vocab, advanced=True)
+    register_control("val_split", val_split)
     show = gr.Button("Prepare data", variant="primary")
     summary = gr.Markdown()
     with gr.Row():
@@ -27,6 +36,7 @@ def build_data_tab():
     batch = gr.Dataframe(headers=["example", "position", "input (context so far)", "target (next token)"],
                          label="One training batch: the target is always the input shifted by one",
                          interactive=False, max_height=400)
-    inputs, outputs = [corpus, upload, kind, bpe_vocab], [summary, vocab, sample, index_fig, split, batch]
+    inputs, outputs = [corpus, upload, kind, bpe_vocab, val_split], [summary, vocab, sample, index_fig, split, batch]
     show.click(bind(data_view), inputs, outputs, api_name="data", api_visibility="public", concurrency_limit=2)
-    return corpus, upload, kind, bpe_vocab
+    data_button("data", outputs, inputs)
+    return corpus, upload, kind, bpe_vocab, val_split

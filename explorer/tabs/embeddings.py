@@ -2,14 +2,16 @@ import gradio as gr
 
 from ..binding import bind
 from ..callbacks.embeddings import embeddings_view
-from .common import ANALYSIS, API, caption, model_slider, prompt_row
+from .common import ANALYSIS, API, caption, model_slider, run_button
+from .export_button import data_button
 from .raw_inputs import RawRadio
 
 
-def build_embeddings_tab():
+def build_embeddings_tab(prompt, drop):
+    """prompt, drop: the shared prompt box and its drop-unknown checkbox. -> (view, inputs, outputs), named controls."""
     gr.Markdown("Each token and each position is a vector of d_model numbers. PCA squeezes them to 2 or 3 "
                 "dimensions so we can see which ones the model treats as similar.")
-    prompt, drop, run = prompt_row("Show embeddings")
+    run = run_button("Show embeddings")
     with gr.Row():
         dims = RawRadio(["2", "3"], value="2", label="PCA dimensions")
         layer = model_slider("hidden", "Hidden state after layer (0 = embeddings)")
@@ -26,7 +28,7 @@ def build_embeddings_tab():
     inputs, outputs = [prompt, dims, layer, drop], [tok, pos, both, hidden, heat, norms, note]
     fn = bind(embeddings_view, shared=True)
     run.click(fn, inputs, outputs, api_name="embeddings", **API, **ANALYSIS)
-    prompt.submit(fn, inputs, outputs, api_visibility="private", **ANALYSIS)
     dims.change(fn, inputs, outputs, api_visibility="private", **ANALYSIS)
     layer.release(fn, inputs, outputs, api_visibility="private", **ANALYSIS)
-    return fn, inputs, outputs
+    data_button("embeddings", outputs, inputs)
+    return (fn, inputs, outputs), {}

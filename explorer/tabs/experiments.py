@@ -6,7 +6,8 @@ from ..callbacks.compare import (compare_view, copy_inspected_as_b, load_nanogpt
                                  swap_models, use_shipped_as_b, use_snapshot_as_b)
 from ..callbacks.experiments import ablation_view, importance_view, top_head_inputs
 from ..shipped import shipped_models
-from .common import ANALYSIS, API, HEAVY, caption, model_slider, prompt_row
+from .common import ANALYSIS, API, HEAVY, caption, model_slider, run_button
+from .export_button import data_button
 from .raw_inputs import RawDropdown, RawFile, RawNumber, RawRadio, RawSlider
 
 INTRO = """To learn what a part of the model *does*, switch it off and watch what changes. Pick heads, layers or
@@ -29,10 +30,11 @@ model, no larger than one you may train here."""
 UNITS_HELP = "Layers, heads and neurons count from 0. Separate several with commas."
 
 
-def build_experiments_tab(model_info):
-    """model_info: the model line above the tabs, updated when model B becomes the inspected model."""
+def build_experiments_tab(model_info, prompt, drop):
+    """model_info: the model line above the tabs, updated when model B becomes the inspected model; prompt,
+    drop: the shared prompt box and its drop-unknown checkbox."""
     gr.Markdown(INTRO)
-    prompt, drop, run = prompt_row("Run ablation")
+    run = run_button("Run ablation")
     gr.Markdown(UNITS_HELP)
     with gr.Row():
         heads = gr.Textbox("0.0", label="Heads (layer.head, e.g. 1.3, 2.0)", max_lines=1)
@@ -66,6 +68,7 @@ def build_experiments_tab(model_info):
     map_go.click(bind(importance_view), [mode], [imap, map_note], api_name="importance_map", **API, **HEAVY)
     top_go.click(bind(top_head_inputs), [mode], units, api_visibility="private", **ANALYSIS).then(
         bind(ablation_view), inputs, outputs, api_visibility="private", **HEAVY)
+    data_button("experiments", [losses, dist, numbers, note, imap, map_note], inputs)
     build_compare_section(prompt, drop, model_info)
 
 
@@ -107,3 +110,4 @@ def build_compare_section(prompt, drop, model_info):
     swap.click(bind(swap_models), None, [model_info, status], api_name="swap_models", **API)
     compare.click(bind(compare_view), [prompt, drop], [bits, nxt, numbers, note, grids], api_name="compare_models",
                   **API, **HEAVY)
+    data_button("compare", [bits, nxt, grids, numbers, note], [prompt, drop])

@@ -3,14 +3,16 @@ import gradio as gr
 from ..binding import bind
 from ..callbacks.ffn import ffn_view
 from ..figures.ffn import TOP_TOKENS_HEADERS
-from .common import ANALYSIS, API, caption, model_slider, prompt_row
+from .common import ANALYSIS, API, caption, model_slider, run_button
+from .export_button import data_button
 from .raw_inputs import RawNumber
 
 
-def build_ffn_tab():
+def build_ffn_tab(prompt, drop):
+    """prompt, drop: the shared prompt box and its drop-unknown checkbox. -> (view, inputs, outputs), named controls."""
     gr.Markdown("The feed-forward network (FFN) works on each position separately: it widens the vector "
                 "to d_mlp neurons, applies a non-linearity, and narrows it back.")
-    prompt, drop, run = prompt_row("Show FFN neurons")
+    run = run_button("Show FFN neurons")
     with gr.Row():
         layer = model_slider("layer", "Layer")
         neuron = RawNumber(0, label="Neuron (for the top-token table)", precision=0, minimum=0)
@@ -22,7 +24,7 @@ def build_ffn_tab():
     inputs, outputs = [prompt, layer, neuron, drop], [hist, sparsity, top, note]
     fn = bind(ffn_view, shared=True)
     run.click(fn, inputs, outputs, api_name="ffn", **API, **ANALYSIS)
-    prompt.submit(fn, inputs, outputs, api_visibility="private", **ANALYSIS)
     layer.release(fn, inputs, outputs, api_visibility="private", **ANALYSIS)
     neuron.submit(fn, inputs, outputs, api_visibility="private", **ANALYSIS)
-    return fn, inputs, outputs
+    data_button("ffn", outputs, inputs)
+    return (fn, inputs, outputs), {"layer": layer}

@@ -6,6 +6,7 @@ from ..binding import bind
 from ..callbacks.heads import examples_view, film_view, heads_report_view
 from ..figures.roles import REPORT_HEADERS
 from .common import ANALYSIS, API, caption, model_slider
+from .export_button import data_button
 from .raw_inputs import RawNumber, RawRadio
 
 INTRO = """**So what does this head do?** Each head gets one role, measured on purpose-built inputs rather than on
@@ -28,8 +29,9 @@ scores over the steps (the induction score is measured on a random sequence show
 embeddings moving (press play)."""
 
 
-def build_heads_tab(tab):
-    """tab: the gr.Tab this is built in (the report card is made when it is opened)."""
+def build_heads_tab():
+    """-> (report view, inputs, outputs), made when the tab opens, and the named controls (links and lessons
+    set the film strip's layer and head)."""
     gr.Markdown(INTRO)
     run = gr.Button("Make the report card", variant="primary")
     note = caption()
@@ -43,7 +45,6 @@ def build_heads_tab(tab):
     report = bind(heads_report_view, shared=True)
     outputs = [role_map, table, note, loss, stripe, induction_note]
     run.click(report, None, outputs, api_name="heads", **API, **ANALYSIS)
-    tab.select(report, None, outputs, api_visibility="private", **ANALYSIS)
 
     gr.Markdown(EXAMPLES_INTRO)
     with gr.Row():
@@ -74,3 +75,6 @@ def build_heads_tab(tab):
     frames = gr.Plot(label="Embeddings over training")
     film_run.click(bind(film_view), [film_layer, film_head], [strip, lines, frames, film_note],
                    api_name="head_training", **API, **ANALYSIS)
+    data_button("heads", [role_map, table, note, loss, stripe, induction_note, examples_note, dead_note, strip,
+                          lines, frames, film_note], [kind, layer, index, film_layer, film_head])
+    return (report, [], outputs), {"layer": film_layer, "head": film_head}

@@ -2,14 +2,16 @@ import gradio as gr
 
 from ..binding import bind
 from ..callbacks.residual import residual_view
-from .common import ANALYSIS, API, caption, model_slider, prompt_row
+from .common import ANALYSIS, API, caption, model_slider, run_button
+from .export_button import data_button
 from .raw_inputs import RawRadio
 
 
-def build_residual_tab():
+def build_residual_tab(prompt, drop):
+    """prompt, drop: the shared prompt box and its drop-unknown checkbox. -> (view, inputs, outputs), named controls."""
     gr.Markdown("The residual stream is the running sum every layer reads from and writes to. "
                 "Here: how big it is, how big each layer's updates are, and what it would predict at each layer.")
-    prompt, drop, run = prompt_row("Show residual stream")
+    run = run_button("Show residual stream")
     with gr.Row():
         layer = model_slider("layer", "Layer (for the per-position charts)")
         mode = RawRadio(["norm", "full"], value="norm", label="Heatmap: vector size per position, or every dimension")
@@ -25,7 +27,7 @@ def build_residual_tab():
     inputs, outputs = [prompt, layer, mode, drop], [norms, updates, per_pos, heatmap, variance, lens, note]
     fn = bind(residual_view, shared=True)
     run.click(fn, inputs, outputs, api_name="residual", **API, **ANALYSIS)
-    prompt.submit(fn, inputs, outputs, api_visibility="private", **ANALYSIS)
     layer.release(fn, inputs, outputs, api_visibility="private", **ANALYSIS)
     mode.change(fn, inputs, outputs, api_visibility="private", **ANALYSIS)
-    return fn, inputs, outputs
+    data_button("residual", outputs, inputs)
+    return (fn, inputs, outputs), {"layer": layer}

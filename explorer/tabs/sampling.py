@@ -4,14 +4,16 @@ from ..binding import bind
 from ..callbacks.sampling import (COMPARE_HEADERS, DEFAULT_COMPARISON, comparison_view, distribution_view,
                                   steps_view)
 from ..figures.sampling import GENERATION_TABLE_HEADERS
-from .common import ANALYSIS, API, HEAVY, caption, prompt_row
+from .common import ANALYSIS, API, HEAVY, caption, run_button
+from .export_button import data_button
 from .raw_inputs import RawNumber, RawSlider, RawTable
 
 
-def build_sampling_tab():
+def build_sampling_tab(prompt, drop):
+    """prompt, drop: the shared prompt box and its drop-unknown checkbox. -> (view, inputs, outputs), named controls."""
     gr.Markdown("The model gives a probability to every possible next token. Sampling settings decide "
                 "which of them may be picked.")
-    prompt, drop, run = prompt_row("Show next-token distribution")
+    run = run_button("Show next-token distribution")
     with gr.Row():
         temperature = RawSlider(0, 3, value=1.0, step=0.05, label="Temperature (0 = always the top token)")
         top_k = RawSlider(0, 100, value=0, step=1, label="Top-k (0 = off)")
@@ -46,4 +48,6 @@ def build_sampling_tab():
                         interactive=False, label="Steps")
     step_go.click(bind(steps_view, shared=True), [prompt, *knobs, length, seed, drop], [rows, text], api_name="generate",
                   **API, **HEAVY)
-    return fn, [prompt, *knobs, drop], [dist, temp, note]
+    data_button("sampling", [dist, temp, note, rows], [prompt, *knobs, drop, table, length, seed])
+    named = dict(temperature=temperature, top_k=top_k, top_p=top_p, min_p=min_p, seed=seed)
+    return (fn, [prompt, *knobs, drop], [dist, temp, note]), named

@@ -1,18 +1,25 @@
 import gradio as gr
 
 from model_core.config import ACTIVATIONS, POSITIONALS
-from model_core.presets import get_preset
+from model_core.presets import DEFAULT_PRESET, PRESETS, get_preset
 from model_core.train_config import OPTIMIZERS
 
 from ..binding import bind
 from ..callbacks import models
-from ..callbacks.train import control, param_count_view, poll, start_training
+from ..callbacks.init_model import use_untrained_model
+from ..callbacks.presets import apply_preset
+from ..callbacks.train import ARCH_FIELDS, OPTIM_FIELDS, control, param_count_view, poll, start_training
 from ..live_plot import live_plot
 from ..shipped import shipped_models
+from ..view_params import register_control
 from .common import API
+from .export_button import data_button
 from .raw_inputs import RawDropdown, RawFile, RawNumber, RawSlider
 
 CLASSROOM = get_preset("classroom")
+ADVANCED_OPTIM = {"warmup_steps", "weight_decay", "grad_clip", "eval_interval", "optimizer", "muon_lr"}
+# link / lesson parameter names of the controls (the callbacks' field names where they differ)
+CONTROL_NAMES = {"max_steps": "steps", "warmup_steps": "warmup", "eval_interval": "eval_every"}
 
 
 def _architecture_controls():
@@ -20,8 +27,8 @@ def _architecture_controls():
     with gr.Row():
         n_layers = RawSlider(1, 8, value=m["n_layers"], step=1, label="Layers")
         n_heads = RawSlider(1, 8, value=m["n_heads"], step=1, label="Heads")
-        d_model = RawSlider(8, 512, value=m["d_model"], step=8, label="d_model")
-        block = RawSlider(4, 256, value=m["block_size"], step=4, label="Block size (context)")
+        d_model = RawSlider(2, 512, value=m["d_model"], step=2, label="d_model")  # 2: seed 002; 6: seed 004
+        block = RawSlider(2, 256, value=m["block_size"], step=1, label="Block size (context)")
     with gr.Row():
         activation = RawDropdown(list(ACTIVATIONS), value=m.get("activation", "gelu"), label="Activation")
         norm = RawDropdown(["layernorm", "rmsnorm", "none"], value="layernorm", label="Norm")
@@ -52,15 +59,37 @@ def _optimiser_controls():
     return [lr, batch, steps, warmup, wd, clip, eval_every, optimizer, muon_lr]
 
 
+def _register(arch, optim) -> None:
+    """Name the controls for links and lessons; the optimiser's details are advanced (hidden in simple lessons)."""
+    for field, component in zip((*ARCH_FIELDS, *OPTIM_FIELDS), (*arch, *optim)):
+        register_control(CONTROL_NAMES.get(field, field), component, advanced=field in ADVANCED_OPTIM)
+
+
+def _preset_row():
+    """-> (preset dropdown, its note): picking a preset fills the controls below (and a seed's data choice)."""
+    with gr.Row(equal_height=True):
+        preset = RawDropdown(list(PRESETS), value=DEFAULT_PRESET, label="Preset", scale=1,
+                             info="fills the controls below; the seed presets also pick their text on the Data tab")
+        note = gr.Markdown(f"**{DEFAULT_PRESET}**: {CLASSROOM.description}")
+    register_control("preset", preset)
+    return preset, note
+
+
 def build_train_tab(data_inputs, model_info):
     gr.Markdown("Set the model's shape and the optimiser, then watch it learn. The other tabs inspect the "
                 "trained model once you pause or it finishes.")
+    corpus, _, kind, bpe_vocab, val_split = data_inputs
+    preset, preset_note = _preset_row()
     arch = _architecture_controls()
     params = gr.Markdown()
     optim = _optimiser_controls()
+    _register(arch, optim)  # .change (not .input): a lesson step or a link may pick the preset too
+    preset.change(bind(apply_preset), preset, [preset_note, *arch, *optim, corpus, kind, bpe_vocab, val_split],
+                 api_visibility="private", concurrency_limit=None)
     with gr.Row():
         start = gr.Button("Start", variant="primary")
         pause, resume, stop = gr.Button("Pause"), gr.Button("Resume"), gr.Button("Stop", variant="stop")
+        untrained = gr.Button("Use the untrained model (random weights)")
     status = gr.Markdown("No training run yet: set the controls and press **Start**.")
     timer = gr.Timer(1.0, active=False)
     with gr.Row():
@@ -77,15 +106,18 @@ def build_train_tab(data_inputs, model_info):
     count = bind(param_count_view)
     for c in arch:
         c.change(count, arch, params, api_visibility="private", concurrency_limit=None)
-    start.click(bind(start_training), [*data_inputs[:1], *data_inputs[2:], *arch, *optim], status,
+    start.click(bind(start_training), [corpus, kind, bpe_vocab, *arch, *optim, val_split], status,
                 api_name="train_start", **API).success(
         lambda: gr.Timer(active=True), None, timer, api_visibility="private")
+    untrained.click(bind(use_untrained_model), [corpus, kind, bpe_vocab, *arch, val_split], model_info,
+                    api_name="init_model", **API)
     for button, action in ((pause, "pause"), (resume, "resume"), (stop, "stop")):
         button.click(bind(lambda s, a=action: control(s, a)), None, status, api_name=f"train_{action}", **API)
     timer.tick(bind(_poll_for_ui), None, [loss, status, live, sample, timer, model_info],
                api_visibility="private", concurrency_limit=None)
     gr.Button("Refresh progress", size="sm").click(bind(_progress), None, [loss, status, live, sample],
                                                    api_name="train_status", **API)
+    data_button("train", [loss, live], [*arch, *optim])
     _model_controls(model_info)
     return arch, params
 

@@ -1,0 +1,77 @@
+"""Lesson player callbacks: open a lesson, step through it; entering a step applies its settings."""
+from pathlib import Path
+
+import gradio as gr
+
+from .. import app_state, view_params
+from ..errors import UserError
+from ..lessons import Lesson, LessonError, app_validator, lesson_title, read_lesson, shipped_lessons
+from ..session import Session
+from .links import apply_link
+
+FILE_KEY = "file"  # the picker's value for the lesson opened with `python app.py --lesson FILE`
+NO_LESSON = "Pick a lesson above: each step sets the app up for you and asks you a question."
+
+
+def lesson_choices() -> list[tuple[str, str]]:
+    """(title, key) of every choice in the picker: none, the --lesson file, then the shipped lessons."""
+    mine = [(f"{lesson_title(app_state.lesson_file)} (your file)", FILE_KEY)] if app_state.lesson_file else []
+    return [("(no lesson)", ""), *mine, *((lesson_title(path), slug) for slug, path in shipped_lessons().items())]
+
+
+def load_lesson(key: str) -> Lesson:
+    """The lesson for a picker key, checked against the app's controls; UserError naming the bad line."""
+    path = app_state.lesson_file if key == FILE_KEY else shipped_lessons().get(key)
+    if not path:
+        raise UserError(f"There is no lesson {key!r}; choose one of: {', '.join(shipped_lessons()) or 'none'}.")
+    try:
+        return read_lesson(path, app_validator())
+    except LessonError as err:
+        raise UserError(f"This lesson file has a mistake: {LessonError(err.line, err.problem, Path(path).name)}") from None
+
+
+def open_lesson(session: Session, key: str) -> list:
+    """Picker or page load -> the player on step 1 of lesson key (closed and cleared when key is empty)."""
+    if not key:
+        return [None, gr.skip(), gr.skip(), False, gr.skip(), "", "", NO_LESSON, *_buttons(0, 0),
+                *view_params.updates_for({})]
+    lesson = load_lesson(key)
+    return [*_step_view(session, key, lesson, 0, opening=True)]
+
+
+def move(session: Session, state, delta: int) -> list:
+    """Back (-1) or Next (+1) from the step in state; the step index stays within the lesson."""
+    if not state:
+        raise UserError("Open a lesson first (the Lesson picker above the tabs).")
+    lesson = load_lesson(state["lesson"])
+    index = min(max(state["step"] + delta, 0), len(lesson.steps) - 1)
+    return _step_view(session, state["lesson"], lesson, index, opening=False)
+
+
+def lesson_for_page(session: Session, requested: str) -> list:
+    """Page load: the lesson a `?lesson=slug` link asks for, else the --lesson file, else nothing to change
+    (the picker's choices are refreshed either way: a --lesson file is added after the UI is built)."""
+    key = requested if requested in shipped_lessons() else FILE_KEY if app_state.lesson_file else ""
+    if key:
+        return open_lesson(session, key)
+    return [gr.skip(), gr.skip(), gr.Dropdown(choices=lesson_choices()), *[gr.skip()] * 7,
+            *view_params.updates_for({})]
+
+
+def _step_view(session: Session, key: str, lesson: Lesson, index: int, opening: bool) -> list:
+    """-> state, accordion, picker, simple toggle, model info, heading, counter, text, back, next, *controls.
+    The step's settings are applied as a link's are (a named model first, layer and head fitted to it)."""
+    step = lesson.steps[index]
+    summary, notes, values = apply_link(session, step.settings)
+    opened = [gr.Accordion(open=True), gr.Dropdown(choices=lesson_choices(), value=key), lesson.simple] \
+        if opening else [gr.skip()] * 3
+    intro = f"{lesson.intro}\n\n" if index == 0 and lesson.intro else ""
+    notes = "".join(f"\n\n*Note: {note}*" for note in notes)  # e.g. a layer this model does not have
+    return [{"lesson": key, "step": index}, *opened, summary, f"### {lesson.title}",
+            f"**Step {index + 1} of {len(lesson.steps)}: {step.title}**", intro + step.text + notes,
+            *_buttons(index, len(lesson.steps)), *view_params.updates_for(values)]
+
+
+def _buttons(index: int, n_steps: int) -> list:
+    """Back and Next, each usable only when there is a step to go to."""
+    return [gr.Button(interactive=index > 0), gr.Button(interactive=index < n_steps - 1)]

@@ -1,0 +1,38 @@
+"""Opening a link: its query (?tab=residual&prompt=...&layer=2) applied to a session and to the page's controls."""
+from .. import view_params
+from ..session import Session
+from .common import SLIDER_MAX
+from .models import model_summary, pick_shipped, slider_maxima
+
+MODEL_SIZED = ("layer", "head", "query")  # parameters whose range depends on the inspected model
+
+
+def apply_link(session: Session, query: dict) -> tuple[str, list[str], dict]:
+    """query {name: text} -> (model summary, a note per ignored or changed parameter, parsed values).
+
+    A named shipped model is opened first, so layer, head and query are checked against that model."""
+    own = {name: text for name, text in dict(query).items() if not name.startswith("__")}  # Gradio's: ?__theme=dark
+    values, notes = view_params.parse_params(own)
+    name = values.get("model")
+    if name is not None and session.shared_key != f"shipped:{name}":
+        pick_shipped(session, name)
+    notes += fit_to_model(session, values)
+    return model_summary(session), notes, values
+
+
+def fit_to_model(session: Session, values: dict) -> list[str]:
+    """Clamp layer, head and query (in place) to the inspected model; -> a note per value moved."""
+    maxima, notes = slider_maxima(session), []
+    for name in MODEL_SIZED:
+        value = values.get(name)
+        if isinstance(value, int) and value > maxima[name] and maxima[name] < SLIDER_MAX[name]:
+            notes.append(f"{name}={value} is past this model's last {name} ({maxima[name]}): showing "
+                         f"{maxima[name]}.")
+            values[name] = maxima[name]
+    return notes
+
+
+def shipped_name(session: Session) -> str:
+    """The shipped model the session inspects unchanged ('' for a trained or uploaded one): a link names it."""
+    key = session.shared_key or ""
+    return key.removeprefix("shipped:") if key.startswith("shipped:") else ""

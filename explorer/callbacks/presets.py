@@ -1,0 +1,48 @@
+"""The Train tab's preset picker: a preset's architecture, optimiser and (for the seed presets) data choices."""
+import gradio as gr
+
+from model_core.presets import PRESETS, get_preset
+
+from ..errors import UserError
+from .model_size import count_params, gpu_explanation
+from .train import ARCH_FIELDS, OPTIM_FIELDS, model_config
+from ..limits import LIMITS
+from ..session import Session
+
+DATA_FIELDS = ("corpus", "kind", "bpe_vocab", "val_split")  # the Data-tab controls a preset may set
+
+
+def preset_control_values(name: str) -> dict:
+    """{control name: value} for the ARCH_FIELDS, OPTIM_FIELDS and the data fields the preset names."""
+    if name not in PRESETS:
+        raise UserError(f"Pick a preset: {', '.join(PRESETS)}.")
+    preset = get_preset(name)
+    model, train = preset.model_config(vocab_size=2).to_dict(), preset.train_config(device="cpu").to_dict()
+    values = {k: model[k] for k in ARCH_FIELDS} | {k: train[k] for k in OPTIM_FIELDS}
+    data = preset.data
+    if data:
+        values |= {"corpus": data["corpus"], "kind": data.get("tokenizer", "char"),
+                   "val_split": "none" if data.get("val_fraction") == 0 else "10%"}
+        if "bpe_vocab" in data:
+            values["bpe_vocab"] = data["bpe_vocab"]
+    return values
+
+
+def preset_note(session: Session, name: str) -> str:
+    """Markdown: what the preset is, and for one over this server's limit, why it needs a GPU."""
+    preset = get_preset(name)
+    text = f"**{name}**: {preset.description}"
+    values = preset_control_values(name)
+    n = count_params(model_config(session, {k: values[k] for k in ARCH_FIELDS}))
+    if n > LIMITS.max_params:
+        train = preset.train_config()
+        text += (f"\n\n**{n:,} parameters**, over this server's limit of {LIMITS.max_params:,}: "
+                 + gpu_explanation(n, train.batch_size, preset.model["block_size"], train.max_steps))
+    return text
+
+
+def apply_preset(session: Session, name: str):
+    """-> the note, then one value (or no change) per ARCH_FIELDS, OPTIM_FIELDS and DATA_FIELDS control."""
+    values = preset_control_values(name)
+    fields = (*ARCH_FIELDS, *OPTIM_FIELDS, *DATA_FIELDS)
+    return (preset_note(session, name), *(values[f] if f in values else gr.update() for f in fields))

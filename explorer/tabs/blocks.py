@@ -1,0 +1,25 @@
+import gradio as gr
+
+from ..binding import bind
+from ..callbacks.blocks import blocks_view
+from .common import ANALYSIS, API, caption, model_slider, run_button
+from .export_button import data_button
+
+
+def build_blocks_tab(prompt, drop):
+    """Seed 003's building blocks. prompt, drop: the shared prompt box and its drop-unknown checkbox.
+    -> (view, inputs, outputs), named controls."""
+    gr.Markdown("Two small parts of every block, up close: the norm layer that rescales the residual stream "
+                "before attention (shown on the real values of the inspected model for the shared prompt), "
+                "and the non-linearity of the FFN.")
+    run = run_button("Show building blocks")
+    layer = model_slider("layer", "Layer")
+    note = caption()
+    norm = gr.Plot(label="Norm layer: before and after")
+    activations = gr.Plot(label="Activation functions")
+    inputs, outputs = [prompt, layer, drop], [norm, activations, note]
+    fn = bind(blocks_view, shared=True)
+    run.click(fn, inputs, outputs, api_name="blocks", **API, **ANALYSIS)
+    layer.release(fn, inputs, outputs, api_visibility="private", **ANALYSIS)
+    data_button("blocks", outputs, inputs)
+    return (fn, inputs, outputs), {"layer": layer}

@@ -1,0 +1,95 @@
+"""The lesson player above the tabs: a lesson picker, "Step k of n", the step's text, Back / Next, and a
+"Simple view" toggle that hides the controls registered advanced=True.
+
+Built in two parts because a step sets controls of every tab: build_lesson_player() makes the components
+where the player is shown (above the tabs), wire_lesson_player() connects them once every tab has
+registered its controls."""
+from dataclasses import dataclass
+
+import gradio as gr
+
+from .. import view_params
+from ..binding import bind
+from ..callbacks.lessons import NO_LESSON, lesson_choices, lesson_for_page, move, open_lesson
+from .common import ANALYSIS
+from .links import selected_view
+
+ADVANCED_CLASS = "te-advanced"
+# Simple view: a class on <body> and one CSS rule (added here, so the app's stylesheet needs no entry). A
+# class rather than visible=False: it hides the controls of tabs the browser has not drawn yet too, and
+# costs no server round trip.
+SIMPLE_VIEW_JS = """(on) => {
+  if (!document.getElementById('te-simple-style')) {
+    const style = document.createElement('style');
+    style.id = 'te-simple-style';
+    style.textContent = '.te-simple .te-advanced { display: none !important; }';
+    document.head.appendChild(style);
+  }
+  document.body.classList.toggle('te-simple', !!on);
+  return [];
+}"""
+
+
+@dataclass
+class LessonPlayer:
+    box: gr.Accordion
+    picker: gr.Dropdown
+    simple: gr.Checkbox
+    heading: gr.Markdown
+    counter: gr.Markdown
+    text: gr.Markdown
+    back: gr.Button
+    next: gr.Button
+    state: gr.State  # {"lesson": picker key, "step": index} of the open lesson, or None
+
+
+def build_lesson_player() -> LessonPlayer:
+    """The player's components, in a closed "Lesson" accordion (opened when a lesson starts)."""
+    with gr.Accordion("Lesson", open=False) as box:
+        with gr.Row(equal_height=True):
+            picker = gr.Dropdown(lesson_choices(), value="", label="Open a lesson",
+                                 scale=3)
+            simple = gr.Checkbox(False, label="Simple view (hide advanced controls)", scale=1)
+        heading = gr.Markdown()
+        counter = gr.Markdown()
+        text = gr.Markdown(NO_LESSON)
+        with gr.Row():
+            back = gr.Button("← Back", interactive=False)
+            forward = gr.Button("Next →", variant="primary", interactive=False)
+    return LessonPlayer(box, picker, simple, heading, counter, text, back, forward, gr.State(None))
+
+
+def wire_lesson_player(player: LessonPlayer, page_load, requested: gr.State, model_info: gr.Markdown,
+                       views: dict) -> list:
+    """Connect the player to every registered control. page_load: the event that applied the page's link,
+    which put its ?lesson= slug (or None) into requested; views {tab id: (view, inputs, outputs)} redraw the
+    selected tab once a step is applied. -> the player's events (page load, picker, Back, Next)."""
+    for component in view_params.advanced_components():
+        component.elem_classes = [*(component.elem_classes or []), ADVANCED_CLASS]
+    p = player
+    outputs = [p.state, p.box, p.picker, p.simple, model_info, p.heading, p.counter, p.text, p.back, p.next,
+               *view_params.components()]
+    quiet = dict(api_visibility="private", concurrency_limit=None)
+    p.simple.change(None, p.simple, None, js=SIMPLE_VIEW_JS, **quiet)
+    dispatch, inputs, redrawn = selected_view(views)
+
+    def redraw(request: gr.Request, state, *values):
+        """The selected tab's view, when a lesson step was just applied."""
+        return dispatch(request, *values) if state else [gr.skip()] * len(redrawn)
+
+    events = [page_load.then(bind(lesson_for_page), requested, outputs, **quiet),
+              p.picker.input(bind(open_lesson), p.picker, outputs, **quiet),
+              p.back.click(bind(_back), p.state, outputs, **quiet),
+              p.next.click(bind(_next), p.state, outputs, **quiet)]
+    for event in events:
+        event.then(redraw, [p.state, view_params.TAB_TRACKER[0], *inputs], redrawn, api_visibility="private",
+                   **ANALYSIS)
+    return events
+
+
+def _back(session, state):
+    return move(session, state, -1)
+
+
+def _next(session, state):
+    return move(session, state, +1)

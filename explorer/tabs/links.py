@@ -1,0 +1,107 @@
+"""Links that open a view: the query string applied on page load, the 'Copy link to this view' button, and
+one event that draws whichever analysis tab is selected (on load, and when the shared prompt is submitted)."""
+import json
+
+import gradio as gr
+
+from .. import view_params
+from ..binding import bind
+from ..callbacks.links import apply_link, shipped_name
+from .common import ANALYSIS
+
+# (tab, model name, *control values) -> the link, also written to the clipboard. SPEC: [name, tab id or null
+# (shown in every tab, like the prompt), initial value] per control value; only the selected tab's controls
+# and values that differ from a fresh page's go into the link.
+COPY_LINK_JS = """
+(tab, model, ...values) => {
+  const spec = SPEC;
+  const params = new URLSearchParams();
+  params.set('tab', tab || 'attention');
+  if (model) params.set('model', model);
+  const seen = new Set();
+  spec.forEach(([name, where, initial], i) => {
+    if (seen.has(name) || (where !== null && where !== tab)) return;
+    seen.add(name);
+    const v = values[i];
+    if (v === null || v === undefined || JSON.stringify(v) === JSON.stringify(initial)) return;
+    params.set(name, Array.isArray(v) ? v.join(',') : String(v));
+  });
+  const link = window.location.origin + window.location.pathname + '?' + params.toString();
+  if (navigator.clipboard) navigator.clipboard.writeText(link).catch(() => {});
+  return link;
+}
+"""
+
+
+def link_row():
+    """-> (note shown when a link had parameters it could not use, copy button, link textbox)."""
+    note = gr.Markdown(visible=False, elem_id="link-note")
+    with gr.Row():
+        copy = gr.Button("Copy link to this view", size="sm", scale=0, min_width=200)
+        link = gr.Textbox(label="Link to this view", placeholder="Appears here (and is copied to the clipboard).",
+                          max_lines=1, scale=5, elem_id="view-link", buttons=["copy"])
+    return note, copy, link
+
+
+def wire_copy_link(copy: gr.Button, link: gr.Textbox, model_name: gr.Textbox) -> None:
+    """The button reads the registered controls in the browser and writes the link; no server call."""
+    tabs = view_params.CONTROLS["tab"].component
+    valued = [c for c in view_params.components() if c is not tabs and c not in view_params.TAB_TRACKER]
+    names = {id(c): name for name, control in view_params.CONTROLS.items() for c in control.components}
+    spec = [[names[id(c)], _tab_of(c), _initial(c)] for c in valued]
+    js = COPY_LINK_JS.replace("SPEC", json.dumps(spec))
+    copy.click(None, [view_params.TAB_TRACKER[0], model_name, *valued], link, js=js)
+
+
+def _tab_of(component):
+    """The id of the gr.Tab the component sits in (None: outside the tabs, like the shared prompt)."""
+    block = component.parent
+    while block is not None and not isinstance(block, gr.Tab):
+        block = block.parent
+    return None if block is None else block.id
+
+
+def _initial(component):
+    value = component.value
+    return value if isinstance(value, (str, int, float, bool, list, type(None))) else None
+
+
+def wire_link_on_load(start, model_info, note, lesson: gr.State, views: dict):
+    """After the page-load event start: apply the link's query (model first), then draw the selected tab's
+    view with it. views {tab id: (view, inputs, outputs)}. -> the last event (further steps chain on it)."""
+    def on_load(request: gr.Request):
+        summary, notes, values = bind(apply_link)(request, dict(request.query_params or {}))
+        shown = gr.update(value="\n".join(f"- **Link:** {n}" for n in notes), visible=True) if notes else gr.skip()
+        return [summary, shown, values.get("lesson"), *view_params.updates_for(values)]
+
+    dispatch, inputs, outputs = selected_view(views)
+    tracker = view_params.TAB_TRACKER[0]
+    return start.then(on_load, None, [model_info, note, lesson, *view_params.components()],
+                     api_visibility="private", **ANALYSIS).then(
+        dispatch, [tracker, *inputs], outputs, api_visibility="private", **ANALYSIS)
+
+
+def selected_view(views: dict):
+    """-> (handler(request, tab, *inputs), inputs, outputs): one event that runs the view of the selected tab
+    (views {tab id: (view, inputs, outputs)}) and leaves every other tab's outputs alone."""
+    inputs = list({id(c): c for _, ins, _ in views.values() for c in ins}.values())  # the prompt once
+    outputs = [c for _, _, outs in views.values() for c in outs]
+    position = {id(c): i for i, c in enumerate(inputs)}
+
+    def dispatch(request: gr.Request, tab, *values):
+        result = []
+        for tab_id, (view, ins, outs) in views.items():
+            if tab_id == tab:
+                result += list(view(request, *[values[position[id(c)]] for c in ins]))
+            else:
+                result += [gr.skip()] * len(outs)
+        return result
+
+    return dispatch, inputs, outputs
+
+
+def wire_model_name(model_info: gr.Markdown) -> gr.Textbox:
+    """A hidden box with the shipped model the session inspects ('' otherwise), kept current for links."""
+    model_name = gr.Textbox(visible="hidden", elem_id="link-model")
+    model_info.change(bind(shipped_name), None, model_name, api_visibility="private", concurrency_limit=None)
+    return model_name

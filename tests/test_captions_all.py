@@ -1,0 +1,136 @@
+"""Every figure function has a caption, and each caption names the known answer hidden in constructed data
+(a pattern whose maximum is at a known key, a layer whose update is the biggest, a token that moved most)."""
+import importlib
+import inspect
+import pkgutil
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from explorer import captions as C
+from explorer import captions_experiments as CE
+from explorer import captions_roles as CR
+from explorer import figures
+from model_core.analysis.heads import head_statistics
+
+TOKENS = list("abcdef")
+NOT_CHARTS = {"style_figure", "lines_figure", "position_lines_figure", "histogram_pair_figure",  # builders
+              "no_positions_figure"}  # a message in place of a chart ("this model has no position vectors")
+
+
+def previous_token_pattern(T: int = 6) -> np.ndarray:
+    """[T, T] attention where every query ≥ 1 looks only at the token before it."""
+    p = np.zeros((T, T))
+    p[0, 0] = 1
+    p[np.arange(1, T), np.arange(T - 1)] = 1
+    return p
+
+
+def grid_with_best_at(layer: int, head: int, L: int = 2, H: int = 3) -> np.ndarray:
+    """[L, H, T, T] uniform causal patterns, except a previous-token head at (layer, head)."""
+    T = len(TOKENS)
+    uniform = np.tril(np.ones((T, T))) / np.arange(1, T + 1)[:, None]
+    patterns = np.broadcast_to(uniform, (L, H, T, T)).copy()
+    patterns[layer, head] = previous_token_pattern(T)
+    return patterns
+
+
+def residual_case():
+    pre = np.array([[1.0, 1.0], [2.0, 2.0]])  # [L, T]
+    attn, mlp = np.array([[0.1, 0.1], [0.2, 0.2]]), np.array([[0.05, 0.05], [0.9, 0.9]])
+    return pre, attn, mlp
+
+
+# figure function name -> () -> (caption computed from constructed data, text it must contain)
+CASES = {
+    "attention_grid_figure": lambda: (C.grid_caption(head_statistics(grid_with_best_at(1, 2))), "L1·H2 (100%)"),
+    "live_attention_figure": lambda: (C.grid_caption(head_statistics(grid_with_best_at(0, 1))), "L0·H1 (100%)"),
+    "head_statistics_figure": lambda: (C.grid_caption(head_statistics(grid_with_best_at(1, 0))), "L1·H0"),
+    "attention_head_figure": lambda: (C.attention_head_caption(previous_token_pattern(), TOKENS, 1, 2),
+                                      "Head L1·H2 puts 100% of its attention on the previous token"),
+    "attention_steps_figure": lambda: (
+        C.attention_steps_caption(np.where(np.tril(np.ones((6, 6))) > 0, 0.0, -np.inf), previous_token_pattern(),
+                                  TOKENS), "hides 42% of the scores"),
+    "query_attention_bars_figure": lambda: (C.query_attention_caption(previous_token_pattern(), TOKENS, 4),
+                                            "puts the most attention, 100%, on 3:d"),
+    "residual_norms_figure": lambda: (C.residual_caption(residual_case()[0], residual_case()[0] * 4,
+                                                         residual_case()[1]), "grows from 1.0 to 8.0"),
+    "update_norms_figure": lambda: (C.update_norms_caption(residual_case()[1], residual_case()[2]),
+                                    "the biggest update is the FFN in layer 1 (norm 0.90)"),
+    "update_vs_residual_figure": lambda: (C.update_vs_residual_caption([0.1, 0.5, 0.1], [1, 1, 1], TOKENS, 2),
+                                          "changes 1:b the most (50%)"),
+    "variance_figure": lambda: (C.variance_caption([2.0, 2.0], [4.0, 4.0], 1), "2.00× as much"),
+    "residual_heatmap_figure": lambda: (
+        C.residual_heatmap_caption(np.stack([np.ones((3, 4)), np.diag([1.0, 5.0, 1.0]) @ np.ones((3, 4))]),
+                                   TOKENS[:3]), "1:b has the largest vector (norm 10.0)"),
+    "logit_lens_figure": lambda: (C.logit_lens_caption(np.array([["x", "y"], ["a", "b"], ["a", "b"]]),
+                                                       np.full((3, 2), 0.6)), "after L0"),
+    "pca_scatter_figure": lambda: (C.embedding_caption([0.4, 0.2]), "first two components explain 60%"),
+    "positional_heatmap_figure": lambda: (  # 8 positions on a half circle, 22.5° apart
+        C.positional_caption(np.stack([np.cos(np.arange(8) * np.pi / 8), np.sin(np.arange(8) * np.pi / 8)], 1)),
+        "Neighbouring positions have cosine similarity 0.92"),
+    "embedding_norms_figure": lambda: (C.embedding_norms_caption([3.0, 3.0], [1.0, 1.0]),
+                                       "Token embeddings are 3.0× the size of position embeddings"),
+    "ffn_histograms_figure": lambda: (C.ffn_histogram_caption([1, 3], [-1.0, 0.0, 1.0], [0, 4], [-0.5, 0.0, 1.0]),
+                                      "25% of FFN inputs are negative"),
+    "neuron_sparsity_figure": lambda: (C.ffn_caption(np.array([0.5, 0.0, 0.25, 0.0]), 2),
+                                       "active at 19% of positions; 2 of 4 neurons never fire"),
+    "next_token_figure": lambda: (C.sampling_caption(np.array([0.5, 0.3, 0.2]), np.array([0.625, 0.375, 0.0]),
+                                                     np.array([False, False, True]), TOKENS[:3]),
+                                  "kept 2 of 3 tokens; the top token 'a' now has 62%"),
+    "temperature_curve_figure": lambda: (C.temperature_caption(np.array([2.0, 0.0]), [0.5, 2.0], ["x", "y"]),
+                                         "the top token 'x' gets 98%"),
+    "loss_figure": lambda: (C.loss_caption([10, 20], [3.0, 2.0], [10, 20], [3.2, 2.5], [3.0, 2.1], 65),
+                            "Validation loss fell from 3.20 to 2.50"),
+    "token_index_figure": lambda: (C.token_index_caption([5, 7, 5], ["a", "b", "a"]), "most common is 'a' (id 5, 2"),
+    "layernorm_effect_figure": lambda: (C.layernorm_caption([1.0, 3.0], [-1.0, 1.0]),
+                                        "mean 2.00, std 1.00 to mean 0.00, std 1.00"),
+    "activation_functions_figure": lambda: (C.ACTIVATION_CAPTION, "ReLU cuts every negative input to 0"),
+    "role_map_figure": lambda: (CR.report_caption([SimpleNamespace(label="previous token")] * 2
+                                                  + [SimpleNamespace(label="induction")], "the probe", []),
+                                "Of 3 heads: 2 previous token, 1 induction"),
+    "induction_loss_figure": lambda: (CR.induction_caption(4.0, 1.0, np.array([[0.1, 0.2], [0.9, 0.3]]), 50),
+                                      "The strongest induction head is L1·H0 (90%)"),
+    "induction_pattern_figure": lambda: (CR.induction_caption(4.0, 3.9, np.array([[0.1, 0.2]]), 50),
+                                         "no induction head yet: the best induction score is 20% (L0·H1)"),
+    "film_strip_figure": lambda: (CR.film_caption(1, 0, [0, 100, 200], [0.0, 0.1, 0.8]),
+                                  "jumps the most between steps 100 and 200 (to 80%"),
+    "role_scores_over_steps_figure": lambda: (CR.film_caption(0, 0, [0, 100], [0.1, 0.2]),
+                                              "stays below 30% (at most 20%)"),
+    "embedding_frames_figure": lambda: (CR.embedding_motion_caption(
+        [np.zeros((3, 2)), np.array([[0.0, 0.0], [3.0, 4.0], [0.0, 1.0]])], [0, 500], ["a", "b", "c"]),
+        "moves furthest in the picture is 'b' (5.00)"),
+    "loss_change_figure": lambda: (CE.ablation_caption("head 1.0", "mean", 2.0, 2.5, [0.0, 1.5], ["1:b", "2:c"],
+                                                       ["a", "ab"]), "hardest to predict are 2:c (after “ab”, +1.50)"),
+    "next_token_change_figure": lambda: (CE.ablation_caption("head 0.1", "zero", 2.0, 2.0, [0.0], ["1:b"], ["a"]),
+                                         "stays at 2.00"),
+    "importance_figure": lambda: (CE.importance_caption(2.0, np.array([[0.0, 0.4], [0.1, 0.0]]), [0.2]),
+                                  "Knocking out head 0.1 hurts most"),
+    "character_bits_figure": lambda: (CE.compare_caption(("x", "y"), (1.5, 2.0), [0.1, 2.5], ["0:a", "1:b"], True),
+                                      "A predicts it better; B falls furthest behind at 1:b (+2.5 bits)"),
+    "next_token_pair_figure": lambda: (CE.compare_caption(("x", "y"), (2.0, 2.0), [], [], False),
+                                       "they predict it equally well"),
+    "attention_pair_figure": lambda: (CE.compare_caption(("x", "y"), (2.5, 2.0), [-1.0], ["0:a"], True),
+                                      "B predicts it better; B is furthest ahead at 0:a"),
+}
+
+
+def figure_functions() -> set[str]:
+    """Every public *_figure function of explorer.figures' modules."""
+    names = set()
+    for info in pkgutil.iter_modules(figures.__path__):
+        module = importlib.import_module(f"explorer.figures.{info.name}")
+        names |= {n for n, f in vars(module).items() if n.endswith("_figure") and inspect.isfunction(f)
+                  and f.__module__ == module.__name__}
+    return names - NOT_CHARTS
+
+
+def test_every_figure_function_has_a_caption_case():
+    assert figure_functions() == set(CASES)
+
+
+@pytest.mark.parametrize("figure_name", sorted(CASES))
+def test_caption_names_the_known_answer(figure_name):
+    caption, expected = CASES[figure_name]()
+    assert expected in caption, caption

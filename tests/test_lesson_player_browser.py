@@ -1,0 +1,46 @@
+"""The lesson player in headless Chromium: a ?lesson= link opens step 1, Next and Back move through the
+steps and redraw the selected head, and the simple view hides the advanced controls.
+
+Writes tests/screenshots/lesson.png (the player on step 4, the attention sink) for the README."""
+import pytest
+
+from tests.test_app_browser import ERROR_TOAST, SCREENSHOTS, TIMEOUT_MS, browser  # noqa: F401 - browser: a fixture
+
+pytestmark = pytest.mark.browser
+
+HEAD_TITLE = "() => [...document.querySelectorAll('.gtitle')].map(t => t.textContent).join(' | ')"
+
+
+def wait_for_head_chart(page, layer: int, head: int) -> None:
+    page.wait_for_function(f"() => ({HEAD_TITLE})().includes('Layer {layer} · head {head} attention pattern')")
+
+
+def test_lesson_link_steps_and_simple_view(browser, app_url):
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    page.goto(app_url + "?lesson=attention-basics")
+    page.get_by_text("Step 1 of 7: How to read an attention map").wait_for()
+    wait_for_head_chart(page, 0, 1)
+    drop = page.get_by_label("Drop unknown characters")  # registered advanced: hidden in the simple view
+    assert page.evaluate("() => document.body.classList.contains('te-simple')")
+    assert not drop.is_visible()
+
+    next_button, back_button = page.get_by_role("button", name="Next →"), page.get_by_role("button", name="← Back")
+    assert back_button.is_disabled()
+    for title in ("Step 2 of 7: The previous-token head", "Step 3 of 7: Sixteen heads at once",
+                  "Step 4 of 7: The attention sink"):
+        next_button.click()
+        page.get_by_text(title).wait_for()
+    wait_for_head_chart(page, 1, 3)  # step 4 set layer 1, head 3 and the tab redrew
+    assert page.get_by_label("number input for Head").first.input_value() == "3"
+    SCREENSHOTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / "lesson.png"), full_page=False)
+
+    back_button.click()
+    page.get_by_text("Step 3 of 7: Sixteen heads at once").wait_for()
+    wait_for_head_chart(page, 0, 1)
+    page.get_by_label("Simple view (hide advanced controls)").uncheck()
+    drop.wait_for(state="visible")
+    assert page.locator(ERROR_TOAST).count() == 0
+    context.close()

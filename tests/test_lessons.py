@@ -1,0 +1,257 @@
+"""Lesson files: the parser (line-numbered errors), the shipped lessons, and the player on the built app
+(Next to the end and Back to the start, each step's settings landing on the registered controls)."""
+import gradio as gr
+import pytest
+
+from app import parse_args
+from explorer import app_state, lessons, view_params
+from explorer.callbacks.lessons import FILE_KEY
+from explorer.lessons import LessonError, checked_lesson_file, parse_lesson, read_lesson, shipped_lessons
+from explorer.session import REGISTRY
+
+GOOD = '''# A tiny lesson
+simple: yes
+
+Intro for the student.
+
+## First look
+tab: attention
+prompt: "  two spaces\\nand a line "
+layer: 1
+
+Look at the grid.
+
+```
+## inside a code fence: not a step
+```
+
+## Second
+
+Text only, no settings.
+'''
+
+
+def test_parse_a_lesson():
+    lesson = parse_lesson(GOOD)
+    assert (lesson.title, lesson.simple, lesson.intro) == ("A tiny lesson", True, "Intro for the student.")
+    assert [s.title for s in lesson.steps] == ["First look", "Second"]
+    first, second = lesson.steps
+    assert first.settings == {"tab": "attention", "prompt": "  two spaces\nand a line ", "layer": "1"}
+    assert first.line == 6 and "## inside a code fence" in first.text
+    assert second.settings == {} and second.text == "Text only, no settings."
+    assert parse_lesson("# T\n## S\nx").simple is False  # simple view is off unless asked for
+
+
+# (file text, line the error must name, words the message must contain)
+MALFORMED = [
+    ("", 1, "title"),
+    ("A lesson without a title\n## S\ntext", 1, "title"),
+    ("# Title only\n\nsome intro\n", 3, "at least one step"),
+    ("# T\n\n## Step\ntab: attention\n", 3, "needs text"),
+    ("# T\n## Step\ntab: attention\nLook here.\n", 4, "blank line"),
+    ("# T\nsimple: maybe\n## S\ntext", 2, "yes or no"),
+    ("# T\ncolour: red\n## S\ntext", 2, "unknown lesson setting 'colour'"),
+    ("# T\n## S\nlayer: 1\nlayer: 2\n\ntext", 4, "set twice"),
+    ('# T\n## S\nprompt: "never closed\n\ntext', 3, "double quote"),
+    ("# T\n## S\nseed:\n\ntext", 3, "no value"),
+    ("# T\n## \ntext", 2, "title after '## '"),
+    ("# T\n## S\nlesson: other\n\ntext", 3, "cannot set 'lesson'"),
+    ("# T\n## One\ntext\n\n## Two\n\n## Three\nmore", 5, "'Two' needs text"),
+]
+
+
+@pytest.mark.parametrize("text, line, words", MALFORMED)
+def test_malformed_lessons_name_their_line(text, line, words):
+    with pytest.raises(LessonError) as caught:
+        parse_lesson(text, source="mine.md")
+    assert caught.value.line == line
+    assert str(caught.value).startswith(f"mine.md: line {line}: ") and words in str(caught.value)
+
+
+@pytest.fixture(scope="module")
+def app():
+    """The built app: its registered controls are what lesson settings are checked against."""
+    return build()
+
+
+def build():
+    from explorer.ui import build_app
+    return build_app()
+
+
+@pytest.mark.parametrize("setting, line, words", [
+    ("layr: 1", 4, "unknown setting 'layr' (known: "),
+    ("layer: 99", 4, "layer"),
+    ("tab: nowhere", 4, "choose one of data, train, attention"),
+    ("temperature: hot", 4, "not a number"),
+    ("model: no-such-model", 4, "choose one of"),
+])
+def test_settings_are_checked_against_the_apps_controls(app, setting, line, words):
+    text = f"# T\n\n## S\n{setting}\n\ntext"
+    with pytest.raises(LessonError) as caught:
+        parse_lesson(text, lessons.app_validator())
+    assert caught.value.line == line and words in caught.value.problem
+    if "known:" in words:  # the list names the app's controls, from the same registry links use
+        known = caught.value.problem.split("known: ")[1].rstrip(")").split(", ")
+        assert {"layer", "head", "prompt", "tab", "model"} <= set(known) and "lesson" not in known
+
+
+def test_shipped_lessons_are_valid(app):
+    found = shipped_lessons()
+    general = {"attention-basics": "What does attention look at?", "watch-gpt-learn": "Watch a GPT learn",
+               "temperature-top-p": "Temperature and top-p"}
+    assert general.keys() <= found.keys()
+    for slug, path in found.items():
+        lesson = read_lesson(path, lessons.app_validator())
+        assert lesson.steps and all(s.text.strip() for s in lesson.steps), slug
+        if slug in general:
+            assert lesson.title == general[slug] and lesson.simple
+            assert all("?" in s.text for s in lesson.steps), f"{slug}: every step asks the student a question"
+
+
+def test_check_command_reports_each_file(app, tmp_path, capsys):
+    good, bad = tmp_path / "good.md", tmp_path / "bad.md"
+    good.write_text(GOOD)
+    bad.write_text("# Bad\n\n## S\nlayr: 1\n\ntext\n")
+    assert lessons.main(["check", str(good)]) == 0
+    assert lessons.main(["check", str(good), str(bad)]) == 1
+    out, err = capsys.readouterr()
+    assert "good.md: ok, 2 steps" in out and f"{bad}: line 4: unknown setting 'layr'" in err
+    assert lessons.main(["check"]) == 2
+
+
+def test_launch_flag_checks_the_lesson_file(app, tmp_path):
+    bad = tmp_path / "bad.md"
+    bad.write_text("# Bad\n\n## S\nhead: -3\n\ntext\n")
+    assert parse_args(["--lesson", str(bad)]).lesson == str(bad)
+    with pytest.raises(SystemExit) as caught:
+        checked_lesson_file(bad)
+    assert "bad.md: line 4: head=" in str(caught.value)
+    with pytest.raises(SystemExit, match="cannot read"):
+        checked_lesson_file(tmp_path / "missing.md")
+
+
+# ---- the player, through the built app's own event handlers ----
+
+ROUND_TRIP = '''# Round trip
+simple: yes
+
+## Attention, one head
+tab: attention
+model: shakespeare
+prompt: "To be, or not to be"
+layer: 1
+head: 3
+
+Look at layer 1, head 3.
+
+## Sampling knobs
+tab: sampling
+temperature: 0.3
+top_p: 0.75
+
+Question about temperature?
+
+## Back to attention, another head
+tab: attention
+head: 0
+query: 2
+
+Question about head 0?
+'''
+
+
+class Player:
+    """Calls the player's own handlers in the built app and reads their outputs by component."""
+
+    def __init__(self, demo: gr.Blocks):
+        self.buttons = {b.value: b for b in demo.blocks.values() if isinstance(b, gr.Button)}
+        self.picker = next(b for b in demo.blocks.values() if isinstance(b, gr.Dropdown) and b.label == "Open a lesson")
+        self.demo, self.state = demo, None
+
+    def _event(self, block, trigger: str):
+        return next(f for f in self.demo.fns.values() if (block._id, trigger) in [tuple(t) for t in f.targets])
+
+    def _run(self, block, trigger: str, *inputs) -> dict:
+        event = self._event(block, trigger)
+        values = event.fn(None, *inputs)  # None: the test's "local" session, as bind() allows
+        out = {id(c): v for c, v in zip(event.outputs, values)}
+        assert len(values) == len(event.outputs)
+        self.state = out[id(event.outputs[0])]
+        return out
+
+    def open(self, key: str) -> dict:
+        return self._run(self.picker, "input", key)
+
+    def click(self, label: str) -> dict:
+        return self._run(self.buttons[label], "click", self.state)
+
+
+def value_of(update):
+    """The value an update sets, or the Tabs' selected id; None for gr.skip()."""
+    if isinstance(update, gr.Tabs):
+        return update.selected
+    return update.get("value") if isinstance(update, dict) else update
+
+
+def check_step(out: dict, lesson, k: int, player: Player) -> None:
+    """Step k (0-based) is shown and its settings are on every component they name."""
+    step, n = lesson.steps[k], len(lesson.steps)
+    texts = [v for v in out.values() if isinstance(v, str)]
+    assert f"**Step {k + 1} of {n}: {step.title}**" in texts
+    assert any(step.text in t for t in texts)
+    assert out[id(player.buttons["← Back"])].interactive is (k > 0)
+    assert out[id(player.buttons["Next →"])].interactive is (k < n - 1)
+    values, notes = view_params.parse_params(step.settings)
+    assert not notes
+    for name, control in view_params.CONTROLS.items():
+        for component in control.components:
+            expected = values.get(name)
+            assert value_of(out[id(component)]) == expected, f"step {k + 1}: {name}"
+
+
+def test_lesson_round_trips_through_the_player(app, tmp_path, monkeypatch):
+    path = tmp_path / "round-trip.md"
+    path.write_text(ROUND_TRIP)
+    monkeypatch.setattr(app_state, "lesson_file", checked_lesson_file(path))
+    lesson, player = read_lesson(path), Player(app)
+    REGISTRY.close("local")  # a fresh session for the "local" key
+
+    out = player.open(FILE_KEY)
+    check_step(out, lesson, 0, player)
+    assert any(v is True for v in out.values()), "the lesson asks for the simple view"
+    assert "shakespeare" in next(v for v in out.values() if isinstance(v, str) and v.startswith("Inspecting"))
+    for k in range(1, len(lesson.steps)):
+        check_step(player.click("Next →"), lesson, k, player)
+    assert player.click("Next →")[id(player.buttons["Next →"])].interactive is False  # stays on the last step
+    assert player.state == {"lesson": FILE_KEY, "step": len(lesson.steps) - 1}
+    for k in reversed(range(len(lesson.steps) - 1)):
+        check_step(player.click("← Back"), lesson, k, player)
+    assert player.state == {"lesson": FILE_KEY, "step": 0}
+
+
+def test_link_opens_a_shipped_lesson_on_step_one(app):
+    from explorer.callbacks.lessons import lesson_for_page
+    session = REGISTRY.get("lesson-link")
+    out = lesson_for_page(session, "temperature-top-p")
+    assert out[0] == {"lesson": "temperature-top-p", "step": 0}
+    assert "**Step 1 of 6: The model's odds for the next character**" in out
+    nothing = lesson_for_page(session, None)  # no ?lesson= and no --lesson: the player stays closed
+    assert all(value_of(v) is None for v in nothing[:2] + nothing[3:])
+
+
+def test_picker_lists_the_shipped_lessons_and_the_launch_file(app, tmp_path, monkeypatch):
+    from explorer.callbacks.lessons import lesson_choices
+    titles = dict((key, title) for title, key in lesson_choices())
+    assert titles["attention-basics"] == "What does attention look at?" and titles[""] == "(no lesson)"
+    path = tmp_path / "mine.md"
+    path.write_text(GOOD)
+    monkeypatch.setattr(app_state, "lesson_file", str(path))
+    assert lesson_choices()[1] == ("A tiny lesson (your file)", FILE_KEY)
+
+
+def test_advanced_controls_carry_the_class_simple_view_hides(app):
+    advanced = view_params.advanced_components()
+    assert advanced and all("te-advanced" in c.elem_classes for c in advanced)
+    plain = [c for c in view_params.components() if c not in advanced and hasattr(c, "elem_classes")]
+    assert not any("te-advanced" in (c.elem_classes or []) for c in plain)

@@ -1,0 +1,79 @@
+"""Links without a browser: a link's query applied to a session, the selected tab's view, clicked grid heads."""
+import json
+
+import gradio as gr
+import pytest
+
+from explorer.callbacks.attention import attention_page_view, clicked_head
+from explorer.callbacks.links import apply_link, shipped_name
+from explorer.session import new_session
+from explorer.shipped import shipped_models
+from explorer.tabs.attention import build_attention_tab
+from explorer.tabs.common import shared_prompt
+from explorer.tabs.links import selected_view
+from explorer.tabs.residual import build_residual_tab
+from explorer.ui import build_app
+from tests.test_app_callbacks import N_HEADS, N_LAYERS, PROMPT, tiny_session
+
+
+@pytest.fixture(scope="module", autouse=True)
+def app():
+    return build_app()  # registers the controls the links name
+
+
+def test_a_link_opens_the_named_shipped_model_before_checking_layers():
+    name = shipped_models()[-1]
+    session = tiny_session()
+    summary, notes, values = apply_link(session, {"model": name, "layer": "63", "head": "0", "tab": "attention"})
+    assert session.model_name == name and shipped_name(session) == name and name in summary
+    last = session.model.cfg.n_layers - 1
+    assert values == {"model": name, "layer": last, "head": 0, "tab": "attention"}
+    assert notes == [f"layer=63 is past this model's last layer ({last}): showing {last}."]
+
+
+def test_a_link_without_a_model_keeps_the_session_model():
+    session = tiny_session()
+    model = session.model
+    summary, notes, values = apply_link(session, {"head": "5", "prompt": PROMPT, "zoom": "3"})
+    assert session.model is model and shipped_name(session) == ""  # a model of this session, not a shipped one
+    assert values == {"head": N_HEADS - 1, "prompt": PROMPT}
+    assert len(notes) == 2 and "zoom" in notes[0] and "head=5" in notes[1]
+
+
+def test_gradios_own_parameters_are_left_to_gradio():
+    summary, notes, values = apply_link(tiny_session(), {"__theme": "dark", "layer": "0"})
+    assert notes == [] and values == {"layer": 0}
+
+
+def test_the_same_shipped_model_is_not_reloaded():
+    session = new_session(shipped_models()[0])
+    model = session.model
+    apply_link(session, {"model": shipped_models()[0]})
+    assert session.model is model
+
+
+def test_clicked_grid_head_names():
+    assert clicked_head("L2·H1") == (2, 1) and clicked_head("L10·H0") == (10, 0)
+    for bad in ("", "L2H1", "L·H1", "L2·H1 ", None, 3, {"name": "L0·H0"}):
+        assert clicked_head(bad) is None
+
+
+def test_attention_page_grid_is_figure_json_naming_each_head():
+    grid = json.loads(attention_page_view(tiny_session(), PROMPT, 1, 0, -1)[0])
+    names = [t["name"] for t in grid["data"] if t["type"] == "heatmap"]
+    assert [clicked_head(n) for n in names] == [(l, h) for l in range(N_LAYERS) for h in range(N_HEADS)]
+
+
+def test_selected_view_runs_only_the_selected_tab():
+    with gr.Blocks():
+        prompt, drop = shared_prompt()
+        views = {"attention": build_attention_tab(prompt, drop)[0], "residual": build_residual_tab(prompt, drop)[0]}
+    dispatch, inputs, outputs = selected_view(views)
+    assert sum(c is prompt for c in inputs) == 1  # the shared prompt is one input
+    result = dispatch(None, "residual", *[c.value for c in inputs])  # None: the local session
+    n_attention = len(views["attention"][2])
+    assert len(result) == len(outputs)
+    assert all(r == gr.skip() for r in result[:n_attention])
+    residual = result[n_attention:]
+    assert "residual" in str(residual[-1]).lower() and all(r != gr.skip() for r in residual)  # caption, charts
+    assert all(r == gr.skip() for r in dispatch(None, "guide", *[c.value for c in inputs]))

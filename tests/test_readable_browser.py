@@ -1,0 +1,75 @@
+"""In Chromium: dark mode keeps captions readable, chart images download as PNG and SVG with names saying tab,
+chart, model and prompt, and the Tab key walks through a tab's controls without getting stuck in a chart."""
+import re
+
+import pytest
+
+from tests.test_app_browser import PANEL_STATE, SCREENSHOTS, TIMEOUT_MS, browser  # noqa: F401 - fixture
+
+pytestmark = pytest.mark.browser
+
+CONTRAST = """(el) => {
+  const rgb = (c) => c.match(/[\\d.]+/g).slice(0, 4).map(Number);
+  const lum = ([r, g, b]) => {
+    const f = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
+    return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b);
+  };
+  let bg = el, back = [0, 0, 0, 0];
+  while (bg && (back = rgb(getComputedStyle(bg).backgroundColor)).length === 4 && back[3] === 0) bg = bg.parentElement;
+  const a = lum(rgb(getComputedStyle(el).color)), b = lum(back);
+  return (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+}"""
+
+
+def open_app(browser, url):  # noqa: F811 - browser is the fixture
+    context = browser.new_context(viewport={"width": 1400, "height": 900}, accept_downloads=True)
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    page.goto(url)
+    page.wait_for_function(f"() => ({PANEL_STATE})().plots >= 3")
+    return page
+
+
+def test_dark_mode_captions_have_enough_contrast(browser, app_url):  # noqa: F811
+    page = open_app(browser, app_url + "?__theme=dark")
+    assert page.evaluate("document.body.classList.contains('dark') || document.documentElement.classList.contains('dark')"
+                         " || !!document.querySelector('.dark')")
+    caption = page.locator(".te-caption li, .te-caption p").first
+    caption.wait_for()
+    ratio = caption.evaluate(CONTRAST)
+    SCREENSHOTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / "attention-dark.png"), full_page=False)
+    assert ratio >= 4.5, f"caption contrast {ratio:.2f}:1 in dark mode"
+    page.context.close()
+
+
+def test_chart_images_download_as_png_and_svg_with_descriptive_names(browser, app_url):  # noqa: F811
+    page = open_app(browser, app_url)
+    chart = page.locator(".js-plotly-plot").nth(1)  # the selected head (the first is the grid)
+    chart.hover()
+    svg = chart.locator(".te-svg-btn")
+    svg.wait_for()
+    names = []
+    for button in (chart.locator('.modebar-btn[data-title^="Download plot"]').first, svg):
+        chart.hover()
+        with page.expect_download() as download:
+            button.click()
+        names.append(download.value.suggested_filename)
+    pattern = r"attention-[a-z0-9-]+-[A-Za-z0-9_]+-First_Citizen\.{}"
+    assert re.fullmatch(pattern.format("png"), names[0]) and re.fullmatch(pattern.format("svg"), names[1]), names
+    page.context.close()
+
+
+def test_tab_key_reaches_the_download_button_past_every_chart(browser, app_url):  # noqa: F811
+    page = open_app(browser, app_url)
+    page.locator("textarea").first.focus()
+    seen = []
+    for _ in range(80):
+        page.keyboard.press("Tab")
+        seen.append(page.evaluate("(document.activeElement.innerText || document.activeElement.ariaLabel || "
+                                  "document.activeElement.tagName).trim().slice(0, 40)"))
+        if seen[-1].startswith("Download data"):
+            break
+    assert seen[-1].startswith("Download data"), seen
+    assert len(set(seen)) > len(seen) // 2  # focus moves on; nothing holds it
+    page.context.close()

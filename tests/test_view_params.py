@@ -1,0 +1,77 @@
+"""Named controls: every link/lesson parameter is validated against its control and sets exactly that control."""
+import gradio as gr
+import pytest
+
+from explorer import view_params
+from explorer.shipped import shipped_models
+from explorer.ui import build_app
+
+# parameter -> (a valid link value, the value the control receives)
+VALID = {"tab": ("residual", "residual"), "prompt": ("ROMEO: hi", "ROMEO: hi"), "drop_unknown": ("yes", True),
+         "layer": ("2", 2), "head": ("1", 1), "query": ("-1", -1), "temperature": ("0.75", 0.75),
+         "top_k": ("20", 20), "top_p": ("0.9", 0.9), "min_p": ("0.05", 0.05), "seed": ("7", 7)}
+INVALID = {"tab": "nowhere", "layer": "two", "head": "1.5", "query": "5000", "temperature": "9",
+           "top_k": "-3", "top_p": "0.333", "min_p": "nan", "seed": "1e400", "drop_unknown": "maybe",
+           "prompt": "x" * (view_params.TEXT_CAP + 1), "model": "gpt-5", "lesson": "no-such-lesson",
+           "colour": "red"}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def app():
+    return build_app()
+
+
+def updated(updates: list) -> list[int]:
+    """Positions in components() that an update sets (the rest are gr.skip())."""
+    return [i for i, u in enumerate(updates) if not (isinstance(u, dict) and u.get("__type__") == "update"
+                                                     and len(u) == 1)]
+
+
+def test_the_analysis_controls_are_registered():
+    assert set(VALID) | {"model", "lesson"} <= set(view_params.names())
+    assert view_params.CONTROLS["prompt"].component.label == "Prompt"
+    layers = view_params.CONTROLS["layer"].components  # one value sets the layer of every tab that has one
+    assert len(layers) >= 3 and all(c.label.startswith("Layer") for c in layers)
+
+
+@pytest.mark.parametrize("name", sorted(VALID))
+def test_each_parameter_sets_its_control_and_nothing_else(name):
+    text, expected = VALID[name]
+    values, notes = view_params.parse_params({name: text})
+    assert notes == [] and values == {name: expected}
+    comps, updates = view_params.components(), view_params.updates_for(values)
+    assert len(updates) == len(comps)
+    targets = set(map(id, view_params.CONTROLS[name].components))
+    if name == "tab":
+        targets |= set(map(id, view_params.TAB_TRACKER))
+    assert {id(comps[i]) for i in updated(updates)} == targets
+    for i in updated(updates):
+        u = updates[i]
+        got = u.selected if isinstance(u, gr.Tabs) else (u if isinstance(u, str) else u["value"])
+        assert got == expected
+
+
+@pytest.mark.parametrize("name", sorted(INVALID))
+def test_invalid_or_unknown_values_are_dropped_with_a_note(name):
+    values, notes = view_params.parse_params({name: INVALID[name]})
+    assert values == {}
+    assert len(notes) == 1 and notes[0].startswith(f"Ignored {name}=")
+
+
+def test_notes_say_what_would_be_accepted():
+    _, notes = view_params.parse_params({"tab": "nowhere", "temperature": "9", "model": "gpt-5"})
+    assert "residual" in notes[0] and "between 0 and 3" in notes[1] and shipped_models()[0] in notes[2]
+
+
+def test_a_mix_keeps_the_valid_ones():
+    values, notes = view_params.parse_params({"layer": "1", "head": "many", "model": shipped_models()[0]})
+    assert values == {"layer": 1, "model": shipped_models()[0]} and len(notes) == 1
+
+
+def test_no_parameters_change_nothing():
+    assert updated(view_params.updates_for({})) == []
+
+
+def test_registering_a_name_twice_is_refused():
+    with pytest.raises(ValueError, match="two controls"):
+        view_params.register_control("layer", gr.Slider())
