@@ -71,11 +71,11 @@ def warm_up() -> None:
     arrives at once does not queue behind the first student to ask for them."""
     from explorer.callbacks.data import choose_data
     from explorer.session import new_session
-    from explorer.shipped import load_shipped, shipped_models
+    from explorer.shipped import shipped_models, shipped_template
     from model_core.tokenization import BPE_DEFAULT_VOCAB
 
     for name in shipped_models():
-        load_shipped(name)
+        shipped_template(name)
     choose_data(new_session(), "shakespeare", None, "char", BPE_DEFAULT_VOCAB)  # the Train tab's defaults
 
 

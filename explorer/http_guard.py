@@ -53,5 +53,8 @@ def _unknown_function(scope, path: str, err: Exception):
 
 
 def guarded_app_kwargs() -> dict:
-    """app_kwargs for Blocks.launch() that install ApiGuard in the FastAPI app Gradio builds."""
-    return {"middleware": [Middleware(ApiGuard)]}
+    """app_kwargs for Blocks.launch() that install ApiGuard (and the page-configuration cache) in the FastAPI
+    app Gradio builds."""
+    from .config_cache import ConfigCache
+
+    return {"middleware": [Middleware(ConfigCache), Middleware(ApiGuard)]}

@@ -9,7 +9,7 @@ import secrets
 import threading
 import time
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Optional
 
 import torch
@@ -18,7 +18,7 @@ from model_core.checkpoint import Checkpoint
 
 from .errors import UserError
 from .limits import LIMITS
-from .shipped import DEFAULT_MODEL, load_shipped
+from .shipped import shipped_template
 from .tempfiles import sweep
 from .training_run import TrainingRun, expire_idle_runs
 
@@ -56,7 +56,7 @@ class DataChoice:
 
 @dataclass
 class Session:
-    checkpoint: Checkpoint  # the model being inspected, with its tokenizer and training record
+    held: Checkpoint  # the model being inspected, with its tokenizer and training record (read it via .checkpoint)
     model_name: str
     data: Optional[DataChoice] = None
     run: Optional[TrainingRun] = None
@@ -68,22 +68,48 @@ class Session:
     notices: list = field(default_factory=list)  # messages for the user's next request
     experiments: dict = field(default_factory=dict)  # Experiments tab: evaluation set, means, maps, model B
     detached_at: Optional[float] = None  # when its last page closed (kept LIMITS.resume_ttl_seconds for a reload)
+    # held.model is a shipped model every session shares until one needs its own: hooks are per model object,
+    # so the first use through .checkpoint or .model copies it (a class arriving at once copies nothing)
+    shares_model: bool = False
+
+    @property
+    def checkpoint(self) -> Checkpoint:
+        """The inspected checkpoint, with a model of this session's own."""
+        if self.shares_model:
+            with self.lock:
+                if self.shares_model:
+                    self.held = replace(self.held, model=copy.deepcopy(self.held.model))
+                    self.shares_model = False
+        return self.held
 
     @property
     def model(self):
         return self.checkpoint.model
 
     @property
-    def tokenizer(self):
-        return self.checkpoint.tokenizer
+    def config(self):
+        """The inspected model's GPTConfig (read without copying a shared model)."""
+        return self.held.model.cfg
 
-    def use(self, checkpoint: Checkpoint, name: str, shared_key: Optional[str] = None) -> None:
-        """Inspect a different model from now on (shared_key: analyses may be shared with other sessions)."""
+    @property
+    def tokenizer(self):
+        return self.held.tokenizer
+
+    def use(self, checkpoint: Checkpoint, name: str, shared_key: Optional[str] = None,
+            shares_model: bool = False) -> None:
+        """Inspect a different model from now on (shared_key: analyses may be shared with other sessions;
+        shares_model: checkpoint.model is a shipped template, copied on first use)."""
         with self.lock:
-            checkpoint.model.eval()
-            self.checkpoint, self.model_name, self.shared_key = checkpoint, name, shared_key
+            if not shares_model:
+                checkpoint.model.eval()
+            self.held, self.model_name, self.shared_key = checkpoint, name, shared_key
+            self.shares_model = shares_model
             self.version += 1
             self._analysis.clear()
+
+    def use_shipped(self, name: str) -> None:
+        """Inspect a shipped model (shared until this session first uses it)."""
+        self.use(shipped_template(name), name, shared_key=f"shipped:{name}", shares_model=True)
 
     def analysis(self, prompt: str, ids: list[int], labels: list[str]) -> Analysis:
         """The cached full-activation run for this prompt (recomputed only when prompt or model change)."""
@@ -270,15 +296,17 @@ def _reap_forever() -> None:
             pass
 
 
-def new_session(model_name: str = DEFAULT_MODEL) -> Session:
+def new_session(model_name: Optional[str] = None) -> Session:
+    """A session inspecting model_name (default: the app's --model), sharing the shipped model until it
+    first uses it."""
     from . import app_state  # the default model may be changed by app.py --model
 
-    name = app_state.default_model
-    return Session(load_shipped(name), name, shared_key=f"shipped:{name}")
+    name = model_name or app_state.default_model
+    return Session(shipped_template(name), name, shared_key=f"shipped:{name}", shares_model=True)
 
 
 def require_model(session: Session) -> None:
-    if session.checkpoint is None or session.tokenizer is None:
+    if session.held is None or session.tokenizer is None:
         raise UserError("No model is loaded: pick a shipped model or train one on the Train tab.")
 
 

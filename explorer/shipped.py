@@ -30,6 +30,12 @@ def load_shipped(name: str) -> Checkpoint:
                       template.evals, template.snapshots, template.corpus, template.versions)
 
 
+def shipped_template(name: str) -> Checkpoint:
+    """The shipped checkpoint every session shares, its model included: read-only (explorer.session copies
+    the model before a session uses it)."""
+    return _loaded(name)
+
+
 @functools.lru_cache(maxsize=8)
 def _loaded(name: str) -> Checkpoint:
     if name in shipped_models():

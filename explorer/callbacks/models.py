@@ -8,12 +8,11 @@ from model_core.load_limits import UPLOAD_LIMITS, LoadLimits
 from ..errors import UserError
 from ..limits import LIMITS
 from ..session import Session
-from ..shipped import load_shipped
 from ..tempfiles import new_temp_dir
 
 
 def model_summary(session: Session) -> str:
-    c = session.checkpoint
+    c = session.held  # read only: a shared shipped model is not copied for its summary
     cfg = c.model.cfg
     trained = _last_loss(c.evals or [])
     return (f"Inspecting **{session.model_name}**: {cfg.n_layers} layers × {cfg.n_heads} heads, d_model "
@@ -34,7 +33,7 @@ def _last_loss(evals: list[dict]) -> str:
 
 def slider_maxima(session: Session) -> dict[str, int]:
     """Largest valid value per slider kind for the inspected model."""
-    cfg = session.model.cfg
+    cfg = session.config
     return {"layer": cfg.n_layers - 1, "hidden": cfg.n_layers, "head": cfg.n_heads - 1,
             "query": cfg.block_size - 1}
 
@@ -42,7 +41,7 @@ def slider_maxima(session: Session) -> dict[str, int]:
 def pick_shipped(session: Session, name: str) -> str:
     if not name:
         raise UserError("Pick one of the shipped models first.")
-    session.use(load_shipped(name), name, shared_key=f"shipped:{name}")
+    session.use_shipped(name)
     return model_summary(session)
 
 
