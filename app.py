@@ -32,51 +32,63 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def main(argv=None) -> None:
     args = parse_args(argv)
-    import torch
-
+    # Only what the page needs is imported before the server answers (Gradio, our layout and controls);
+    # torch, the models and the callbacks load in warm_up() once it does (README: Measured speed, start-up).
     from explorer import app_state, gradio_sessions
+    from explorer.gradio_startup import single_app_build
     from explorer.http_guard import guarded_app_kwargs
     from explorer.limits import LIMITS
-    from explorer.shipped import load_shipped
+    from explorer.shipped_list import check_model_name
 
-    torch.set_num_threads(args.torch_threads)
     for name in ("max_params", "max_steps", "max_upload_mb", "max_trainers", "max_sessions", "analysis_workers"):
         setattr(LIMITS, name, getattr(args, name))
     LIMITS.run_ttl_seconds, LIMITS.resume_ttl_seconds = args.run_ttl, args.resume_ttl
-    load_shipped(args.model)  # fail now, with a clear message, if the model does not exist
+    try:
+        check_model_name(args.model)  # fail now, with a clear message, if the model does not exist
+    except ValueError as err:
+        raise SystemExit(f"app.py --model: {err}") from None
     app_state.default_model = args.model
     from explorer.ui import CSS, build_app
 
     gradio_sessions.install()  # a new browser session costs ~1 ms instead of 0.1-0.5 s of the server's time
-    demo = build_app()
-    if args.lesson:  # checked against the controls the app just registered; a mistake stops the launch
-        from explorer.lessons import checked_lesson_file
-        app_state.lesson_file = checked_lesson_file(args.lesson)
-    demo.queue(default_concurrency_limit=2, max_size=256)
+    with single_app_build():  # launch() builds the one app that serves
+        demo = build_app()
+        if args.lesson:  # checked against the controls the app just registered; a mistake stops the launch
+            from explorer.lessons import checked_lesson_file
+            app_state.lesson_file = checked_lesson_file(args.lesson)
+        demo.queue(default_concurrency_limit=2, max_size=256)
     for sig in (signal.SIGTERM, signal.SIGINT):  # systemd and docker stop with SIGTERM, a terminal with Ctrl-C
         signal.signal(sig, shutdown)
     try:
         demo.launch(server_name=args.host, server_port=args.port, css=CSS, theme="soft", enable_monitoring=False,
                     max_file_size=f"{args.max_upload_mb:g}mb", state_session_capacity=args.max_sessions,
                     show_error=False, footer_links=["api"], app_kwargs=guarded_app_kwargs(), prevent_thread_lock=True)
-        warm_up()
+        warm_up(args.torch_threads, app_state.default_model)
         demo.block_thread()
     # show_error=False: our own messages are gr.Error and always shown; Gradio's internal ones are not
     finally:
         shutdown()
 
 
-def warm_up() -> None:
-    """Load every shipped model and tokenise the default corpus once the server answers, so a class that
-    arrives at once does not queue behind the first student to ask for them."""
+def warm_up(torch_threads: int, default_model: str) -> None:
+    """Once the server answers, load what the first page needs first (torch, the default model, the Attention
+    tab's code), then the rest: the other shipped models, the Train tab's default data, scikit-learn. A class
+    that arrives at once then does not queue behind the first student to ask for them."""
+    import torch
+
+    torch.set_num_threads(torch_threads)
+    from explorer.shipped import shipped_models, shipped_template
+
+    shipped_template(default_model)
+    import explorer.callbacks.attention  # noqa: F401
     from explorer.callbacks.data import choose_data
     from explorer.session import new_session
-    from explorer.shipped import shipped_models, shipped_template
     from model_core.tokenization import BPE_DEFAULT_VOCAB
 
     for name in shipped_models():
         shipped_template(name)
     choose_data(new_session(), "shakespeare", None, "char", BPE_DEFAULT_VOCAB)  # the Train tab's defaults
+    import sklearn.decomposition  # noqa: F401  (the Embeddings tab's PCA; 1-2 s)
 
 
 def shutdown(*_signal) -> None:

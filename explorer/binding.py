@@ -11,7 +11,6 @@ import gradio as gr
 from gradio.components.plot import PlotData
 
 from .errors import friendly
-from .session import REGISTRY
 
 SHARED_RESULTS = 256  # analyses of shipped models kept for every session to reuse
 
@@ -86,6 +85,8 @@ def bind(fn, shared: bool = False):
     safe = friendly(fn)
 
     def handler(request: gr.Request, *inputs):
+        from .session import REGISTRY  # torch: loaded once the server is up (explorer.lazy)
+
         session = REGISTRY.get(request.session_hash if request else "local")
         with session.lock:
             while session.notices:

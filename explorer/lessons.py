@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
+from . import app_state
+
 LESSONS_DIR = Path(__file__).resolve().parent.parent / "assets" / "lessons"
 LESSON_SETTINGS = {"simple": ("yes", "no")}  # lesson-wide settings, before the first step
 NOT_IN_STEPS = {"lesson"}  # link parameters a step may not set (a lesson cannot open another lesson)
@@ -166,6 +168,16 @@ def shipped_lessons() -> dict:
     if not LESSONS_DIR.is_dir():
         return {}
     return {p.stem: p for p in sorted(LESSONS_DIR.glob("*.md")) if SLUG.match(p.stem)}
+
+
+FILE_KEY = "file"  # the picker's value for the lesson opened with `python app.py --lesson FILE`
+NO_LESSON = "Pick a lesson above: each step sets the app up for you and asks you a question."
+
+
+def lesson_choices() -> list[tuple[str, str]]:
+    """(title, key) of every choice in the picker: none, the --lesson file, then the shipped lessons."""
+    mine = [(f"{lesson_title(app_state.lesson_file)} (your file)", FILE_KEY)] if app_state.lesson_file else []
+    return [("(no lesson)", ""), *mine, *((lesson_title(path), slug) for slug, path in shipped_lessons().items())]
 
 
 def lesson_title(path) -> str:

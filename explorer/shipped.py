@@ -1,7 +1,6 @@
 """The demo models that ship in assets/models/, and a fallback when they are missing."""
 import copy
 import functools
-from pathlib import Path
 
 import torch
 
@@ -11,14 +10,7 @@ from model_core.corpora import load_corpus
 from model_core.presets import get_preset
 from model_core.tokenization import build_tokenizer
 
-MODELS_DIR = Path(__file__).resolve().parent.parent / "assets" / "models"
-DEFAULT_MODEL = "shakespeare"
-
-
-def shipped_models() -> list[str]:
-    """Names of the checkpoints in assets/models/, default first."""
-    names = sorted(p.name for p in MODELS_DIR.iterdir() if (p / "config.json").exists()) if MODELS_DIR.exists() else []
-    return sorted(names, key=lambda n: n != DEFAULT_MODEL)
+from .shipped_list import MODELS_DIR, check_model_name, shipped_models
 
 
 def load_shipped(name: str) -> Checkpoint:
@@ -38,11 +30,8 @@ def shipped_template(name: str) -> Checkpoint:
 
 @functools.lru_cache(maxsize=8)
 def _loaded(name: str) -> Checkpoint:
-    if name in shipped_models():
-        return load_checkpoint(MODELS_DIR / name)
-    if name != DEFAULT_MODEL:
-        raise ValueError(f"no shipped model named {name!r}; choose one of: {', '.join(shipped_models()) or 'none'}.")
-    return untrained_default()
+    check_model_name(name)
+    return load_checkpoint(MODELS_DIR / name) if name in shipped_models() else untrained_default()
 
 
 def untrained_default() -> Checkpoint:

@@ -4,10 +4,9 @@ import json
 import gradio as gr
 
 from .binding import bind
-from .callbacks.models import slider_maxima
-from .callbacks.reload import detach_session, resume_session
-from .callbacks.train import param_count_view
+from .callbacks.reload import detach_session, resume_session  # Gradio reads their signatures: not lazy
 from .guide import GUIDE
+from .lazy import callbacks
 from .view_params import TAB_TRACKER, register_control, register_tabs, reset_controls
 from .tabs.attention import build_attention_tab
 from .tabs.common import ANALYSIS, RANGE_CLASS, shared_prompt
@@ -22,6 +21,9 @@ from .tabs.links import link_row, selected_view, wire_copy_link, wire_link_on_lo
 from .tabs.residual import build_residual_tab
 from .tabs.sampling import build_sampling_tab
 from .tabs.train import build_train_tab
+
+slider_maxima = callbacks("models", "slider_maxima")
+param_count_view = callbacks("train", "param_count_view")
 
 CSS = """
 .te-caption p, .te-caption li, p.te-caption { font-size: 1.05rem; color: var(--body-text-color); margin: 4px 0 8px; }

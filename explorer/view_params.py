@@ -11,7 +11,7 @@ from pathlib import Path
 
 import gradio as gr
 
-from .shipped import shipped_models
+from .shipped_list import shipped_models
 
 TAB_IDS = ("data", "train", "attention", "heads", "residual", "embeddings", "ffn", "blocks", "sampling",
            "experiments", "guide")

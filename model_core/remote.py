@@ -28,12 +28,12 @@ from .trainer import Trainer, TrainingError
 
 # forkserver: children fork from a clean server that has imported torch but never run an OpenMP region, so
 # they start in milliseconds without inheriting the app's threads. The server also imports what a run would
-# otherwise import lazily: torch._dynamo (the first optimizer, 1.3 s) and model_core.analysis (the first
-# snapshot's PCA pulls in scikit-learn and scipy, 1.5 s). Like spawn, each child re-imports the main module
+# otherwise import lazily: torch._dynamo (the first optimizer, 1.3 s), model_core.analysis and scikit-learn's
+# PCA (the first snapshot's, which pulls in scipy too, 1.5 s). Like spawn, each child re-imports the main module
 # (Python 3.11 ignores a "__main__" preload), so a program that trains this way keeps its main module's top
 # level light: app.py does.
 CONTEXT = mp.get_context("forkserver")
-CONTEXT.set_forkserver_preload(["model_core.remote", "torch._dynamo", "model_core.analysis"])
+CONTEXT.set_forkserver_preload(["model_core.remote", "torch._dynamo", "model_core.analysis", "sklearn.decomposition"])
 METRIC_KEYS = ("step", "loss", "lr", "grad_norm", "tokens_per_sec", "elapsed")
 FLUSH_SECONDS = 0.25  # step metrics travel in batches at most this old (the page polls once a second)
 CHILD_NICE = 10  # training yields the CPU to interactive work (analysis in the server) when both want it

@@ -10,7 +10,7 @@ import pytest
 from gradio_client import Client
 from gradio_client.exceptions import AppError
 
-from explorer.callbacks.train import ARCH_FIELDS, OPTIM_FIELDS
+from explorer.controls import ARCH_FIELDS, OPTIM_FIELDS
 
 PROMPT = "First Citizen:\nBefore we proceed"
 # /train_start's inputs, in order

@@ -18,7 +18,7 @@ import pytest
 from gradio_client import Client, handle_file
 from gradio_client.exceptions import AppError
 
-from explorer.callbacks.train import ARCH_FIELDS, OPTIM_FIELDS
+from explorer.controls import ARCH_FIELDS, OPTIM_FIELDS
 from explorer.callbacks.train_fields import FIELD_RULES
 
 from .conftest import APP_PIDS, rss_mb

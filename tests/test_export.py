@@ -10,7 +10,8 @@ import numpy as np
 import plotly.graph_objects as go
 
 from explorer import export
-from explorer.callbacks.export import FIGURE, TABLE, data_zip
+from explorer.callbacks.export import data_zip
+from explorer.controls import FIGURE, TABLE
 from explorer.callbacks.residual import residual_view
 from explorer.figures.common import figure_to_json
 from explorer.live_plot import live_plot

@@ -5,7 +5,7 @@ import pytest
 
 from app import parse_args
 from explorer import app_state, lessons, view_params
-from explorer.callbacks.lessons import FILE_KEY
+from explorer.lessons import FILE_KEY
 from explorer.lessons import LessonError, checked_lesson_file, parse_lesson, read_lesson, shipped_lessons
 from explorer.session import REGISTRY
 
@@ -241,7 +241,7 @@ def test_link_opens_a_shipped_lesson_on_step_one(app):
 
 
 def test_picker_lists_the_shipped_lessons_and_the_launch_file(app, tmp_path, monkeypatch):
-    from explorer.callbacks.lessons import lesson_choices
+    from explorer.lessons import lesson_choices
     titles = dict((key, title) for title, key in lesson_choices())
     assert titles["attention-basics"] == "What does attention look at?" and titles[""] == "(no lesson)"
     path = tmp_path / "mine.md"

@@ -3,10 +3,6 @@ from .. import validation
 from ..prompting import encode_prompt, token_labels
 from ..session import Analysis, Session, require_model
 
-# The widest range each model slider offers before it is fitted to the inspected model (the API always sees
-# these: it never receives the browser's resizing). Large enough for any model this app builds or loads.
-SLIDER_MAX = {"layer": 63, "hidden": 64, "head": 63, "query": 4095}
-
 
 def analyse(session: Session, prompt: str, drop_unknown: bool = False) -> Analysis:
     """The session's cached activations for this prompt."""

@@ -13,6 +13,7 @@ from model_core.tokenization import (BPE_DEFAULT_VOCAB, BPE_MAX_VOCAB, BPE_MIN_V
 from .. import captions, validation
 from ..errors import UserError
 from ..figures.data import token_index_figure
+from ..controls import DEFAULT_VAL_SPLIT
 from ..limits import LIMITS
 from ..session import DataChoice, Session
 
@@ -21,8 +22,6 @@ BATCH_SHOWN, WINDOW_SHOWN = 4, 8
 SAMPLE_CHARS = 600  # the text itself is not kept in the session: this much of its start is, for display
 # The Data tab's "Validation split" choices: (label, value) -> share of the tokens held out.
 VAL_SPLITS = {"10%": DEFAULT_VAL_FRACTION, "none": 0.0}
-VAL_SPLIT_LABELS = {"10%": "10% (held out, never trained on)", "none": "none — evaluate on the training text"}
-DEFAULT_VAL_SPLIT = "10%"
 
 
 def val_fraction(val_split) -> float:

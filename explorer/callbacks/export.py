@@ -2,11 +2,10 @@
 from pathlib import Path
 
 from .. import export
+from ..controls import FIGURE
 from ..session import Session
 from ..tempfiles import new_temp_dir
 
-TABLE = "table"  # kinds of shown values: a figure (gr.Plot or a live chart) or a table (gr.Dataframe)
-FIGURE = "figure"
 HISTORY_KEYS = ("step", "loss", "lr", "grad_norm", "tokens_per_sec", "elapsed")  # per-step columns, when present
 
 

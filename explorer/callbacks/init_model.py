@@ -6,13 +6,13 @@ from model_core import GPT
 from model_core.checkpoint import Checkpoint
 from model_core.train_config import TrainConfig
 
+from ..controls import ARCH_FIELDS, DEFAULT_VAL_SPLIT
 from ..errors import UserError
 from ..limits import LIMITS
 from ..session import Session
-from .data import DEFAULT_VAL_SPLIT
 from .model_size import CLASSROOM_HINT, count_params
 from .models import model_summary
-from .train import ARCH_FIELDS, model_config, prepare_controls_data
+from .train import model_config, prepare_controls_data
 
 INIT_SEED = TrainConfig().seed  # the seed a training run initialises with: Start begins from these weights
 

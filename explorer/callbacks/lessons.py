@@ -5,18 +5,10 @@ import gradio as gr
 
 from .. import app_state, view_params
 from ..errors import UserError
-from ..lessons import Lesson, LessonError, app_validator, lesson_title, read_lesson, shipped_lessons
+from ..lessons import (FILE_KEY, NO_LESSON, Lesson, LessonError, app_validator, lesson_choices, read_lesson,
+                       shipped_lessons)
 from ..session import Session
 from .links import apply_link
-
-FILE_KEY = "file"  # the picker's value for the lesson opened with `python app.py --lesson FILE`
-NO_LESSON = "Pick a lesson above: each step sets the app up for you and asks you a question."
-
-
-def lesson_choices() -> list[tuple[str, str]]:
-    """(title, key) of every choice in the picker: none, the --lesson file, then the shipped lessons."""
-    mine = [(f"{lesson_title(app_state.lesson_file)} (your file)", FILE_KEY)] if app_state.lesson_file else []
-    return [("(no lesson)", ""), *mine, *((lesson_title(path), slug) for slug, path in shipped_lessons().items())]
 
 
 def load_lesson(key: str) -> Lesson:

@@ -1,7 +1,7 @@
 """Opening a link: its query (?tab=residual&prompt=...&layer=2) applied to a session and to the page's controls."""
 from .. import view_params
 from ..session import Session
-from .common import SLIDER_MAX
+from ..controls import SLIDER_MAX
 from .models import model_summary, pick_shipped, slider_maxima
 
 MODEL_SIZED = ("layer", "head", "query")  # parameters whose range depends on the inspected model

@@ -3,11 +3,12 @@ import gradio as gr
 
 from model_core.presets import PRESETS, get_preset
 
+from ..controls import ARCH_FIELDS, OPTIM_FIELDS
 from ..errors import UserError
-from .model_size import count_params, gpu_explanation
-from .train import ARCH_FIELDS, OPTIM_FIELDS, model_config
 from ..limits import LIMITS
 from ..session import Session
+from .model_size import count_params, gpu_explanation
+from .train import model_config
 
 DATA_FIELDS = ("corpus", "kind", "bpe_vocab", "val_split")  # the Data-tab controls a preset may set
 

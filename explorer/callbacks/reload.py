@@ -1,14 +1,18 @@
 """A page reload finds its session again: the browser keeps a key (gr.BrowserState), the registry maps
-each page to the session that key names."""
+each page to the session that key names.
+Imported when the page is built (Gradio reads these signatures for the gr.Request): the session registry,
+which needs torch, is imported on the first call."""
 import gradio as gr
-
-from ..session import REGISTRY
 
 
 def resume_session(browser_key, request: gr.Request) -> str:
     """-> the key the browser keeps: its old one when that session is still here, else a new one."""
+    from ..session import REGISTRY
+
     return REGISTRY.resume(request.session_hash, browser_key)
 
 
 def detach_session(request: gr.Request) -> None:
+    from ..session import REGISTRY
+
     REGISTRY.detach(request.session_hash)

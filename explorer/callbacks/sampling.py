@@ -7,6 +7,7 @@ import torch
 from model_core.sampling import SamplingSettings, compare, filter_logits, generate
 
 from .. import captions, validation
+from ..controls import COMPARE_HEADERS, DEFAULT_COMPARISON
 from ..errors import UserError
 from ..figures.sampling import generation_steps_table, next_token_figure, temperature_curve_figure
 from ..limits import LIMITS
@@ -14,8 +15,6 @@ from ..prompting import encode_prompt
 from ..session import Session
 from .common import analyse
 
-COMPARE_HEADERS = ["temperature", "top_k", "top_p", "min_p"]
-DEFAULT_COMPARISON = [[0.5, 0, 1.0, 0.0], [1.0, 0, 1.0, 0.0], [1.5, 0, 1.0, 0.0], [1.0, 0, 0.9, 0.0]]
 ROW_DEFAULTS = [1.0, 0, 1.0, 0.0]  # a short row is completed with these (no filtering)
 MAX_COMPARED = 6  # columns side by side; each one is a full generation
 MIN_TEMPERATURE, MAX_TEMPERATURE = 0.01, 100.0

@@ -7,6 +7,7 @@ from model_core.train_config import TrainConfig
 from model_core.trainer import Trainer
 
 from .. import captions
+from ..controls import ARCH_FIELDS, DEFAULT_VAL_SPLIT, OPTIM_FIELDS
 from ..errors import UserError
 from ..figures.attention import live_attention_figure
 from ..figures.common import figure_to_json
@@ -14,14 +15,10 @@ from ..figures.training import loss_figure
 from ..limits import LIMITS
 from ..session import Session
 from ..training_run import TrainingRun, slots_text
-from .data import DEFAULT_VAL_SPLIT, choose_data
+from .data import choose_data
 from .model_size import check_model_size, count_params, size_text  # noqa: F401  (count_params: used by ui/tests)
 from .train_fields import checked_field
 
-ARCH_FIELDS = ("n_layers", "n_heads", "d_model", "block_size", "activation", "norm", "norm_placement",
-               "positional", "tie_weights", "attn_only", "dropout", "qk_norm")
-OPTIM_FIELDS = ("lr", "batch_size", "max_steps", "warmup_steps", "weight_decay", "grad_clip", "eval_interval",
-                "optimizer", "muon_lr")
 LOSS_POINTS = 400  # the live chart shows at most this many per-step points
 NO_VAL_NOTE = " (no validation split: evaluated on the training text)"
 

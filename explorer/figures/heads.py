@@ -3,21 +3,9 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from ..controls import HEAD_TABLE_COLUMNS, HEAD_TABLE_HEADERS  # noqa: F401  (HEADERS: the rows fit them)
 from .common import attention_coloraxis, compact, head_label, style_figure
 
-# (stats key, column header); values are averages over queries, see model_core.analysis.heads
-HEAD_TABLE_COLUMNS = (
-    ("entropy", "entropy (bits)"),
-    ("prev_token", "prev-token"),
-    ("self", "self"),
-    ("first_token", "first-token (sink)"),
-    ("mean_distance", "mean distance"),
-    ("entropy_no_sink", "entropy, no sink (bits)"),
-    ("prev_token_no_sink", "prev-token, no sink"),
-    ("self_no_sink", "self, no sink"),
-    ("mean_distance_no_sink", "mean distance, no sink"),
-)
-HEAD_TABLE_HEADERS = ["head"] + [header for _, header in HEAD_TABLE_COLUMNS]
 # the three "where does it look" shares drawn by head_statistics_figure
 OVERVIEW_PANELS = (("prev_token", "previous token"), ("self", "itself"), ("first_token", "first token (sink)"))
 

@@ -3,6 +3,7 @@ training (film strip, role scores over steps, embedding PCA frames)."""
 import numpy as np
 import plotly.graph_objects as go
 
+from ..controls import REPORT_HEADERS  # noqa: F401  (the report rows fit them)
 from .attention import attention_grid_figure
 from .common import (BLUE, GREY, ORANGE, PALETTE, SMALL_FONT, attention_coloraxis, compact, head_label, style_figure,
                      top_legend)
@@ -13,8 +14,6 @@ ROLE_COLOURS = {  # one colour per label of model_core.analysis.roles.ROLE_LABEL
 }
 ROLE_SHORT = {"induction": "induction", "previous token": "prev", "duplicate token": "dup", "self": "self",
               "local": "local", "broad": "broad", "resting on the sink": "sink"}
-REPORT_HEADERS = ["head", "role", "score", "explanation", "induction", "previous token", "duplicate token", "self",
-                  "local", "first token (sink)", "breadth (bits)", "breadth max (bits)"]
 SCORE_COLUMNS = ("induction", "previous token", "duplicate token", "self", "local", "sink", "breadth",
                  "breadth max")
 # snapshot head_stats drawn over training by role_scores_over_steps_figure -> their names

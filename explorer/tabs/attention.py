@@ -1,13 +1,15 @@
 import gradio as gr
 
 from ..binding import bind
-from ..callbacks.attention import attention_page_view, clicked_head
-from ..callbacks.history import snapshot_view
-from ..figures.heads import HEAD_TABLE_HEADERS
+from ..controls import HEAD_TABLE_HEADERS
+from ..lazy import callbacks
 from ..live_plot import live_plot
 from .common import ANALYSIS, API, caption, model_slider, run_button
 from .export_button import data_button
 from .raw_inputs import RawSlider
+
+attention_page_view, clicked_head = callbacks("attention", "attention_page_view", "clicked_head")
+snapshot_view = callbacks("history", "snapshot_view")
 
 
 def build_attention_tab(prompt, drop):

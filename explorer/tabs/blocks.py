@@ -1,9 +1,11 @@
 import gradio as gr
 
 from ..binding import bind
-from ..callbacks.blocks import blocks_view
+from ..lazy import callbacks
 from .common import ANALYSIS, API, caption, model_slider, run_button
 from .export_button import data_button
+
+blocks_view = callbacks("blocks", "blocks_view")
 
 
 def build_blocks_tab(prompt, drop):

@@ -3,11 +3,13 @@ import gradio as gr
 from model_core.corpora import CORPORA
 
 from ..binding import bind
-from ..callbacks.data import DEFAULT_VAL_SPLIT, VAL_SPLIT_LABELS, data_view
+from ..controls import DEFAULT_VAL_SPLIT, VAL_SPLIT_LABELS
+from ..lazy import callbacks
 from ..view_params import register_control
-from .common import API
 from .export_button import data_button
 from .raw_inputs import RawDropdown, RawFile, RawRadio, RawSlider
+
+data_view = callbacks("data", "data_view")
 
 
 def build_data_tab():

@@ -1,10 +1,12 @@
 import gradio as gr
 
 from ..binding import bind
-from ..callbacks.embeddings import embeddings_view
+from ..lazy import callbacks
 from .common import ANALYSIS, API, caption, model_slider, run_button
 from .export_button import data_button
 from .raw_inputs import RawRadio
+
+embeddings_view = callbacks("embeddings", "embeddings_view")
 
 
 def build_embeddings_tab(prompt, drop):

@@ -2,13 +2,17 @@
 import gradio as gr
 
 from ..binding import bind
-from ..callbacks.compare import (compare_view, copy_inspected_as_b, load_nanogpt_as_b, load_zip_as_b, snapshot_menu,
-                                 swap_models, use_shipped_as_b, use_snapshot_as_b)
-from ..callbacks.experiments import ablation_view, importance_view, top_head_inputs
-from ..shipped import shipped_models
+from ..lazy import callbacks
+from ..shipped_list import shipped_models
 from .common import ANALYSIS, API, HEAVY, caption, model_slider, run_button
 from .export_button import data_button
 from .raw_inputs import RawDropdown, RawFile, RawNumber, RawRadio, RawSlider
+
+(compare_view, copy_inspected_as_b, load_nanogpt_as_b, load_zip_as_b, snapshot_menu, swap_models, use_shipped_as_b,
+ use_snapshot_as_b) = callbacks("compare", "compare_view", "copy_inspected_as_b", "load_nanogpt_as_b", "load_zip_as_b",
+                                "snapshot_menu", "swap_models", "use_shipped_as_b", "use_snapshot_as_b")
+ablation_view, importance_view, top_head_inputs = callbacks("experiments", "ablation_view", "importance_view",
+                                                            "top_head_inputs")
 
 INTRO = """To learn what a part of the model *does*, switch it off and watch what changes. Pick heads, layers or
 neurons to knock out; the prompt, the seed and the validation text stay the same, so every difference below is

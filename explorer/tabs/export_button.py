@@ -7,9 +7,12 @@ live gr.HTML charts alike, because both keep Plotly's config on the chart elemen
 import gradio as gr
 
 from ..binding import bind
-from ..callbacks.export import FIGURE, TABLE, data_zip
+from ..controls import FIGURE, TABLE
+from ..lazy import callbacks
 from ..live_plot import LIVE_PLOT_CLASS
 from .common import ANALYSIS
+
+data_zip = callbacks("export", "data_zip")
 
 EXPORT_JS = r"""
 if (!window.teExportInstalled) {

@@ -1,11 +1,13 @@
 import gradio as gr
 
 from ..binding import bind
-from ..callbacks.ffn import ffn_view
-from ..figures.ffn import TOP_TOKENS_HEADERS
+from ..controls import TOP_TOKENS_HEADERS
+from ..lazy import callbacks
 from .common import ANALYSIS, API, caption, model_slider, run_button
 from .export_button import data_button
 from .raw_inputs import RawNumber
+
+ffn_view = callbacks("ffn", "ffn_view")
 
 
 def build_ffn_tab(prompt, drop):

@@ -3,11 +3,13 @@ validation text, and roles forming over training."""
 import gradio as gr
 
 from ..binding import bind
-from ..callbacks.heads import examples_view, film_view, heads_report_view
-from ..figures.roles import REPORT_HEADERS
+from ..controls import REPORT_HEADERS
+from ..lazy import callbacks
 from .common import ANALYSIS, API, caption, model_slider
 from .export_button import data_button
 from .raw_inputs import RawNumber, RawRadio
+
+examples_view, film_view, heads_report_view = callbacks("heads", "examples_view", "film_view", "heads_report_view")
 
 INTRO = """**So what does this head do?** Each head gets one role, measured on purpose-built inputs rather than on
 your prompt: windows of the validation text, and a random sequence shown twice. Many heads park their attention

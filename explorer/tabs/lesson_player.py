@@ -10,9 +10,12 @@ import gradio as gr
 
 from .. import view_params
 from ..binding import bind
-from ..callbacks.lessons import NO_LESSON, lesson_choices, lesson_for_page, move, open_lesson
+from ..lazy import callbacks
+from ..lessons import NO_LESSON, lesson_choices
 from .common import ANALYSIS
 from .links import selected_view
+
+lesson_for_page, move, open_lesson = callbacks("lessons", "lesson_for_page", "move", "open_lesson")
 
 ADVANCED_CLASS = "te-advanced"
 # Simple view: a class on <body> and one CSS rule (added here, so the app's stylesheet needs no entry). A

@@ -6,8 +6,10 @@ import gradio as gr
 
 from .. import view_params
 from ..binding import bind
-from ..callbacks.links import apply_link, shipped_name
+from ..lazy import callbacks
 from .common import ANALYSIS
+
+apply_link, shipped_name = callbacks("links", "apply_link", "shipped_name")
 
 # (tab, model name, *control values) -> the link, also written to the clipboard. SPEC: [name, tab id or null
 # (shown in every tab, like the prompt), initial value] per control value; only the selected tab's controls

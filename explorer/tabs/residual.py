@@ -1,10 +1,12 @@
 import gradio as gr
 
 from ..binding import bind
-from ..callbacks.residual import residual_view
+from ..lazy import callbacks
 from .common import ANALYSIS, API, caption, model_slider, run_button
 from .export_button import data_button
 from .raw_inputs import RawRadio
+
+residual_view = callbacks("residual", "residual_view")
 
 
 def build_residual_tab(prompt, drop):

@@ -1,12 +1,14 @@
 import gradio as gr
 
 from ..binding import bind
-from ..callbacks.sampling import (COMPARE_HEADERS, DEFAULT_COMPARISON, comparison_view, distribution_view,
-                                  steps_view)
-from ..figures.sampling import GENERATION_TABLE_HEADERS
+from ..controls import COMPARE_HEADERS, DEFAULT_COMPARISON, GENERATION_TABLE_HEADERS
+from ..lazy import callbacks
 from .common import ANALYSIS, API, HEAVY, caption, run_button
 from .export_button import data_button
 from .raw_inputs import RawNumber, RawSlider, RawTable
+
+comparison_view, distribution_view, steps_view = callbacks(
+    "sampling", "comparison_view", "distribution_view", "steps_view")
 
 
 def build_sampling_tab(prompt, drop):

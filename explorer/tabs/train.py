@@ -5,16 +5,21 @@ from model_core.presets import DEFAULT_PRESET, PRESETS, get_preset
 from model_core.train_config import OPTIMIZERS
 
 from ..binding import bind
-from ..callbacks import models
-from ..callbacks.init_model import use_untrained_model
-from ..callbacks.presets import apply_preset
-from ..callbacks.train import ARCH_FIELDS, OPTIM_FIELDS, control, param_count_view, poll, start_training
+from ..controls import ARCH_FIELDS, OPTIM_FIELDS
+from ..lazy import callbacks
 from ..live_plot import live_plot
-from ..shipped import shipped_models
+from ..shipped_list import shipped_models
 from ..view_params import register_control
 from .common import API
 from .export_button import data_button
 from .raw_inputs import RawDropdown, RawFile, RawNumber, RawSlider
+
+use_untrained_model = callbacks("init_model", "use_untrained_model")
+apply_preset = callbacks("presets", "apply_preset")
+control, param_count_view, poll, start_training = callbacks("train", "control", "param_count_view", "poll",
+                                                           "start_training")
+model_summary, pick_shipped, save_zip, load_zip = callbacks("models", "model_summary", "pick_shipped", "save_zip",
+                                                            "load_zip")
 
 CLASSROOM = get_preset("classroom")
 ADVANCED_OPTIM = {"warmup_steps", "weight_decay", "grad_clip", "eval_interval", "optimizer", "muon_lr"}
@@ -130,7 +135,7 @@ def _progress(session):
 
 def _poll_for_ui(session):
     loss, status, live, sample, active = poll(session)
-    return loss, status, live, sample, gr.Timer(active=active), models.model_summary(session)
+    return loss, status, live, sample, gr.Timer(active=active), model_summary(session)
 
 
 def _model_controls(model_info):
@@ -141,6 +146,6 @@ def _model_controls(model_info):
             save = gr.Button("Save inspected model as .zip")
             download = gr.File(label="Download", interactive=False)
             upload = RawFile(label="Load a .zip checkpoint", file_types=[".zip"], type="filepath")
-    use.click(bind(models.pick_shipped), shipped, model_info, api_name="use_shipped_model", **API)
-    save.click(bind(models.save_zip), None, download, api_name="save_model", **API)
-    upload.upload(bind(models.load_zip), upload, model_info, api_name="load_model", **API)
+    use.click(bind(pick_shipped), shipped, model_info, api_name="use_shipped_model", **API)
+    save.click(bind(save_zip), None, download, api_name="save_model", **API)
+    upload.upload(bind(load_zip), upload, model_info, api_name="load_model", **API)

@@ -3,7 +3,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from sklearn.decomposition import PCA
 
 from ..cache import ActivationCache
 
@@ -23,6 +22,8 @@ def embedding_pca(matrix: np.ndarray, n_components: int = 2) -> PCAResult:
     k = min(n_components, x.shape[0], x.shape[1])
     if x.shape[0] < 2 or k < 1:
         raise ValueError(f"PCA needs at least 2 points, got {x.shape[0]}.")
+    from sklearn.decomposition import PCA  # 1-2 s to import: only the views that draw a scatter pay it
+
     pca = PCA(n_components=k, svd_solver="full").fit(x)
     coords = np.zeros((x.shape[0], n_components), dtype=np.float32)
     coords[:, :k] = pca.transform(x)
