@@ -33,6 +33,7 @@ bench: $(VENV)/.dev-deps
 	$(PY) -m bench.core
 	$(PY) -m bench.train
 	$(PY) -m bench.app
+	$(PY) -m bench.startup
 
 assets: $(VENV)/.run-deps
 	$(PY) -m model_core.make_assets

@@ -112,8 +112,8 @@ def preset_run(splits, preset_name: str, seconds: float, label: str = "", model:
 ABLATIONS = [
     ("classroom (all)", {}, {}),
     ("  learned positions instead of rope", dict(positional="learned"), {}),
-    ("  no qk-norm", dict(qk_norm=False), {}),
-    ("  gelu instead of relu2", dict(activation="gelu"), {}),
+    ("  qk-norm added", dict(qk_norm=True), {}),
+    ("  relu2 instead of gelu", dict(activation="relu2"), {}),
     ("  adamw instead of muon", {}, dict(optimizer="adamw")),
     ("  muon_lr / 2", {}, "muon_lr/2"),
     ("  muon_lr x 2", {}, "muon_lr*2"),

@@ -55,7 +55,7 @@ def test_classroom_is_the_fast_design_and_gpt2_classic_keeps_the_shipped_one():
     from model_core.presets import get_preset
     fast, classic = get_preset("classroom"), get_preset("gpt2-classic")
     cfg, tc = fast.model_config(65), fast.train_config()
-    assert (cfg.positional, cfg.qk_norm, cfg.activation, tc.optimizer) == ("rope", True, "relu2", "muon")
+    assert (cfg.positional, cfg.qk_norm, cfg.activation, tc.optimizer) == ("rope", False, "gelu", "muon")
     cfg, tc = classic.model_config(65), classic.train_config()
     assert (cfg.positional, cfg.qk_norm, cfg.activation, tc.optimizer) == ("learned", False, "gelu", "adamw")
     assert {k: v for k, v in fast.model.items() if k not in ("positional", "qk_norm", "activation")} == classic.model
