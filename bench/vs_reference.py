@@ -69,15 +69,15 @@ def reference_optimizer(model) -> torch.optim.AdamW:
     return torch.optim.AdamW(groups, lr=REFERENCE["lr"], betas=REFERENCE["betas"])
 
 
-def reference_run(splits, seed: int = 1337) -> Result:
-    """Train the nanoGPT recipe for its 2000 iterations; train_seconds is W."""
-    tokenizer, train_data, val_data = splits
+def reference_stepper(splits, seed: int = 1337):
+    """-> (the recipe's model, step(it): one training iteration at iteration it's learning rate)."""
+    tokenizer, train_data, _ = splits
     r = REFERENCE
     torch.manual_seed(seed)
-    started = time.perf_counter()
     model = PlainGPT(tokenizer.vocab_size, BLOCK, r["d_model"], r["n_heads"], r["n_layers"]).train()
     optimizer, generator = reference_optimizer(model), torch.Generator().manual_seed(seed)
-    for it in range(r["iters"]):
+
+    def step(it: int) -> None:
         for group in optimizer.param_groups:
             group["lr"] = reference_lr(it)
         x, y = get_batch(train_data, BLOCK, r["batch_size"], generator)
@@ -86,26 +86,41 @@ def reference_run(splits, seed: int = 1337) -> Result:
         torch.nn.utils.clip_grad_norm_(model.parameters(), r["grad_clip"])
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
+    return model, step
+
+
+def reference_run(splits, seed: int = 1337) -> Result:
+    """Train the nanoGPT recipe for its 2000 iterations; train_seconds is W."""
+    started = time.perf_counter()
+    model, step = reference_stepper(splits, seed)
+    for it in range(REFERENCE["iters"]):
+        step(it)
     seconds = time.perf_counter() - started
-    return Result("nanoGPT CPU recipe (reference)", r["iters"], seconds, val_loss(model, val_data))
+    return Result("nanoGPT CPU recipe (reference)", REFERENCE["iters"], seconds, val_loss(model, splits[2]))
+
+
+def preset_trainer(splits, preset_name: str, model: dict = None, train: dict = None,
+                   max_steps: int = 1_000_000) -> Trainer:
+    """A Trainer for a preset with overrides, block size 64, no evaluations or snapshots along the way (the
+    reference has none either); the cosine ends at max_steps unless run() gets a time limit."""
+    tokenizer, train_data, val_data = splits
+    preset = get_preset(preset_name)
+    cfg = preset.train_config(**{**dict(device="cpu", max_steps=max_steps, eval_interval=0,
+                                        snapshot_interval=0), **(train or {})})
+    torch.manual_seed(cfg.seed)
+    model_cfg = preset.model_config(tokenizer.vocab_size, **{**(model or {}), "block_size": BLOCK})
+    return Trainer(GPT(model_cfg), train_data, val_data, cfg, tokenizer)
 
 
 def preset_run(splits, preset_name: str, seconds: float, label: str = "", model: dict = None,
                train: dict = None) -> Result:
     """Train a preset (with overrides) for `seconds` of wall time, model construction included; the clock,
-    not max_steps, ends the run and the cosine. No evaluations or snapshots along the way (the reference
-    has none either)."""
-    tokenizer, train_data, val_data = splits
-    preset = get_preset(preset_name)
+    not max_steps, ends the run and the cosine."""
     started = time.perf_counter()
-    cfg = preset.train_config(**{**dict(device="cpu", max_steps=1_000_000, eval_interval=0,
-                                        snapshot_interval=0), **(train or {})})
-    torch.manual_seed(cfg.seed)
-    model_cfg = preset.model_config(tokenizer.vocab_size, **{**(model or {}), "block_size": BLOCK})
-    trainer = Trainer(GPT(model_cfg), train_data, val_data, cfg, tokenizer)
+    trainer = preset_trainer(splits, preset_name, model, train)
     trainer.run(max_seconds=seconds - (time.perf_counter() - started))
     elapsed = time.perf_counter() - started
-    return Result(label or preset_name, trainer.step_count, elapsed, val_loss(trainer.model, val_data))
+    return Result(label or preset_name, trainer.step_count, elapsed, val_loss(trainer.model, splits[2]))
 
 
 # --ablation: the classroom (fast) preset with one choice undone or moved at a time (same budget W each).
@@ -115,6 +130,9 @@ ABLATIONS = [
     ("  qk-norm added", dict(qk_norm=True), {}),
     ("  relu2 instead of gelu", dict(activation="relu2"), {}),
     ("  adamw instead of muon", {}, dict(optimizer="adamw")),
+    ("  4 layers instead of 3", dict(n_layers=4), {}),
+    ("  FFN 512 (4 x d_model) instead of 256", dict(d_mlp=512), {}),
+    ("  3 Newton-Schulz steps instead of 5", {}, dict(muon_ns_steps=3)),
     ("  muon_lr / 2", {}, "muon_lr/2"),
     ("  muon_lr x 2", {}, "muon_lr*2"),
     ("  lr / 2 (AdamW groups)", {}, "lr/2"),

@@ -12,9 +12,13 @@ DEFAULT_VAL_SPLIT = "10%"
 
 # The Train tab's controls, in the order the tab passes them (model shape, then the optimiser)
 ARCH_FIELDS = ("n_layers", "n_heads", "d_model", "block_size", "activation", "norm", "norm_placement",
-               "positional", "tie_weights", "attn_only", "dropout", "qk_norm")
+               "positional", "tie_weights", "attn_only", "dropout", "qk_norm", "mlp_ratio")
+# mlp_ratio is the FFN width as a multiple of d_model (d_mlp = mlp_ratio x d_model, GPT-2: 4): halving d_model
+# halves the FFN with it, as the automatic width did.
 OPTIM_FIELDS = ("lr", "batch_size", "max_steps", "warmup_steps", "weight_decay", "grad_clip", "eval_interval",
-                "optimizer", "muon_lr")
+                "optimizer", "muon_lr", "muon_ns_steps")
+# link / lesson parameter names of those fields and the Data tab's, where they differ from the field name
+CONTROL_NAMES = {"max_steps": "steps", "warmup_steps": "warmup", "eval_interval": "eval_every", "kind": "tokenizer"}
 
 # The Sampling tab's side-by-side settings table
 COMPARE_HEADERS = ["temperature", "top_k", "top_p", "min_p"]
@@ -42,3 +46,16 @@ REPORT_HEADERS = ["head", "role", "score", "explanation", "induction", "previous
                   "local", "first token (sink)", "breadth (bits)", "breadth max (bits)"]
 GENERATION_TABLE_HEADERS = ["step", "token", "probability (after filtering)", "model probability",
                             "cumulative log-prob"]
+
+# The Train tab's live attention chart, before a run has a snapshot to describe
+LIVE_CAPTION = "Attention of every head on a fixed probe text, updated as the model trains."
+
+
+def mlp_ratio_of(model: dict) -> float:
+    """The FFN width control's value for GPTConfig fields (d_mlp resolved): d_mlp / d_model."""
+    return round(model["d_mlp"] / model["d_model"], 4)
+
+
+def d_mlp_for(mlp_ratio: float, d_model: int) -> int:
+    """GPTConfig's d_mlp for the control's ratio: the nearest whole number of neurons, at least one."""
+    return max(1, round(mlp_ratio * d_model))

@@ -11,6 +11,7 @@ import torch
 from model_core.remote import RemoteTrainer, weights_every
 from model_core.trainer import Trainer
 
+from .controls import LIVE_CAPTION
 from .errors import UserError
 from .limits import LIMITS
 
@@ -50,7 +51,8 @@ class TrainingRun:
         self.samples: list[tuple[int, str]] = []  # (step, generated text)
         self.error: Optional[str] = None
         self.expired: Optional[str] = None  # why the server stopped this run, told to its user
-        self.live_figure: tuple[int, str] = (0, "")  # (snapshots seen, live attention JSON), kept by the poller
+        # (step of the snapshot shown, live attention JSON, its caption), kept by the poller
+        self.live_figure: tuple[int, str, str] = (0, "", LIVE_CAPTION)
         self.last_poll = self.last_action = time.monotonic()
         self.paused_at: Optional[float] = None
         self.stop_requested_at: Optional[float] = None

@@ -7,17 +7,16 @@ the Attention, Residual and FFN tabs): a value sets all of them."""
 import difflib
 import math
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import gradio as gr
 
+from .lessons import shipped_lessons
 from .shipped_list import shipped_models
 
 TAB_IDS = ("data", "train", "attention", "heads", "residual", "embeddings", "ffn", "blocks", "sampling",
            "experiments", "guide")
 SPECIAL = ("model", "lesson")  # names that set no component: the ui applies them itself
 TEXT_CAP = 2000  # characters a link or lesson may put into one text box
-LESSONS_DIR = Path(__file__).resolve().parent.parent / "assets" / "lessons"
 
 
 @dataclass
@@ -109,15 +108,11 @@ def _parse_one(name: str, text):
     if name == "model":
         return _one_of(text.strip(), shipped_models())
     if name == "lesson":
-        return _one_of(text.strip(), lesson_slugs())
+        return _one_of(text.strip(), list(shipped_lessons()))
     if name not in CONTROLS:
         close = difflib.get_close_matches(name, names(), n=1)
         raise ValueError("not a setting this app knows" + (f" (did you mean {close[0]}?)" if close else ""))
     return _parse_value(CONTROLS[name].component, text)
-
-
-def lesson_slugs() -> list[str]:
-    return sorted(p.stem for p in LESSONS_DIR.glob("*.md")) if LESSONS_DIR.is_dir() else []
 
 
 def _one_of(text: str, choices) -> str:

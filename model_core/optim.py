@@ -97,7 +97,8 @@ def make_muon(model: torch.nn.Module, cfg: TrainConfig, device: torch.device) ->
     hidden_ids = {id(p) for p in hidden}
     rest = [p for p in model.parameters() if p.requires_grad and id(p) not in hidden_ids]
     muon = torch.optim.Muon([{"params": hidden, "base_lr": cfg.muon_lr, "lr": cfg.muon_lr}], lr=cfg.muon_lr,
-                            weight_decay=cfg.weight_decay, momentum=cfg.muon_momentum, adjust_lr_fn="original")
+                            weight_decay=cfg.weight_decay, momentum=cfg.muon_momentum, ns_steps=cfg.muon_ns_steps,
+                            adjust_lr_fn="original")
     # What AdamW still trains (embeddings, unembedding, norms, biases) is not decayed, as in param_groups,
     # except an untied unembedding matrix.
     groups = [g for g in adamw_groups(rest, decayed_ids(model), cfg.weight_decay, cfg.lr) if g["params"]]

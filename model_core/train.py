@@ -50,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     arch.add_argument("--d-model", type=int, help="width of the residual stream")
     arch.add_argument("--n-heads", type=int, help="attention heads per layer (must divide d-model)")
     arch.add_argument("--n-layers", type=int, help="number of transformer blocks")
+    arch.add_argument("--d-mlp", type=int, help="FFN width (default: the preset's, or 4 x d-model)")
     arch.add_argument("--block-size", type=int, help="context length in tokens")
     arch.add_argument("--norm", choices=NORMS, help="normalisation layer")
     arch.add_argument("--norm-placement", choices=NORM_PLACEMENTS, help="pre-norm (GPT-2) or post-norm (2017)")
@@ -69,6 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--optimizer", choices=OPTIMIZERS,
                        help="adamw for everything, or muon for the blocks' matrices (AdamW at --lr for the rest)")
     train.add_argument("--muon-lr", type=float, help="Muon's peak learning rate (with --optimizer muon)")
+    train.add_argument("--muon-ns-steps", type=int,
+                       help="Newton-Schulz iterations per Muon update (5: torch's default; 3: cheaper)")
     train.add_argument("--precision", choices=PRECISIONS,
                        help="fp32, or bf16 autocast (needs a GPU with bfloat16 or a CPU with AVX512-BF16/AMX)")
     train.add_argument("--compile", action="store_true", default=None,
@@ -125,7 +128,7 @@ def train(args) -> dict:
     tokenizer = build_tokenizer(args.tokenizer, text, args.bpe_vocab)
     train_data, val_data = split_by_val_fraction(token_tensor(tokenizer.encode(text)), args.val_fraction)
     model_cfg = preset.model_config(
-        tokenizer.vocab_size, d_model=args.d_model, n_heads=args.n_heads, n_layers=args.n_layers,
+        tokenizer.vocab_size, d_model=args.d_model, n_heads=args.n_heads, n_layers=args.n_layers, d_mlp=args.d_mlp,
         block_size=fitted_block_size(args, preset.model["block_size"], len(train_data)), norm=args.norm,
         norm_placement=args.norm_placement,
         activation=args.activation, positional=args.positional, qk_norm=args.qk_norm, tie_weights=args.tie_weights,
@@ -134,7 +137,7 @@ def train(args) -> dict:
     train_cfg = preset.train_config(
         batch_size=args.batch_size, lr=args.lr, max_steps=args.max_steps, eval_interval=args.eval_interval,
         eval_iters=args.eval_iters, seed=args.seed, device=args.device, optimizer=args.optimizer,
-        muon_lr=args.muon_lr, precision=args.precision, compile=args.compile,
+        muon_lr=args.muon_lr, muon_ns_steps=args.muon_ns_steps, precision=args.precision, compile=args.compile,
     )
     world = world_from_env()
     check_batch_splits(train_cfg.batch_size, world)  # before joining the other processes

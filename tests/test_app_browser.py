@@ -145,7 +145,7 @@ def test_train_tab_live_charts(page):
         assert coloured_pixels(visible(page.locator("#live-loss")).screenshot()) > 300  # a line, not just axes
         n_heads = page.evaluate("() => document.querySelector('#live-attention .te-live-plot').data"
                                 ".filter(t => t.type === 'heatmap').length")
-        assert n_heads == 16  # the default classroom model: 4 layers x 4 heads
+        assert n_heads == 12  # the default classroom model: 3 layers x 4 heads
         screenshot(page, "train")
     finally:
         visible(page.get_by_role("button", name="Stop")).click()

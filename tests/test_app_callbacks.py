@@ -28,9 +28,9 @@ N_LAYERS, N_HEADS, BLOCK = 3, 2, 16  # 3 x 2 so that L x H (6) differs from L + 
 # Train-tab controls in ARCH_FIELDS / OPTIM_FIELDS order: a tiny model that trains in about a second.
 TINY_ARCH = dict(n_layers=1, n_heads=2, d_model=16, block_size=8, activation="gelu", norm="layernorm",
                  norm_placement="pre", positional="learned", tie_weights=True, attn_only=False, dropout=0.0,
-                 qk_norm=False)
+                 qk_norm=False, mlp_ratio=4)
 TINY_OPTIM = dict(lr=1e-2, batch_size=8, max_steps=30, warmup_steps=5, weight_decay=0.1, grad_clip=1.0,
-                  eval_interval=10, optimizer="adamw", muon_lr=0.02)
+                  eval_interval=10, optimizer="adamw", muon_lr=0.02, muon_ns_steps=5)
 
 
 def arch_values(**overrides) -> list:
@@ -388,8 +388,8 @@ def test_controls_without_a_run(session):
     for action in ("pause", "resume", "stop"):
         with pytest.raises(UserError, match="press Start"):
             train.control(session, action)
-    losses, status, live, sample, active = train.poll(session)
-    assert losses == "" and "No training run" in status and not active
+    losses, status, live, live_caption, sample, active = train.poll(session)
+    assert losses == "" and "No training run" in status and not active and "probe text" in live_caption
     with pytest.raises(UserError, match="no training snapshots"):
         history.snapshot_view(session, 0.5)
 
@@ -400,8 +400,9 @@ def test_training_runs_to_the_end_and_is_adopted(training_sessions):
     s = training_sessions()
     message = train.start_training(s, "first-names", "char", 512, *train_values())
     assert "Training started" in message and "first-names" in message
-    losses, status, live, sample, active = wait_until_done(s)
+    losses, status, live, live_caption, sample, active = wait_until_done(s)
     assert not active and "finished" in status and "30 / 30" in status
+    assert live_caption.startswith("Step 30 on the probe text. The strongest previous-token head is L")
     traces = {t["name"]: t for t in json.loads(losses)["data"]}
     assert {"train loss (each batch)", "validation loss"} <= set(traces)
     assert max(traces["train loss (each batch)"]["x"]) == 30

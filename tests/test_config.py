@@ -58,4 +58,17 @@ def test_classroom_is_the_fast_design_and_gpt2_classic_keeps_the_shipped_one():
     assert (cfg.positional, cfg.qk_norm, cfg.activation, tc.optimizer) == ("rope", False, "gelu", "muon")
     cfg, tc = classic.model_config(65), classic.train_config()
     assert (cfg.positional, cfg.qk_norm, cfg.activation, tc.optimizer) == ("learned", False, "gelu", "adamw")
-    assert {k: v for k, v in fast.model.items() if k not in ("positional", "qk_norm", "activation")} == classic.model
+    # the fast design is also a smaller model (more steps in the same minute): 3 layers, FFN 2 x d_model
+    assert (fast.model["n_layers"], fast.model["d_mlp"], classic.model["n_layers"]) == (3, 256, 4)
+    shape = ("n_heads", "d_model", "block_size")
+    assert {k: fast.model[k] for k in shape} == {k: classic.model[k] for k in shape}
+
+
+def test_a_presets_ffn_width_follows_a_new_d_model_unless_given():
+    from model_core.presets import get_preset
+    fast = get_preset("classroom")
+    assert fast.model_config(65).d_mlp == 256
+    assert fast.model_config(65, d_model=128).d_mlp == 256  # its own d_model: its own width
+    assert fast.model_config(65, d_model=64).d_mlp == 4 * 64  # another d_model: the automatic width
+    assert fast.model_config(65, d_model=64, d_mlp=96).d_mlp == 96
+    assert fast.model_config(65, d_model=64, n_heads=2, activation="swiglu").d_mlp == int(8 * 64 / 3)

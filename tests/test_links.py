@@ -5,6 +5,7 @@ import gradio as gr
 import pytest
 
 from explorer.callbacks.attention import attention_page_view, clicked_head
+from explorer import view_params
 from explorer.callbacks.links import apply_link, shipped_name
 from explorer.session import new_session
 from explorer.shipped import shipped_models
@@ -13,6 +14,7 @@ from explorer.tabs.common import shared_prompt
 from explorer.tabs.links import selected_view
 from explorer.tabs.residual import build_residual_tab
 from explorer.ui import build_app
+from model_core.presets import get_preset
 from tests.test_app_callbacks import N_HEADS, N_LAYERS, PROMPT, tiny_session
 
 
@@ -50,6 +52,18 @@ def test_the_same_shipped_model_is_not_reloaded():
     model = session.model
     apply_link(session, {"model": shipped_models()[0]})
     assert session.model is model
+
+
+def test_a_preset_fills_its_controls_and_settings_beside_it_win():
+    """A lesson step "preset: seed-003" + "steps: 40": the preset's shape and data, but 40 steps."""
+    _, notes, values = apply_link(tiny_session(), {"preset": "seed-003", "steps": "40", "lr": "0.001"})
+    preset = get_preset("seed-003")
+    assert notes == [] and values["preset"] == "seed-003"
+    assert (values["steps"], values["lr"]) == (40, 0.001)  # given beside the preset
+    assert values["warmup"] == preset.train["warmup_steps"] and values["batch_size"] == preset.train["batch_size"]
+    assert (values["n_layers"], values["d_model"], values["norm"]) == (2, 32, "rmsnorm")
+    assert (values["corpus"], values["tokenizer"]) == ("first-names", "char")
+    assert set(values) <= set(view_params.names()) | {"preset"}  # every one a control the page can set
 
 
 def test_clicked_grid_head_names():

@@ -43,6 +43,19 @@ def test_muon_learns_the_tiny_corpus():
     assert trainer.evaluate()["val_loss"] < first - 0.5
 
 
+def test_newton_schulz_steps_reach_muon_and_change_its_update():
+    """One step from the same weights and batch: the number of Newton-Schulz iterations changes the update of
+    the hidden matrices (Muon's orthogonalisation) and of nothing AdamW trains."""
+    trainers = {n: tiny_trainer(optimizer="muon", muon_ns_steps=n, warmup_steps=0) for n in (1, 5)}
+    for n, trainer in trainers.items():
+        assert trainer.optimizer.optimizers[0].param_groups[0]["ns_steps"] == n
+        trainer.step()
+    one, five = (dict(t.model.named_parameters()) for t in trainers.values())
+    muon_names, adamw_names = names_by_optimizer(trainers[1])
+    assert all(not torch.allclose(one[name], five[name]) for name in muon_names)
+    assert all(torch.equal(one[name], five[name]) for name in adamw_names)
+
+
 def test_muon_needs_hidden_matrices():
     message = "optimizer 'muon' trains the 2-D weight matrices .* use optimizer 'adamw'"
     with pytest.raises(TrainConfigError, match=message):
@@ -53,6 +66,10 @@ def test_muon_needs_hidden_matrices():
     ("optimizer", "sgd", "optimizer must be one of adamw, muon; got 'sgd'"),
     ("muon_lr", 0, "muon_lr must be a positive number"),
     ("muon_momentum", 1.0, "muon_momentum must be in [0, 1)"),
+    ("muon_ns_steps", 0, "muon_ns_steps must be a whole number from 1 to 10"),
+    ("muon_ns_steps", 11, "muon_ns_steps must be a whole number from 1 to 10"),
+    ("muon_ns_steps", 2.5, "muon_ns_steps must be a whole number from 1 to 10"),
+    ("muon_ns_steps", True, "muon_ns_steps must be a whole number from 1 to 10"),
 ])
 def test_bad_optimizer_settings_say_what_to_use(field, value, message):
     with pytest.raises(TrainConfigError) as err:
@@ -61,6 +78,6 @@ def test_bad_optimizer_settings_say_what_to_use(field, value, message):
 
 
 def test_train_config_with_muon_round_trips():
-    cfg = TrainConfig(optimizer="muon", muon_lr=0.05, precision="bf16")
+    cfg = TrainConfig(optimizer="muon", muon_lr=0.05, muon_ns_steps=3, precision="bf16")
     assert TrainConfig.from_dict(cfg.to_dict()) == cfg
     assert torch.optim.Muon  # the pinned torch has it

@@ -225,8 +225,11 @@ def test_every_preset_fits_the_train_tab_controls():
         values = presets.preset_control_values(name)
         for field in (*train.ARCH_FIELDS, *train.OPTIM_FIELDS):
             checked_field(field, values[field])  # within the sliders' ranges: the app can show it
-        note, *updates = presets.apply_preset(preset_session("tiny"), name)
-        assert note.startswith(f"**{name}**") and len(updates) == len(train.ARCH_FIELDS) + len(train.OPTIM_FIELDS) + 4
+        cfg = train.model_config(preset_session("tiny"), {k: values[k] for k in train.ARCH_FIELDS})
+        assert cfg.d_mlp == get_preset(name).model_config(cfg.vocab_size).d_mlp  # the ratio control keeps the width
+        updates = presets.apply_preset(preset_session("tiny"), name)
+        assert len(updates) == len(train.ARCH_FIELDS) + len(train.OPTIM_FIELDS) + 4
+        assert presets.preset_note(preset_session("tiny"), name).startswith(f"**{name}**")
 
 
 def test_seed_004_post_norm_sinusoidal_bpe_trains_in_the_app(monkeypatch):

@@ -3,6 +3,7 @@ from .. import view_params
 from ..session import Session
 from ..controls import SLIDER_MAX
 from .models import model_summary, pick_shipped, slider_maxima
+from .presets import preset_settings
 
 MODEL_SIZED = ("layer", "head", "query")  # parameters whose range depends on the inspected model
 
@@ -13,6 +14,8 @@ def apply_link(session: Session, query: dict) -> tuple[str, list[str], dict]:
     A named shipped model is opened first, so layer, head and query are checked against that model."""
     own = {name: text for name, text in dict(query).items() if not name.startswith("__")}  # Gradio's: ?__theme=dark
     values, notes = view_params.parse_params(own)
+    if "preset" in values:  # the preset's controls, then the settings given beside it
+        values = {**preset_settings(values["preset"]), **values}
     name = values.get("model")
     if name is not None and session.shared_key != f"shipped:{name}":
         pick_shipped(session, name)

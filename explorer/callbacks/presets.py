@@ -3,7 +3,7 @@ import gradio as gr
 
 from model_core.presets import PRESETS, get_preset
 
-from ..controls import ARCH_FIELDS, OPTIM_FIELDS
+from ..controls import ARCH_FIELDS, CONTROL_NAMES, OPTIM_FIELDS, mlp_ratio_of
 from ..errors import UserError
 from ..limits import LIMITS
 from ..session import Session
@@ -19,6 +19,7 @@ def preset_control_values(name: str) -> dict:
         raise UserError(f"Pick a preset: {', '.join(PRESETS)}.")
     preset = get_preset(name)
     model, train = preset.model_config(vocab_size=2).to_dict(), preset.train_config(device="cpu").to_dict()
+    model["mlp_ratio"] = mlp_ratio_of(model)
     values = {k: model[k] for k in ARCH_FIELDS} | {k: train[k] for k in OPTIM_FIELDS}
     data = preset.data
     if data:
@@ -43,7 +44,11 @@ def preset_note(session: Session, name: str) -> str:
 
 
 def apply_preset(session: Session, name: str):
-    """-> the note, then one value (or no change) per ARCH_FIELDS, OPTIM_FIELDS and DATA_FIELDS control."""
+    """-> one value (or no change) per ARCH_FIELDS, OPTIM_FIELDS and DATA_FIELDS control."""
     values = preset_control_values(name)
-    fields = (*ARCH_FIELDS, *OPTIM_FIELDS, *DATA_FIELDS)
-    return (preset_note(session, name), *(values[f] if f in values else gr.update() for f in fields))
+    return tuple(values[f] if f in values else gr.update() for f in (*ARCH_FIELDS, *OPTIM_FIELDS, *DATA_FIELDS))
+
+
+def preset_settings(name: str) -> dict:
+    """{link / lesson parameter name: value} of the controls preset name fills."""
+    return {CONTROL_NAMES.get(field, field): value for field, value in preset_control_values(name).items()}

@@ -2,12 +2,13 @@
 import torch
 
 from model_core import GPT, GPTConfig
+from model_core.analysis.heads import head_statistics
 from model_core.data import val_or_none
 from model_core.train_config import TrainConfig
 from model_core.trainer import Trainer
 
 from .. import captions
-from ..controls import ARCH_FIELDS, DEFAULT_VAL_SPLIT, OPTIM_FIELDS
+from ..controls import ARCH_FIELDS, DEFAULT_VAL_SPLIT, LIVE_CAPTION, OPTIM_FIELDS, d_mlp_for
 from ..errors import UserError
 from ..figures.attention import live_attention_figure
 from ..figures.common import figure_to_json
@@ -28,8 +29,12 @@ def _number(name, value):
 
 
 def model_config(session: Session, arch: dict) -> GPTConfig:
+    """The model the Train tab's controls describe (ARCH_FIELDS -> values); the FFN width comes as a ratio."""
     vocab = session.data.tokenizer.vocab_size if session.data else session.tokenizer.vocab_size
-    return GPTConfig(vocab_size=vocab, **{k: _number(k, v) for k, v in arch.items()})
+    fields = {k: _number(k, v) for k, v in arch.items()}
+    if "mlp_ratio" in fields:
+        fields["d_mlp"] = d_mlp_for(fields.pop("mlp_ratio"), fields["d_model"])
+    return GPTConfig(vocab_size=vocab, **fields)
 
 
 def param_count_view(session: Session, *arch_values) -> str:
@@ -80,10 +85,12 @@ def control(session: Session, action: str) -> str:
 
 
 def poll(session: Session):
-    """-> loss figure JSON, status markdown, live-attention figure JSON, latest sample, whether to keep polling."""
+    """-> loss figure JSON, status markdown, live-attention figure JSON and its caption, latest sample, whether
+    to keep polling."""
     run = session.run
     if run is None:
-        return "", f"No training run yet: set the controls and press **Start** ({slots_text()}).", "", "", False
+        return "", f"No training run yet: set the controls and press **Start** ({slots_text()}).", "", LIVE_CAPTION, \
+            "", False
     run.heartbeat()
     session.adopt_training_model()
     t = run.trainer
@@ -94,18 +101,21 @@ def poll(session: Session):
     if run.expired:
         status += f" The server stopped this run because {run.expired}, to free its slot for others."
     sample = f"step {run.samples[-1][0]}:\n{run.samples[-1][1]}" if run.samples else ""
-    return loss_json(t.history, t.evals, t.val_data is not None), status, live_attention_json(run), sample, run.active
+    live, live_caption = live_attention(run)
+    return loss_json(t.history, t.evals, t.val_data is not None), status, live, live_caption, sample, run.active
 
 
-def live_attention_json(run: TrainingRun) -> str:
-    """The newest snapshot's live attention figure JSON, built once per snapshot (polls come every second,
-    snapshots every few seconds, and the poller shares the CPU with the training process)."""
+def live_attention(run: TrainingRun) -> tuple[str, str]:
+    """The newest snapshot's live attention figure JSON and its caption, built once per snapshot (polls come
+    every second, snapshots every few seconds, and the poller shares the CPU with the training process)."""
     snapshots = run.trainer.snapshots
     if snapshots and run.live_figure[0] != snapshots[-1].step:
         snap = snapshots[-1]
         labels = [run.trainer.tokenizer.token_label(i) for i in snap.probe_ids]
-        run.live_figure = (snap.step, figure_to_json(live_attention_figure(snap.pattern(), labels)))
-    return run.live_figure[1]
+        pattern = snap.pattern()  # [layer, head, query, key]
+        caption = f"Step {snap.step:,} on the probe text. " + captions.grid_caption(head_statistics(pattern))
+        run.live_figure = (snap.step, figure_to_json(live_attention_figure(pattern, labels)), caption)
+    return run.live_figure[1:]
 
 
 def status_text(run: TrainingRun, last: dict) -> str:

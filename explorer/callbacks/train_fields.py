@@ -1,4 +1,6 @@
 """The Train tab's numeric fields: what each may hold, checked before any model or optimiser is built."""
+from model_core.train_config import MAX_NS_STEPS
+
 from .. import validation
 from ..limits import LIMITS
 
@@ -11,6 +13,7 @@ FIELD_RULES = {
     "n_layers": ("Layers", True, 1, 8),
     "n_heads": ("Heads", True, 1, 8),
     "d_model": ("d_model", True, 2, 512),  # 2: seed 002 (StatQuest); 6: seed 004
+    "mlp_ratio": ("FFN width (× d_model)", False, 0.25, 8.0),
     "block_size": ("Block size", True, 2, 256),  # 5: seed 002
     "dropout": ("Dropout", False, 0.0, 0.5),
     "lr": ("Learning rate", False, 1e-6, 1.0),
@@ -21,6 +24,7 @@ FIELD_RULES = {
     "grad_clip": ("Gradient clipping", False, 0.0, 100.0),
     "eval_interval": ("Evaluate every N steps", True, 1, STEPS),
     "muon_lr": ("Muon learning rate", False, 1e-6, 1.0),
+    "muon_ns_steps": ("Muon Newton–Schulz steps", True, 1, MAX_NS_STEPS),
 }
 
 

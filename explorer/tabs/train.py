@@ -2,10 +2,10 @@ import gradio as gr
 
 from model_core.config import ACTIVATIONS, POSITIONALS
 from model_core.presets import DEFAULT_PRESET, PRESETS, get_preset
-from model_core.train_config import OPTIMIZERS
+from model_core.train_config import MAX_NS_STEPS, OPTIMIZERS
 
 from ..binding import bind
-from ..controls import ARCH_FIELDS, OPTIM_FIELDS
+from ..controls import ARCH_FIELDS, CONTROL_NAMES, LIVE_CAPTION, OPTIM_FIELDS, mlp_ratio_of
 from ..lazy import callbacks
 from ..live_plot import live_plot
 from ..shipped_list import shipped_models
@@ -15,36 +15,37 @@ from .export_button import data_button
 from .raw_inputs import RawDropdown, RawFile, RawNumber, RawSlider
 
 use_untrained_model = callbacks("init_model", "use_untrained_model")
-apply_preset = callbacks("presets", "apply_preset")
+apply_preset, preset_note = callbacks("presets", "apply_preset", "preset_note")
 control, param_count_view, poll, start_training = callbacks("train", "control", "param_count_view", "poll",
                                                            "start_training")
 model_summary, pick_shipped, save_zip, load_zip = callbacks("models", "model_summary", "pick_shipped", "save_zip",
                                                             "load_zip")
 
 CLASSROOM = get_preset("classroom")
-ADVANCED_OPTIM = {"warmup_steps", "weight_decay", "grad_clip", "eval_interval", "optimizer", "muon_lr"}
-# link / lesson parameter names of the controls (the callbacks' field names where they differ)
-CONTROL_NAMES = {"max_steps": "steps", "warmup_steps": "warmup", "eval_interval": "eval_every"}
+ADVANCED_OPTIM = {"warmup_steps", "weight_decay", "grad_clip", "eval_interval", "optimizer", "muon_lr",
+                  "muon_ns_steps"}
 
 
 def _architecture_controls():
-    m = CLASSROOM.model
+    m = CLASSROOM.model_config(vocab_size=2).to_dict()
     with gr.Row():
         n_layers = RawSlider(1, 8, value=m["n_layers"], step=1, label="Layers")
         n_heads = RawSlider(1, 8, value=m["n_heads"], step=1, label="Heads")
         d_model = RawSlider(2, 512, value=m["d_model"], step=2, label="d_model")  # 2: seed 002; 6: seed 004
+        mlp_ratio = RawNumber(mlp_ratio_of(m), label="FFN width (× d_model)", minimum=0.25, maximum=8, step=0.25,
+                              info="FFN neurons per layer = this × d_model; GPT-2 uses 4")
         block = RawSlider(2, 256, value=m["block_size"], step=1, label="Block size (context)")
     with gr.Row():
-        activation = RawDropdown(list(ACTIVATIONS), value=m.get("activation", "gelu"), label="Activation")
-        norm = RawDropdown(["layernorm", "rmsnorm", "none"], value="layernorm", label="Norm")
-        placement = RawDropdown(["pre", "post"], value="pre", label="Norm placement")
-        positional = RawDropdown(list(POSITIONALS), value=m.get("positional", "learned"), label="Positions")
-        tie = gr.Checkbox(True, label="Tie embedding and output weights")
-        attn_only = gr.Checkbox(False, label="Attention only (no FFN)")
-        dropout = RawSlider(0, 0.5, value=0.0, step=0.05, label="Dropout")
-        qk_norm = gr.Checkbox(m.get("qk_norm", False), label="QK-norm (RMSNorm on each head's q and k)")
+        activation = RawDropdown(list(ACTIVATIONS), value=m["activation"], label="Activation")
+        norm = RawDropdown(["layernorm", "rmsnorm", "none"], value=m["norm"], label="Norm")
+        placement = RawDropdown(["pre", "post"], value=m["norm_placement"], label="Norm placement")
+        positional = RawDropdown(list(POSITIONALS), value=m["positional"], label="Positions")
+        tie = gr.Checkbox(m["tie_weights"], label="Tie embedding and output weights")
+        attn_only = gr.Checkbox(m["attn_only"], label="Attention only (no FFN)")
+        dropout = RawSlider(0, 0.5, value=m["dropout"], step=0.05, label="Dropout")
+        qk_norm = gr.Checkbox(m["qk_norm"], label="QK-norm (RMSNorm on each head's q and k)")
     return [n_layers, n_heads, d_model, block, activation, norm, placement, positional, tie, attn_only, dropout,
-            qk_norm]
+            qk_norm, mlp_ratio]
 
 
 def _optimiser_controls():
@@ -61,7 +62,9 @@ def _optimiser_controls():
         optimizer = RawDropdown(list(OPTIMIZERS), value=t.optimizer, label="Optimiser (muon: Muon for the "
                                 "blocks' matrices, AdamW at the learning rate above for the rest)")
         muon_lr = RawNumber(t.muon_lr, label="Muon learning rate", minimum=0)
-    return [lr, batch, steps, warmup, wd, clip, eval_every, optimizer, muon_lr]
+        ns_steps = RawNumber(t.muon_ns_steps, label="Muon Newton–Schulz steps", precision=0, minimum=1,
+                             maximum=MAX_NS_STEPS, info="per update; fewer are cheaper and rougher")
+    return [lr, batch, steps, warmup, wd, clip, eval_every, optimizer, muon_lr, ns_steps]
 
 
 def _register(arch, optim) -> None:
@@ -84,13 +87,16 @@ def build_train_tab(data_inputs, model_info):
     gr.Markdown("Set the model's shape and the optimiser, then watch it learn. The other tabs inspect the "
                 "trained model once you pause or it finishes.")
     corpus, _, kind, bpe_vocab, val_split = data_inputs
-    preset, preset_note = _preset_row()
+    preset, note = _preset_row()
     arch = _architecture_controls()
     params = gr.Markdown()
     optim = _optimiser_controls()
-    _register(arch, optim)  # .change (not .input): a lesson step or a link may pick the preset too
-    preset.change(bind(apply_preset), preset, [preset_note, *arch, *optim, corpus, kind, bpe_vocab, val_split],
-                 api_visibility="private", concurrency_limit=None)
+    _register(arch, optim)
+    # A pick fills the controls; a link or lesson step that names a preset fills them itself (its other
+    # settings win), so only the note follows every change of the dropdown.
+    quiet = dict(api_visibility="private", concurrency_limit=None)
+    preset.input(bind(apply_preset), preset, [*arch, *optim, corpus, kind, bpe_vocab, val_split], **quiet)
+    preset.change(bind(preset_note), preset, note, **quiet)
     with gr.Row():
         start = gr.Button("Start", variant="primary")
         pause, resume, stop = gr.Button("Pause"), gr.Button("Resume"), gr.Button("Stop", variant="stop")
@@ -104,8 +110,7 @@ def build_train_tab(data_inputs, model_info):
                         elem_classes=["te-caption"])
         with gr.Column(scale=2):
             live = live_plot(300, elem_id="live-attention")
-            gr.Markdown("Attention of every head on a fixed probe text, updated as the model trains.",
-                        elem_classes=["te-caption"])
+            live_caption = gr.Markdown(LIVE_CAPTION, elem_classes=["te-caption"])
     sample = gr.Textbox(label="Latest sample from the model", lines=6, interactive=False)
 
     count = bind(param_count_view)
@@ -118,24 +123,24 @@ def build_train_tab(data_inputs, model_info):
                     api_name="init_model", **API)
     for button, action in ((pause, "pause"), (resume, "resume"), (stop, "stop")):
         button.click(bind(lambda s, a=action: control(s, a)), None, status, api_name=f"train_{action}", **API)
-    timer.tick(bind(_poll_for_ui), None, [loss, status, live, sample, timer, model_info],
-               api_visibility="private", concurrency_limit=None)
-    gr.Button("Refresh progress", size="sm").click(bind(_progress), None, [loss, status, live, sample],
-                                                   api_name="train_status", **API)
+    progress = [loss, status, live, live_caption, sample]
+    timer.tick(bind(_poll_for_ui), None, [*progress, timer, model_info], api_visibility="private",
+               concurrency_limit=None)
+    gr.Button("Refresh progress", size="sm").click(bind(_progress), None, progress, api_name="train_status", **API)
     data_button("train", [loss, live], [*arch, *optim])
     _model_controls(model_info)
     return arch, params
 
 
 def _progress(session):
-    """Loss, status, live attention and sample: poll's values without its keep-polling flag, which only the
-    timer uses (returning it to four outputs made Gradio warn on every /train_status call)."""
-    return poll(session)[:4]
+    """Loss, status, live attention, its caption and sample: poll's values without its keep-polling flag,
+    which only the timer uses (returning it to fewer outputs made Gradio warn on every /train_status call)."""
+    return poll(session)[:-1]
 
 
 def _poll_for_ui(session):
-    loss, status, live, sample, active = poll(session)
-    return loss, status, live, sample, gr.Timer(active=active), model_summary(session)
+    *progress, active = poll(session)
+    return *progress, gr.Timer(active=active), model_summary(session)
 
 
 def _model_controls(model_info):
