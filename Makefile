@@ -11,12 +11,13 @@ $(PY):
 	python3 -m venv $(VENV)
 	$(PY) -m pip install --upgrade pip >/dev/null
 
-$(VENV)/.run-deps: requirements.txt | $(PY)
-	$(PY) -m pip install -r requirements.txt
+# The project installs itself (editable: the checkout is what runs), with its pinned requirements*.txt.
+$(VENV)/.run-deps: pyproject.toml requirements.txt | $(PY)
+	$(PY) -m pip install -e .
 	touch $@
 
-$(VENV)/.dev-deps: requirements.txt requirements-dev.txt | $(PY)
-	$(PY) -m pip install -r requirements-dev.txt
+$(VENV)/.dev-deps: pyproject.toml requirements.txt requirements-dev.txt | $(PY)
+	$(PY) -m pip install -e ".[dev]"
 	touch $@ $(VENV)/.run-deps
 
 run: $(VENV)/.run-deps
@@ -27,6 +28,7 @@ $(CHROMIUM):
 	$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium
 
 test: $(VENV)/.dev-deps $(CHROMIUM)
+	$(PY) -m ruff check .
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
 bench: $(VENV)/.dev-deps

@@ -8,15 +8,18 @@ import os
 
 import torch
 
-from model_core.analysis.ablation import (
-    EVAL_WINDOWS, component_means, corpus_validation_ids, eval_windows, importance_map,
-)
-from model_core.checkpoint import load_checkpoint
-
 from bench.timing import median_row, print_table, timed
+from explorer.common.shipped_list import MODELS_DIR
+from model_core.analysis.ablation import (
+    EVAL_WINDOWS,
+    component_means,
+    corpus_validation_ids,
+    eval_windows,
+    importance_map,
+)
+from model_core.checkpoints.checkpoint import load_checkpoint
 
-SHAKESPEARE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "assets", "models",
-                           "shakespeare")
+SHAKESPEARE = str(MODELS_DIR / "shakespeare")
 TARGET_SECONDS = 3.0
 
 

@@ -20,18 +20,22 @@ import torch  # noqa: E402
 from bench.timing import print_table  # noqa: E402
 from explorer.callbacks import train as train_callbacks  # noqa: E402
 from explorer.callbacks.attention import attention_view  # noqa: E402
-from explorer.figures.attention import (attention_grid_figure, attention_head_figure,  # noqa: E402
-                                        attention_steps_figure, query_attention_bars_figure)
+from explorer.figures.attention import (
+    attention_grid_figure,
+    attention_head_figure,
+    attention_steps_figure,
+    query_attention_bars_figure,
+)
 from explorer.figures.heads import head_statistics_table  # noqa: E402
-from explorer.session import Session  # noqa: E402
-from explorer.shipped import load_shipped  # noqa: E402
-from explorer.training_run import TrainingRun  # noqa: E402
+from explorer.state.session import Session  # noqa: E402
+from explorer.state.shipped import load_shipped  # noqa: E402
+from explorer.state.training_run import TrainingRun  # noqa: E402
 from model_core import GPT  # noqa: E402
 from model_core.analysis import head_statistics  # noqa: E402
-from model_core.corpora import load_corpus  # noqa: E402
-from model_core.data import token_tensor, train_val_split  # noqa: E402
-from model_core.presets import get_preset  # noqa: E402
-from model_core.trainer import Trainer  # noqa: E402
+from model_core.data.corpora import load_corpus  # noqa: E402
+from model_core.data.dataset import token_tensor, train_val_split  # noqa: E402
+from model_core.training.presets import get_preset  # noqa: E402
+from model_core.training.trainer import Trainer  # noqa: E402
 
 ATTENTION_TARGET_MS, TRAIN_TARGET_RATIO = 300, 0.9
 RUNS = 10

@@ -12,7 +12,7 @@ from gradio_client import Client
 
 ANALYSIS = ("attention", "residual", "next_token", "compare")
 MODELS = ("shakespeare", "first-names")  # the app's default model first
-ASSETS = Path(__file__).resolve().parent.parent / "assets" / "models"
+ASSETS = Path(__file__).resolve().parent.parent / "explorer" / "assets" / "models"
 GENERATED = re.compile(r"<pre class='te-gen'><b>.*?</b>(.*?)</pre>", re.S)
 
 

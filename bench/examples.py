@@ -8,15 +8,14 @@ import os
 
 import torch
 
+from bench.timing import median_row, print_table, timed
+from explorer.common.shipped_list import MODELS_DIR
 from model_core.analysis.ablation import corpus_validation_ids
 from model_core.analysis.probes import head_report
 from model_core.analysis.top_examples import top_examples
-from model_core.checkpoint import load_checkpoint
+from model_core.checkpoints.checkpoint import load_checkpoint
 
-from bench.timing import median_row, print_table, timed
-
-SHAKESPEARE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "assets", "models",
-                           "shakespeare")
+SHAKESPEARE = str(MODELS_DIR / "shakespeare")
 TARGET_SECONDS = 5.0
 
 

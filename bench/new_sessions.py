@@ -1,5 +1,5 @@
 """python -m bench.new_sessions: what a new browser session costs the server, Gradio's eager per-session
-block configuration against explorer.gradio_sessions' lazy one, side by side on the real app's Blocks.
+block configuration against explorer.server.gradio_sessions' lazy one, side by side on the real app's Blocks.
 
 Every request of a new session waits for this (it holds the server's GIL), so a class arriving at once
 pays it thirty times over before anyone's first chart."""
@@ -11,7 +11,7 @@ os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 import gradio.state_holder as state_holder  # noqa: E402
 
 from bench.timing import interleaved_seconds, print_table  # noqa: E402
-from explorer.gradio_sessions import LazySessionState  # noqa: E402
+from explorer.server.gradio_sessions import LazySessionState  # noqa: E402
 from explorer.ui import build_app  # noqa: E402
 
 

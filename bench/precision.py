@@ -5,7 +5,7 @@ import torch
 
 from bench.timing import interleaved_seconds, print_table
 from model_core import GPT, GPTConfig
-from model_core.precision import autocast, bf16_supported
+from model_core.training.precision import autocast, bf16_supported
 
 SHAPES = {  # name: (n_layers, n_heads, d_model, block_size, batch_size)
     "classroom (0.8M)": (4, 4, 128, 64, 32),

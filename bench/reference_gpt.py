@@ -1,7 +1,6 @@
 """A plain GPT with no hook machinery (nanoGPT-style, fused attention): the speed yardstick."""
 import math
 
-import torch
 import torch.nn as nn
 import torch.nn.functional as F
 

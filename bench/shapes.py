@@ -16,7 +16,7 @@ from dataclasses import fields
 
 from bench import vs_reference as vs
 from bench.timing import interleaved_seconds, print_table
-from model_core.config import GPTConfig
+from model_core.model.config import GPTConfig
 
 MODEL_FIELDS = {f.name for f in fields(GPTConfig)}
 AS_IS = "preset"  # the candidate without overrides

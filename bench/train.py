@@ -13,12 +13,12 @@ import torch
 from bench import vs_reference as vs
 from bench.reference_gpt import PlainGPT
 from bench.timing import interleaved_seconds, print_table
-from model_core.corpora import load_corpus
-from model_core.data import get_batch, token_tensor, train_val_split
-from model_core.model import GPT
-from model_core.presets import get_preset
-from model_core.tokenization import build_tokenizer
-from model_core.trainer import Trainer
+from model_core.data.corpora import load_corpus
+from model_core.data.dataset import get_batch, token_tensor, train_val_split
+from model_core.data.tokenization import build_tokenizer
+from model_core.model.gpt import GPT
+from model_core.training.presets import get_preset
+from model_core.training.trainer import Trainer
 
 TARGET_VAL_LOSS = 1.75
 VS_MARGIN, VS_CEILING = 0.25, 1.65  # --vs-reference target: fast <= reference - 0.25 and <= 1.65

@@ -11,12 +11,12 @@ from dataclasses import dataclass
 import torch
 
 from bench.reference_gpt import PlainGPT
-from model_core.corpora import load_corpus
-from model_core.data import get_batch, token_tensor, train_val_split
-from model_core.model import GPT
-from model_core.presets import get_preset
-from model_core.tokenization import build_tokenizer
-from model_core.trainer import Trainer
+from model_core.data.corpora import load_corpus
+from model_core.data.dataset import get_batch, token_tensor, train_val_split
+from model_core.data.tokenization import build_tokenizer
+from model_core.model.gpt import GPT
+from model_core.training.presets import get_preset
+from model_core.training.trainer import Trainer
 
 BLOCK = 64  # both sides see 64-token windows
 FINAL_EVAL_ITERS, EVAL_BATCH, EVAL_SEED = 50, 32, 4242  # 50 x 32 windows of the validation split

@@ -3,24 +3,24 @@ import json
 
 import gradio as gr
 
-from .binding import bind
-from .callbacks.reload import detach_session, resume_session  # Gradio reads their signatures: not lazy
-from .guide import GUIDE
-from .lazy import callbacks
-from .view_params import TAB_TRACKER, register_control, register_tabs, reset_controls
-from .tabs.attention import build_attention_tab
-from .tabs.common import ANALYSIS, RANGE_CLASS, shared_prompt
-from .tabs.data import build_data_tab
-from .tabs.embeddings import build_embeddings_tab
-from .tabs.experiments import build_experiments_tab
-from .tabs.blocks import build_blocks_tab
-from .tabs.ffn import build_ffn_tab
-from .tabs.heads import build_heads_tab
-from .tabs.lesson_player import build_lesson_player, wire_lesson_player
-from .tabs.links import link_row, selected_view, wire_copy_link, wire_link_on_load, wire_model_name
-from .tabs.residual import build_residual_tab
-from .tabs.sampling import build_sampling_tab
-from .tabs.train import build_train_tab
+from explorer.callbacks.reload import detach_session, resume_session  # Gradio reads their signatures: not lazy
+from explorer.tabs.attention import build_attention_tab
+from explorer.tabs.binding import bind
+from explorer.tabs.blocks import build_blocks_tab
+from explorer.tabs.common import ANALYSIS, RANGE_CLASS, shared_prompt
+from explorer.tabs.data import build_data_tab
+from explorer.tabs.embeddings import build_embeddings_tab
+from explorer.tabs.experiments import build_experiments_tab
+from explorer.tabs.ffn import build_ffn_tab
+from explorer.tabs.heads import build_heads_tab
+from explorer.tabs.lazy import callbacks
+from explorer.tabs.lesson_player import build_lesson_player, wire_lesson_player
+from explorer.tabs.links import link_row, selected_view, wire_copy_link, wire_link_on_load, wire_model_name
+from explorer.tabs.residual import build_residual_tab
+from explorer.tabs.sampling import build_sampling_tab
+from explorer.tabs.train import build_train_tab
+from explorer.teaching.guide import GUIDE
+from explorer.teaching.view_params import TAB_TRACKER, register_control, register_tabs, reset_controls
 
 slider_maxima = callbacks("models", "slider_maxima")
 param_count_view = callbacks("train", "param_count_view")

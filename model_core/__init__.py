@@ -1,11 +1,11 @@
 """Transformer Explorer's model core: a hooked decoder-only GPT and what studies it. No UI imports.
 
-The names below load on first use (PEP 562), so `model_core.config`, `model_core.presets` and the other
-plain-data modules import without torch: the app builds its page before torch is loaded."""
+The names below load on first use (PEP 562), so `model_core.model.config`, `model_core.training.presets` and
+the other plain-data modules import without torch: the app builds its page before torch is loaded."""
 import importlib
 
-_HOMES = {"GPT": "model", "GPTConfig": "config", "ConfigError": "config", "ActivationCache": "cache",
-          "HookPoint": "hooks"}
+_HOMES = {"GPT": "model.gpt", "GPTConfig": "model.config", "ConfigError": "model.config",
+          "ActivationCache": "model.cache", "HookPoint": "model.hooks"}
 __all__ = list(_HOMES)
 
 

@@ -1,4 +1,4 @@
-"""Train the demo models shipped in assets/models/:  python -m model_core.make_assets [--only NAME]
+"""Train the demo models shipped in explorer/assets/models/:  python -m model_core.make_assets [--only NAME]
 
 Each is a checkpoint directory (config.json, model.safetensors, snapshots.json) trained for a fixed
 number of steps from fixed seeds, so the losses come out the same on any CPU; only the time differs."""
@@ -12,15 +12,15 @@ from pathlib import Path
 
 import torch
 
-from .checkpoint import Checkpoint, save_checkpoint
-from .corpora import load_corpus
-from .data import token_tensor, train_val_split
-from .model import GPT
-from .presets import get_preset
-from .tokenization import build_tokenizer
-from .trainer import Trainer
+from model_core.checkpoints.checkpoint import Checkpoint, save_checkpoint
+from model_core.data.corpora import load_corpus
+from model_core.data.dataset import token_tensor, train_val_split
+from model_core.data.tokenization import build_tokenizer
+from model_core.model.gpt import GPT
+from model_core.training.presets import get_preset
+from model_core.training.trainer import Trainer
 
-ASSETS_DIR = Path(__file__).resolve().parent.parent / "assets" / "models"
+ASSETS_DIR = Path(__file__).resolve().parent.parent / "explorer" / "assets" / "models"
 MAX_HISTORY_POINTS = 500  # per-step metrics are thinned to about this many so config.json stays small
 
 

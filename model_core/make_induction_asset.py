@@ -1,4 +1,4 @@
-"""Train the "induction" demo model shipped in assets/models/induction/:  python -m model_core.make_induction_asset
+"""Train the "induction" demo model shipped in explorer/assets/models/induction/:  python -m model_core.make_induction_asset
 
 A small attention-only model trained on Shakespeare in which short passages are repeated: reading a passage the
 second time, a model that copies ("after this token came that token last time") predicts it, so induction
@@ -13,16 +13,16 @@ from pathlib import Path
 
 import torch
 
-from .analysis.probes import induction_probe
-from .checkpoint import Checkpoint, save_checkpoint
-from .config import GPTConfig
-from .corpora import load_corpus
-from .data import compact, token_tensor, train_val_split
-from .make_assets import ASSETS_DIR, directory_bytes, thinned_history
-from .model import GPT
-from .tokenization import build_tokenizer
-from .train_config import TrainConfig
-from .trainer import Trainer
+from model_core.analysis.probes import induction_probe
+from model_core.checkpoints.checkpoint import Checkpoint, save_checkpoint
+from model_core.data.corpora import load_corpus
+from model_core.data.dataset import compact, token_tensor, train_val_split
+from model_core.data.tokenization import build_tokenizer
+from model_core.make_assets import ASSETS_DIR, directory_bytes, thinned_history
+from model_core.model.config import GPTConfig
+from model_core.model.gpt import GPT
+from model_core.training.train_config import TrainConfig
+from model_core.training.trainer import Trainer
 
 NAME = "induction"
 CORPUS = "shakespeare"

@@ -2,9 +2,9 @@
 import argparse
 import sys
 
-from .checkpoint import load_checkpoint
-from .sampling import generate
-from .train import OneLineParser
+from model_core.checkpoints.checkpoint import load_checkpoint
+from model_core.model.sampling import generate
+from model_core.train import OneLineParser
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -13,16 +13,16 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
-from .checkpoint import Checkpoint, save_checkpoint
-from .config import ACTIVATIONS, NORM_PLACEMENTS, NORMS, POSITIONALS
-from .distributed import check_batch_splits, end_process_group, start_process_group, world_from_env
-from .corpora import CORPORA, load_corpus, load_text_file
-from .data import DEFAULT_VAL_FRACTION, split_by_val_fraction, token_tensor, val_or_none
-from .model import GPT
-from .presets import DEFAULT_PRESET, PRESETS, get_preset
-from .tokenization import TOKENIZER_KINDS, build_tokenizer
-from .train_config import DEVICES, OPTIMIZERS, PRECISIONS
-from .trainer import Trainer, TrainingError
+from model_core.checkpoints.checkpoint import Checkpoint, save_checkpoint
+from model_core.data.corpora import CORPORA, load_corpus, load_text_file
+from model_core.data.dataset import DEFAULT_VAL_FRACTION, split_by_val_fraction, token_tensor, val_or_none
+from model_core.data.tokenization import TOKENIZER_KINDS, build_tokenizer
+from model_core.model.config import ACTIVATIONS, NORM_PLACEMENTS, NORMS, POSITIONALS
+from model_core.model.gpt import GPT
+from model_core.training.distributed import check_batch_splits, end_process_group, start_process_group, world_from_env
+from model_core.training.presets import DEFAULT_PRESET, PRESETS, get_preset
+from model_core.training.train_config import DEVICES, OPTIMIZERS, PRECISIONS
+from model_core.training.trainer import Trainer, TrainingError
 
 
 class OneLineParser(argparse.ArgumentParser):

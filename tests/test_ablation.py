@@ -3,10 +3,18 @@ import pytest
 import torch
 
 from model_core.analysis.ablation import (
-    Ablation, AblationError, ablated_generation, ablated_logits, ablation_hooks, component_means, eval_windows,
-    importance_map, mode_means, validation_loss,
+    Ablation,
+    AblationError,
+    ablated_generation,
+    ablated_logits,
+    ablation_hooks,
+    component_means,
+    eval_windows,
+    importance_map,
+    mode_means,
+    validation_loss,
 )
-from model_core.sampling import SamplingSettings
+from model_core.model.sampling import SamplingSettings
 
 from .helpers import tiny_model, tokens
 

@@ -2,9 +2,20 @@ import numpy as np
 import pytest
 import torch
 
-from model_core.analysis import (embedding_pca, ffn_statistics, head_role, head_statistics, hidden_state_pca,
-                                 logit_lens, positional_pca, residual_statistics, residual_stream,
-                                 token_embedding_pca, token_plus_position_pca, top_activating_positions)
+from model_core.analysis import (
+    embedding_pca,
+    ffn_statistics,
+    head_role,
+    head_statistics,
+    hidden_state_pca,
+    logit_lens,
+    positional_pca,
+    residual_statistics,
+    residual_stream,
+    token_embedding_pca,
+    token_plus_position_pca,
+    top_activating_positions,
+)
 from tests.helpers import tiny_model, tokens
 
 

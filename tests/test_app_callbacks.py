@@ -12,14 +12,14 @@ import pytest
 import torch
 
 from explorer.callbacks import attention, data, embeddings, ffn, history, models, residual, sampling, train
-from explorer.errors import UserError, friendly
+from explorer.common.errors import UserError, friendly
+from explorer.common.limits import LIMITS
 from explorer.figures.ffn import TOP_TOKENS_HEADERS
-from explorer.limits import LIMITS
-from explorer.session import Session
+from explorer.state.session import Session
 from model_core import GPT, GPTConfig
-from model_core.config import ACTIVATIONS
-from model_core.checkpoint import Checkpoint
-from model_core.tokenization import build_tokenizer
+from model_core.checkpoints.checkpoint import Checkpoint
+from model_core.data.tokenization import build_tokenizer
+from model_core.model.config import ACTIVATIONS
 
 TEXT = "First Citizen:\nBefore we proceed any further, hear me speak."
 PROMPT = "First Citizen"

@@ -10,7 +10,7 @@ import pytest
 from gradio_client import Client
 from gradio_client.exceptions import AppError
 
-from explorer.controls import ARCH_FIELDS, OPTIM_FIELDS
+from explorer.common.controls import ARCH_FIELDS, OPTIM_FIELDS
 
 PROMPT = "First Citizen:\nBefore we proceed"
 # /train_start's inputs, in order
@@ -110,6 +110,19 @@ def test_attention_endpoint(app_url):
     assert "Layer 1 · head 1" in plot(head)["layout"]["title"]["text"]
     assert len(plot(steps)["data"]) >= 4 and plot(bars)["data"]
     assert "L1·H1" in caption
+
+
+def test_endpoints_take_their_inputs_by_name(app_url):
+    """Keyword calls name only what they change; the rest takes the controls' initial values."""
+    c = client(app_url)
+    by_name = c.predict(prompt="ROMEO:", layer=1, api_name="/attention")
+    spelled_out = c.predict("ROMEO:", 1, 0, -1, False, api_name="/attention")  # the sliders start at 0, query -1
+    assert plot(by_name[1]) == plot(spelled_out[1]) and by_name[4] == spelled_out[4] and by_name[5] == spelled_out[5]
+    assert "Layer 1 · head 0" in plot(by_name[1])["layout"]["title"]["text"]
+    dist, _, caption = c.predict(prompt=PROMPT, top_p=0.0, api_name="/next_token")
+    assert "kept 1 of" in caption
+    with pytest.raises(TypeError):  # a misspelt name is refused by the client, before any request
+        c.predict(promt="ROMEO:", api_name="/attention")
 
 
 def test_next_token_endpoint(app_url):

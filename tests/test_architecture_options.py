@@ -4,9 +4,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from model_core.checkpoint import Checkpoint, load_checkpoint, save_checkpoint
-from model_core.layers import CausalSelfAttention
-from model_core.rope import Rotary
+from model_core.checkpoints.checkpoint import Checkpoint, load_checkpoint, save_checkpoint
+from model_core.model.layers import CausalSelfAttention
+from model_core.model.rope import Rotary
 from tests.helpers import tiny_model, tokens
 
 MODERN = dict(positional="rope", qk_norm=True, activation="relu2")
@@ -102,7 +102,7 @@ def test_checkpoints_round_trip_the_new_options(tmp_path, arch):
 
 
 def test_the_shipped_classic_model_still_loads():
-    ckpt = load_checkpoint("assets/models/shakespeare")
+    ckpt = load_checkpoint("explorer/assets/models/shakespeare")
     assert (ckpt.model.cfg.positional, ckpt.model.cfg.qk_norm, ckpt.model.cfg.activation) == ("learned", False, "gelu")
 
 
@@ -110,8 +110,8 @@ def test_the_shipped_classic_model_still_loads():
                                               ("none", "no positional embedding")])
 def test_embeddings_view_explains_missing_position_vectors(positional, says):
     from explorer.callbacks.embeddings import embeddings_view
-    from explorer.session import Session
-    from model_core.tokenization import build_tokenizer
+    from explorer.state.session import Session
+    from model_core.data.tokenization import build_tokenizer
 
     tokenizer = build_tokenizer("char", "abcdefghijk")  # 11 characters: the tiny models' vocabulary
     session = Session(Checkpoint(tiny_model(positional=positional, qk_norm=True), tokenizer), "tiny")

@@ -18,8 +18,8 @@ import pytest
 from gradio_client import Client, handle_file
 from gradio_client.exceptions import AppError
 
-from explorer.controls import ARCH_FIELDS, OPTIM_FIELDS
 from explorer.callbacks.train_fields import FIELD_RULES
+from explorer.common.controls import ARCH_FIELDS, OPTIM_FIELDS
 
 from .conftest import APP_PIDS, rss_mb
 
@@ -341,8 +341,8 @@ def test_a_short_table_row_is_completed_with_defaults(client):
 def tiny_checkpoint_files() -> dict:
     """The members of a real, tiny checkpoint zip (built here: a few thousand parameters)."""
     from model_core import GPT, GPTConfig
-    from model_core.checkpoint import Checkpoint, checkpoint_files
-    from model_core.tokenization import build_tokenizer
+    from model_core.checkpoints.checkpoint import Checkpoint, checkpoint_files
+    from model_core.data.tokenization import build_tokenizer
 
     tok = build_tokenizer("char", "ROMEO: first citizen, hear me speak.")
     model = GPT(GPTConfig(vocab_size=tok.vocab_size, block_size=8, d_model=16, n_heads=2, n_layers=1))

@@ -4,8 +4,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from explorer import captions as C
 from explorer.figures.sampling import SEED_LOGITS
+from explorer.teaching import captions as C
 
 TOKENS = list("abcdef")
 T = len(TOKENS)

@@ -8,10 +8,10 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from explorer import captions as C
-from explorer import captions_experiments as CE
-from explorer import captions_roles as CR
 from explorer import figures
+from explorer.teaching import captions as C
+from explorer.teaching import captions_experiments as CE
+from explorer.teaching import captions_roles as CR
 from model_core.analysis.heads import head_statistics
 
 TOKENS = list("abcdef")

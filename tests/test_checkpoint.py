@@ -9,14 +9,19 @@ import torch
 from safetensors.torch import load_file
 
 from model_core import GPT, GPTConfig
-from model_core.checkpoint import (
-    Checkpoint, CheckpointError, load_checkpoint, load_checkpoint_zip, save_checkpoint, save_checkpoint_zip,
+from model_core.checkpoints.checkpoint import (
+    Checkpoint,
+    CheckpointError,
+    load_checkpoint,
+    load_checkpoint_zip,
+    save_checkpoint,
+    save_checkpoint_zip,
 )
-from model_core.data import token_tensor, train_val_split
-from model_core.load_limits import LoadLimits
-from model_core.tokenization import build_tokenizer
-from model_core.train_config import TrainConfig
-from model_core.trainer import Trainer
+from model_core.checkpoints.load_limits import LoadLimits
+from model_core.data.dataset import token_tensor, train_val_split
+from model_core.data.tokenization import build_tokenizer
+from model_core.training.train_config import TrainConfig
+from model_core.training.trainer import Trainer
 
 TEXT = "to be or not to be, that is the question. " * 30
 

@@ -4,7 +4,7 @@ import math
 import torch
 
 from model_core import GPT, GPTConfig
-from model_core.sampling import SamplingSettings, compare, generate
+from model_core.model.sampling import SamplingSettings, compare, generate
 
 SETTINGS = [SamplingSettings(0.0), SamplingSettings(0.8), SamplingSettings(1.3, top_k=5),
             SamplingSettings(1.0, top_p=0.7, min_p=0.05)]

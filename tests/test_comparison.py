@@ -6,9 +6,10 @@ import pytest
 import torch
 
 from model_core.analysis.comparison import bits_per_character, character_bits, chars_per_token, prompt_token_losses
-from model_core.tokenization import build_tokenizer
+from model_core.data.tokenization import build_tokenizer
 
 from .helpers import tiny_model
+
 
 def test_bits_per_character_of_a_char_model_equals_its_loss_over_ln_2():
     text = "hello there, general kenobi"

@@ -52,7 +52,7 @@ def test_a_config_saved_before_the_new_options_loads_with_the_classic_design():
 
 
 def test_classroom_is_the_fast_design_and_gpt2_classic_keeps_the_shipped_one():
-    from model_core.presets import get_preset
+    from model_core.training.presets import get_preset
     fast, classic = get_preset("classroom"), get_preset("gpt2-classic")
     cfg, tc = fast.model_config(65), fast.train_config()
     assert (cfg.positional, cfg.qk_norm, cfg.activation, tc.optimizer) == ("rope", False, "gelu", "muon")
@@ -65,7 +65,7 @@ def test_classroom_is_the_fast_design_and_gpt2_classic_keeps_the_shipped_one():
 
 
 def test_a_presets_ffn_width_follows_a_new_d_model_unless_given():
-    from model_core.presets import get_preset
+    from model_core.training.presets import get_preset
     fast = get_preset("classroom")
     assert fast.model_config(65).d_mlp == 256
     assert fast.model_config(65, d_model=128).d_mlp == 256  # its own d_model: its own width

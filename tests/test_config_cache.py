@@ -1,4 +1,4 @@
-"""explorer.config_cache on a launched Gradio app: /config is built once per root URL and served from memory,
+"""explorer.server.config_cache on a launched Gradio app: /config is built once per root URL and served from memory,
 byte for byte what Gradio answers; queries, other hosts and other paths go to Gradio."""
 import http.client
 import json
@@ -7,7 +7,7 @@ import gradio as gr
 import gradio.utils as gradio_utils
 import pytest
 
-from explorer.http_guard import guarded_app_kwargs
+from explorer.server.http_guard import guarded_app_kwargs
 from tests.conftest import free_port
 
 

@@ -5,9 +5,10 @@ import pickle
 import pytest
 import torch
 
-from model_core.checkpoint import load_checkpoint
-from model_core.convert import ConvertError, convert_nanogpt, layer_key_map, main
-from model_core.safe_pickle import UnsafePickleError, load_plain_pickle
+from model_core.checkpoints.checkpoint import load_checkpoint
+from model_core.checkpoints.nanogpt import ConvertError, convert_nanogpt, layer_key_map
+from model_core.checkpoints.safe_pickle import UnsafePickleError, load_plain_pickle
+from model_core.convert import main
 
 from .helpers import tiny_model, tokens
 
@@ -138,7 +139,7 @@ def test_cli_without_ckpt(tmp_path, capsys):
 def test_a_model_over_the_upload_limits_is_refused_before_it_is_built(tmp_path):
     from dataclasses import replace
 
-    from model_core.load_limits import UPLOAD_LIMITS
+    from model_core.checkpoints.load_limits import UPLOAD_LIMITS
 
     write_run(tmp_path, tiny_model())
     with pytest.raises(ConvertError, match="more than this app's limit of 100"):

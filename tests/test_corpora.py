@@ -1,8 +1,14 @@
 """Built-in corpora load offline in the expected format; user text is checked with clear messages."""
 import pytest
 
-from model_core.corpora import (
-    CORPORA, TINY_SHAKESPEARE_CHARS, CorpusError, load_corpus, load_text_file, min_text_chars, validate_user_text,
+from model_core.data.corpora import (
+    CORPORA,
+    TINY_SHAKESPEARE_CHARS,
+    CorpusError,
+    load_corpus,
+    load_text_file,
+    min_text_chars,
+    validate_user_text,
 )
 
 

@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from model_core.data import DataError, check_long_enough, get_batch, token_tensor, train_val_split
+from model_core.data.dataset import DataError, check_long_enough, get_batch, token_tensor, train_val_split
 
 
 def test_split_is_contiguous_and_long():

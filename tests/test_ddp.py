@@ -8,7 +8,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from model_core import train as train_cli
-from model_core.checkpoint import Checkpoint, load_checkpoint, save_checkpoint
+from model_core.checkpoints.checkpoint import Checkpoint, load_checkpoint, save_checkpoint
 from tests.trainer_helpers import tiny_trainer
 
 STEPS, BATCH = 6, 8

@@ -5,7 +5,13 @@ import re
 import pytest
 
 from .test_app_browser import (  # noqa: F401 - browser and page are fixtures
-    VISIBLE_PANEL, browser, error_toasts, page, screenshot, visible, wait_until_idle,
+    VISIBLE_PANEL,
+    browser,
+    error_toasts,
+    page,
+    screenshot,
+    visible,
+    wait_until_idle,
 )
 
 pytestmark = pytest.mark.browser

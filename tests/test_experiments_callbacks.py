@@ -7,16 +7,22 @@ import plotly.graph_objects as go
 import pytest
 import torch
 
-from explorer.callbacks.compare import (SecondModel, compare_view, copy_inspected_as_b, load_nanogpt_as_b, swap_models,
-                                       use_shipped_as_b)
-from explorer.captions_experiments import ablation_caption
+from explorer.callbacks.compare import (
+    SecondModel,
+    compare_view,
+    copy_inspected_as_b,
+    load_nanogpt_as_b,
+    swap_models,
+    use_shipped_as_b,
+)
 from explorer.callbacks.experiments import ablation_view, evaluation_set, importance_view, top_head_inputs
-from explorer.errors import friendly
-from explorer.session import DataChoice, Session
+from explorer.common.errors import friendly
+from explorer.state.session import DataChoice, Session
+from explorer.teaching.captions_experiments import ablation_caption
 from model_core import GPT, GPTConfig
-from model_core.checkpoint import Checkpoint
-from model_core.data import token_tensor, train_val_split
-from model_core.tokenization import build_tokenizer
+from model_core.checkpoints.checkpoint import Checkpoint
+from model_core.data.dataset import token_tensor, train_val_split
+from model_core.data.tokenization import build_tokenizer
 
 TEXT = "First Citizen:\nBefore we proceed any further, hear me speak.\nAll:\nSpeak, speak.\n" * 4
 PROMPT = "First Citizen:\nB"

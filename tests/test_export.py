@@ -9,14 +9,14 @@ import gradio as gr
 import numpy as np
 import plotly.graph_objects as go
 
-from explorer import export
 from explorer.callbacks.export import data_zip
-from explorer.controls import FIGURE, TABLE
 from explorer.callbacks.residual import residual_view
+from explorer.common.controls import FIGURE, TABLE
+from explorer.figures import export
 from explorer.figures.common import figure_to_json
-from explorer.live_plot import live_plot
 from explorer.tabs.export_button import chart_kind
-from model_core.checkpoint import Checkpoint
+from explorer.tabs.live_plot import live_plot
+from model_core.checkpoints.checkpoint import Checkpoint
 from tests.test_app_callbacks import PROMPT, tiny_session
 
 RESIDUAL_CHARTS = ["Residual norm across layers", "Update size per layer", "Update vs residual per position",
@@ -52,12 +52,12 @@ def test_figure_rows_cover_heatmaps_bars_and_lines_with_blank_masked_cells():
     fig = go.Figure([go.Heatmap(z=z, x=["0:a", "1:b"], y=["0:a", "1:b"], name="head"),
                      go.Bar(x=["a", "b", "c"], y=np.array([3, 1, 2]), name="counts"),
                      go.Scatter(y=np.array([0.1, 0.2]), name="loss")])
-    rows = export.figure_rows(export.as_figure(figure_to_json(fig)))  # typed arrays, as the browser holds them
+    rows = export.figure_rows(export.figure_dict(figure_to_json(fig)))  # typed arrays, as the browser holds them
     assert rows[:4] == [["head", "0:a", "0:a", 0.5, ""], ["head", "1:b", "0:a", "", ""],
                         ["head", "0:a", "1:b", 0.25, ""], ["head", "1:b", "1:b", 0.75, ""]]
     assert rows[4:7] == [["counts", "a", 3, "", ""], ["counts", "b", 1, "", ""], ["counts", "c", 2, "", ""]]
     assert [r[1:3] for r in rows[7:]] == [[0, 0.1], [1, 0.2]]
-    assert export.as_figure("") is None and export.as_figure({"type": "plotly", "plot": "{}"}) is None
+    assert export.figure_dict("") is None and export.figure_dict({"type": "plotly", "plot": "{}"}) is None
 
 
 def test_residual_tab_zip_has_one_csv_per_chart_with_the_shown_numbers():

@@ -3,7 +3,7 @@ import gradio as gr
 import gradio.state_holder as state_holder
 import pytest
 
-from explorer.gradio_sessions import LazySessionState, install
+from explorer.server.gradio_sessions import LazySessionState, install
 
 UPSTREAM = state_holder.SessionState if state_holder.SessionState is not LazySessionState else None
 

@@ -3,8 +3,7 @@
 Screenshots land in tests/screenshots/heads*.png (git-ignored) for a human to look at."""
 import pytest
 
-from tests.test_app_browser import (VISIBLE_PANEL, browser, error_toasts, page, screenshot,  # noqa: F401 - fixtures
-                                    visible, wait_until_idle)
+from tests.test_app_browser import VISIBLE_PANEL, browser, error_toasts, page, screenshot, visible, wait_until_idle  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.browser
 

@@ -6,14 +6,14 @@ import pytest
 import torch
 
 from explorer.callbacks import heads as H
-from explorer.errors import friendly
+from explorer.common.errors import friendly
 from explorer.figures.roles import REPORT_HEADERS
-from explorer.session import DataChoice, Session
+from explorer.state.session import DataChoice, Session
 from model_core import GPT, GPTConfig
-from model_core.checkpoint import Checkpoint
-from model_core.data import token_tensor, train_val_split
-from model_core.snapshots import take_snapshot
-from model_core.tokenization import build_tokenizer
+from model_core.checkpoints.checkpoint import Checkpoint
+from model_core.data.dataset import token_tensor, train_val_split
+from model_core.data.tokenization import build_tokenizer
+from model_core.training.snapshots import take_snapshot
 
 TEXT = "First Citizen:\nBefore we proceed any further, hear me speak.\nAll:\nSpeak, speak.\n" * 4
 N_LAYERS, N_HEADS = 2, 2
@@ -97,7 +97,7 @@ def test_film_strip_and_role_scores_over_training():
 
 
 def test_captions_name_the_induction_head_and_when_it_formed():
-    from explorer import captions_roles as C
+    from explorer.teaching import captions_roles as C
 
     scores = np.array([[0.05, 0.1], [0.72, 0.2]])
     text = C.induction_caption(4.1, 1.3, scores, vocab_size=64)

@@ -1,4 +1,4 @@
-"""explorer.http_guard on a one-endpoint Gradio app: unknown API names and function indices get a 404 with a
+"""explorer.server.http_guard on a one-endpoint Gradio app: unknown API names and function indices get a 404 with a
 readable message instead of HTTP 500; known ones are untouched."""
 import http.client
 import json
@@ -6,7 +6,7 @@ import json
 import gradio as gr
 import pytest
 
-from explorer.http_guard import guarded_app_kwargs
+from explorer.server.http_guard import guarded_app_kwargs
 from tests.conftest import free_port
 
 

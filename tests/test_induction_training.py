@@ -19,8 +19,8 @@ import torch
 from model_core import GPT, GPTConfig
 from model_core.analysis.ablation import Ablation, ablated_logits, token_losses
 from model_core.analysis.probes import head_report, induction_probe, repeat_probe
-from model_core.train_config import TrainConfig
-from model_core.trainer import Trainer
+from model_core.training.train_config import TrainConfig
+from model_core.training.trainer import Trainer
 
 VOCAB = 32  # random tokens; a 12-token pattern rarely repeats a token, so "the earlier copy" is unambiguous
 BLOCK = 32

@@ -3,11 +3,13 @@
 import gradio as gr
 import pytest
 
-from app import parse_args
-from explorer import app_state, lessons, view_params
-from explorer.lessons import FILE_KEY
-from explorer.lessons import LessonError, checked_lesson_file, parse_lesson, read_lesson, shipped_lessons
-from explorer.session import REGISTRY
+from explorer import lessons
+from explorer.common import app_state
+from explorer.lessons import checked_lesson_file
+from explorer.server.launch import parse_args
+from explorer.state.session import REGISTRY
+from explorer.teaching import view_params
+from explorer.teaching.lessons import FILE_KEY, LessonError, parse_lesson, read_lesson, shipped_lessons
 
 GOOD = '''# A tiny lesson
 simple: yes
@@ -241,7 +243,7 @@ def test_link_opens_a_shipped_lesson_on_step_one(app):
 
 
 def test_picker_lists_the_shipped_lessons_and_the_launch_file(app, tmp_path, monkeypatch):
-    from explorer.lessons import lesson_choices
+    from explorer.teaching.lessons import lesson_choices
     titles = dict((key, title) for title, key in lesson_choices())
     assert titles["attention-basics"] == "What does attention look at?" and titles[""] == "(no lesson)"
     path = tmp_path / "mine.md"

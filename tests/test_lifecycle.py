@@ -13,17 +13,16 @@ import gradio as gr
 import pytest
 from gradio_client import Client
 
-from explorer import training_run
-from explorer.binding import SHARED, bind
 from explorer.callbacks import attention, sampling, train
-from explorer.errors import UserError
-from explorer.limits import LIMITS
-from explorer.session import REGISTRY, SessionRegistry
-from explorer.shipped import load_shipped
+from explorer.common.errors import UserError
+from explorer.common.limits import LIMITS
+from explorer.state import training_run
+from explorer.state.session import REGISTRY, SessionRegistry
+from explorer.state.shipped import load_shipped
+from explorer.tabs.binding import SHARED, bind
 
 from .conftest import ROOT, free_port, wait_for_app
-from .test_app_callbacks import (PROMPT, train_values, training_sessions, wait_for_state,  # noqa: F401 - fixture
-                                 wait_for_steps, wait_until_done)
+from .test_app_callbacks import PROMPT, train_values, training_sessions, wait_for_state, wait_for_steps, wait_until_done  # noqa: F401 - fixture
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -242,7 +241,7 @@ def test_shipped_model_results_are_shared_but_a_trained_model_never_sees_them():
 
 
 def test_shared_figures_are_stored_as_gradio_would_send_them():
-    from explorer.binding import serialised_figures
+    from explorer.tabs.binding import serialised_figures
 
     fig = attention.attention_view(REGISTRY.get("serialise"), "emma", 0, 0, -1, False)[0]
     try:
@@ -253,7 +252,7 @@ def test_shared_figures_are_stored_as_gradio_would_send_them():
 
 
 def test_shared_results_compute_once_when_a_class_asks_at_the_same_moment():
-    from explorer.binding import SharedResults
+    from explorer.tabs.binding import SharedResults
 
     shared, calls, barrier = SharedResults(capacity=4), [], threading.Barrier(10)
     gate = threading.Event()
@@ -280,7 +279,7 @@ def test_shared_results_compute_once_when_a_class_asks_at_the_same_moment():
 
 
 def test_a_failed_shared_computation_is_not_stored_and_the_next_caller_computes():
-    from explorer.binding import SharedResults
+    from explorer.tabs.binding import SharedResults
 
     shared = SharedResults()
 

@@ -5,16 +5,16 @@ import gradio as gr
 import pytest
 
 from explorer.callbacks.attention import attention_page_view, clicked_head
-from explorer import view_params
 from explorer.callbacks.links import apply_link, shipped_name
-from explorer.session import new_session
-from explorer.shipped import shipped_models
+from explorer.state.session import new_session
+from explorer.state.shipped import shipped_models
 from explorer.tabs.attention import build_attention_tab
 from explorer.tabs.common import shared_prompt
 from explorer.tabs.links import selected_view
 from explorer.tabs.residual import build_residual_tab
+from explorer.teaching import view_params
 from explorer.ui import build_app
-from model_core.presets import get_preset
+from model_core.training.presets import get_preset
 from tests.test_app_callbacks import N_HEADS, N_LAYERS, PROMPT, tiny_session
 
 

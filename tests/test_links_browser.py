@@ -5,8 +5,7 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.test_app_browser import (TIMEOUT_MS, VISIBLE_PANEL, browser, error_toasts, screenshot,  # noqa: F401
-                                    wait_until_idle)
+from tests.test_app_browser import TIMEOUT_MS, VISIBLE_PANEL, browser, error_toasts, screenshot, wait_until_idle  # noqa: F401
 
 pytestmark = pytest.mark.browser
 PROMPT = "ROMEO: wherefore art thou"

@@ -2,9 +2,9 @@
 import pytest
 import torch
 
-from model_core.optim import CombinedOptimizer
-from model_core.train_config import TrainConfig, TrainConfigError
-from model_core.trainer import lr_at
+from model_core.training.optim import CombinedOptimizer
+from model_core.training.train_config import TrainConfig, TrainConfigError
+from model_core.training.trainer import lr_at
 from tests.trainer_helpers import tiny_trainer
 
 

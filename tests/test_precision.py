@@ -4,8 +4,9 @@ import math
 import pytest
 import torch
 
-from model_core import precision, train as train_cli
-from model_core.train_config import TrainConfig, TrainConfigError
+from model_core import train as train_cli
+from model_core.training import precision
+from model_core.training.train_config import TrainConfig, TrainConfigError
 from tests.trainer_helpers import tiny_trainer
 
 

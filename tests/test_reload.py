@@ -1,9 +1,9 @@
 """A page reload returns the same session (the browser's key); closed pages are released after the TTL."""
 import pytest
 
-from explorer.limits import LIMITS
-from explorer.session import SessionRegistry
-from explorer.shipped import load_shipped
+from explorer.common.limits import LIMITS
+from explorer.state.session import SessionRegistry
+from explorer.state.shipped import load_shipped
 
 
 @pytest.fixture()

@@ -6,8 +6,8 @@ import threading
 import pytest
 import torch
 
-from model_core.remote import RemoteTrainer, sample_text
-from model_core.trainer import TrainingError
+from model_core.training.remote import RemoteTrainer, sample_text
+from model_core.training.trainer import TrainingError
 
 from .test_trainer import make_trainer, pause_resume_stop, wait_for
 

@@ -5,9 +5,8 @@ import pytest
 import torch
 
 from model_core.analysis import head_statistics
-from model_core.analysis.probes import ProbeError, head_report, induction_probe, repeat_probe, text_windows
-from model_core.analysis.roles import (SINK_REST, head_roles, induction_target, repeat_scores, target_share,
-                                       text_scores)
+from model_core.analysis.probes import ProbeError, head_report, repeat_probe, text_windows
+from model_core.analysis.roles import SINK_REST, head_roles, induction_target, repeat_scores, target_share, text_scores
 from tests.helpers import tiny_model
 
 N = 6  # length of the repeated segment in the hand-built probes
@@ -158,7 +157,7 @@ def test_head_report_on_a_tiny_model():
 
 
 def test_snapshots_track_induction_on_a_repeated_probe():
-    from model_core.snapshots import Snapshot, take_snapshot
+    from model_core.training.snapshots import Snapshot, take_snapshot
 
     model = tiny_model(block_size=16)
     snap = take_snapshot(model, [1, 2, 3], step=0)
@@ -183,9 +182,9 @@ def test_the_shipped_induction_model_has_an_induction_head_in_layer_1():
     from pathlib import Path
 
     from model_core.analysis.ablation import corpus_validation_ids
-    from model_core.checkpoint import load_checkpoint
+    from model_core.checkpoints.checkpoint import load_checkpoint
 
-    path = Path(__file__).resolve().parent.parent / "assets" / "models" / "induction"
+    path = Path(__file__).resolve().parent.parent / "explorer" / "assets" / "models" / "induction"
     if not (path / "config.json").exists():
         pytest.skip("the induction demo model is not built: python -m model_core.make_induction_asset")
     ckpt = load_checkpoint(path)

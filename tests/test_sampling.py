@@ -2,8 +2,15 @@ import numpy as np
 import pytest
 import torch
 
-from model_core.sampling import (SamplingError, SamplingSettings, compare, distinct_n, filter_logits, generate,
-                                 repetition_rate)
+from model_core.model.sampling import (
+    SamplingError,
+    SamplingSettings,
+    compare,
+    distinct_n,
+    filter_logits,
+    generate,
+    repetition_rate,
+)
 from tests.helpers import tiny_model
 
 LOGITS = torch.tensor([2.0, 1.0, 0.5, 0.0, -1.0, -3.0])

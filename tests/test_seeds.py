@@ -13,17 +13,17 @@ import torch
 
 from explorer.callbacks import attention, blocks, embeddings, ffn, init_model, presets, residual, sampling, train
 from explorer.callbacks.train_fields import checked_field
-from explorer.errors import UserError
-from explorer.limits import LIMITS
-from explorer.session import Session
+from explorer.common.errors import UserError
+from explorer.common.limits import LIMITS
+from explorer.state.session import Session
 from model_core import GPT
-from model_core.checkpoint import Checkpoint
-from model_core.corpora import load_corpus
-from model_core.data import split_by_val_fraction, token_tensor, val_or_none
-from model_core.presets import PRESETS, get_preset
-from model_core.sampling import generate
-from model_core.tokenization import build_tokenizer
-from model_core.trainer import Trainer
+from model_core.checkpoints.checkpoint import Checkpoint
+from model_core.data.corpora import load_corpus
+from model_core.data.dataset import split_by_val_fraction, token_tensor, val_or_none
+from model_core.data.tokenization import build_tokenizer
+from model_core.model.sampling import generate
+from model_core.training.presets import PRESETS, get_preset
+from model_core.training.trainer import Trainer
 
 ROOT = Path(__file__).resolve().parents[1]
 STATQUEST_PROMPTS = ("what is statquest <EOS>", "statquest is what <EOS>")
@@ -110,12 +110,13 @@ def test_statquest_from_the_command_line(tmp_path):
 def lesson_settings(slug: str) -> dict:
     """Every setting of a shipped lesson's steps, later steps overriding earlier ones (checked against the app)."""
     from explorer import lessons
-    lesson = lessons.read_lesson(lessons.shipped_lessons()[slug], lessons.app_validator())
+    from explorer.teaching.lessons import read_lesson, shipped_lessons
+    lesson = read_lesson(shipped_lessons()[slug], lessons.app_validator())
     return {k: v for step in lesson.steps for k, v in step.settings.items()}
 
 
 def test_one_lesson_per_seed():
-    from explorer.lessons import shipped_lessons
+    from explorer.teaching.lessons import shipped_lessons
     seeds = sorted(slug for slug in shipped_lessons() if slug.startswith("seed-"))
     assert [slug[:8] for slug in seeds] == [f"seed-00{i}" for i in range(5)]
     for slug in seeds:
@@ -188,8 +189,8 @@ def test_untrained_walkthrough_model_shows_on_every_analysis_tab():
 
 
 def test_building_block_figures_and_captions_from_constructed_data():
-    from explorer.captions_blocks import activation_caption, norm_effect_caption
     from explorer.figures.building_blocks import ACTIVATION_X, activation_curves, layernorm_effect_figure
+    from explorer.teaching.captions_blocks import activation_caption, norm_effect_caption
     rng = np.random.default_rng(0)
     before = rng.normal(3.0, [[1.0], [4.0]], size=(2, 200))  # two positions of very different spread
     after = (before - before.mean(1, keepdims=True)) / before.std(1, keepdims=True)

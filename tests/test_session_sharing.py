@@ -2,8 +2,8 @@
 import torch
 
 from explorer.callbacks import attention, models
-from explorer.session import new_session
-from explorer.shipped import shipped_template
+from explorer.state.session import new_session
+from explorer.state.shipped import shipped_template
 
 PROMPT = "ROMEO: wherefore art thou"
 

@@ -7,12 +7,12 @@ import pytest
 import torch
 
 from explorer.callbacks.compare import snapshot_menu, use_snapshot_as_b
-from explorer.errors import friendly
-from explorer.limits import LIMITS
-from explorer.session import Session
-from explorer.training_run import WEIGHT_SETS_KEPT, TrainingRun
-from model_core.checkpoint import Checkpoint
-from model_core.remote import weights_due
+from explorer.common.errors import friendly
+from explorer.common.limits import LIMITS
+from explorer.state.session import Session
+from explorer.state.training_run import WEIGHT_SETS_KEPT, TrainingRun
+from model_core.checkpoints.checkpoint import Checkpoint
+from model_core.training.remote import weights_due
 
 from .test_trainer import make_trainer
 

@@ -9,15 +9,15 @@ import pytest
 from gradio import routes
 
 from bench.server_process import ROOT
-from explorer.gradio_startup import single_app_build
-from explorer.lazy import LazyCallback, callbacks
+from explorer.server.gradio_startup import single_app_build
+from explorer.tabs.lazy import LazyCallback, callbacks
 
 BUILD_WITHOUT_TORCH = textwrap.dedent("""
     import sys
     import explorer.ui as ui
-    from explorer import gradio_sessions
-    from explorer.gradio_startup import single_app_build
-    from explorer.lazy import LazyCallback
+    from explorer.server import gradio_sessions
+    from explorer.server.gradio_startup import single_app_build
+    from explorer.tabs.lazy import LazyCallback
 
     gradio_sessions.install()
     with single_app_build():

@@ -3,10 +3,8 @@ import json
 
 import pytest
 
-from model_core.corpora import load_corpus
-from model_core.tokenization import (
-    TokenizerError, UnknownTokenError, build_tokenizer, tokenizer_from_dict,
-)
+from model_core.data.corpora import load_corpus
+from model_core.data.tokenization import TokenizerError, UnknownTokenError, build_tokenizer, tokenizer_from_dict
 
 TEXT = "First Citizen:\nBefore we proceed any further, hear me speak.\n\nAll:\nSpeak, speak.\n" * 20
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from model_core.checkpoint import load_checkpoint
+from model_core.checkpoints.checkpoint import load_checkpoint
 
 ROOT = Path(__file__).resolve().parents[1]
 

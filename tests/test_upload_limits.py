@@ -16,20 +16,25 @@ import torch
 from safetensors.torch import save as save_safetensors
 
 from explorer.callbacks import data, models
-from explorer.errors import UserError
-from explorer.limits import LIMITS
-from explorer.session import Session
-from explorer import tempfiles
+from explorer.common import tempfiles
+from explorer.common.errors import UserError
+from explorer.common.limits import LIMITS
+from explorer.state.session import Session
 from model_core import GPT, GPTConfig
-from model_core.checkpoint import (
-    Checkpoint, CheckpointError, checkpoint_files, load_checkpoint, load_checkpoint_zip, save_checkpoint,
+from model_core.checkpoints.checkpoint import (
+    Checkpoint,
+    CheckpointError,
+    checkpoint_files,
+    load_checkpoint,
+    load_checkpoint_zip,
+    save_checkpoint,
 )
-from model_core.checkpoint_fields import check_int, check_number
-from model_core.corpora import CorpusError, read_user_file, validate_user_text
-from model_core.load_limits import UPLOAD_LIMITS, LoadLimits
-from model_core.snapshots import take_snapshot
-from model_core.tokenization import build_tokenizer
-from model_core.train_config import TrainConfig
+from model_core.checkpoints.fields import check_int, check_number
+from model_core.checkpoints.load_limits import UPLOAD_LIMITS, LoadLimits
+from model_core.data.corpora import CorpusError, read_user_file, validate_user_text
+from model_core.data.tokenization import build_tokenizer
+from model_core.training.snapshots import take_snapshot
+from model_core.training.train_config import TrainConfig
 
 TEXT = "to be or not to be, that is the question."
 HISTORY = [{"step": 1, "loss": 3.5, "lr": 0.001, "grad_norm": None, "tokens_per_sec": 100.0, "elapsed": 0.1}]

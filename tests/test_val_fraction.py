@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 
 from explorer.callbacks import data, train
-from explorer.errors import UserError
-from explorer.session import Session
+from explorer.common.errors import UserError
+from explorer.state.session import Session
 from model_core import GPT, GPTConfig
-from model_core.checkpoint import Checkpoint, load_checkpoint
-from model_core.corpora import load_text_file, min_text_chars
-from model_core.data import DataError, split_by_val_fraction, token_tensor, val_or_none
-from model_core.tokenization import build_tokenizer
+from model_core.checkpoints.checkpoint import Checkpoint, load_checkpoint
+from model_core.data.corpora import load_text_file, min_text_chars
+from model_core.data.dataset import DataError, split_by_val_fraction, token_tensor, val_or_none
+from model_core.data.tokenization import build_tokenizer
 
 ROOT = Path(__file__).resolve().parents[1]
 

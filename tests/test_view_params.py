@@ -2,8 +2,8 @@
 import gradio as gr
 import pytest
 
-from explorer import view_params
-from explorer.shipped import shipped_models
+from explorer.state.shipped import shipped_models
+from explorer.teaching import view_params
 from explorer.ui import build_app
 
 # parameter -> (a valid link value, the value the control receives)

@@ -2,10 +2,10 @@
 import torch
 
 from model_core import GPT, GPTConfig
-from model_core.data import token_tensor, train_val_split
-from model_core.tokenization import build_tokenizer
-from model_core.train_config import TrainConfig
-from model_core.trainer import Trainer
+from model_core.data.dataset import token_tensor, train_val_split
+from model_core.data.tokenization import build_tokenizer
+from model_core.training.train_config import TrainConfig
+from model_core.training.trainer import Trainer
 
 TEXT = "the cat sat on the mat. the dog sat on the log. " * 40
 

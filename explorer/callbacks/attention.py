@@ -2,15 +2,18 @@
 import re
 from typing import Optional
 
+from explorer.callbacks.common import analyse, clamp_head, clamp_layer, clamp_query
+from explorer.figures.attention import (
+    attention_grid_figure,
+    attention_head_figure,
+    attention_steps_figure,
+    query_attention_bars_figure,
+)
+from explorer.figures.common import figure_to_json
+from explorer.figures.heads import head_statistics_table
+from explorer.state.session import Session
+from explorer.teaching import captions
 from model_core.analysis import head_statistics
-
-from .. import captions
-from ..figures.attention import (attention_grid_figure, attention_head_figure, attention_steps_figure,
-                                 query_attention_bars_figure)
-from ..figures.common import figure_to_json
-from ..figures.heads import head_statistics_table
-from ..session import Session
-from .common import analyse, clamp_head, clamp_layer, clamp_query
 
 
 def attention_view(session: Session, prompt: str, layer, head, query, drop_unknown: bool = False):
@@ -36,7 +39,7 @@ def attention_view(session: Session, prompt: str, layer, head, query, drop_unkno
 
 
 def attention_page_view(session: Session, prompt: str, layer, head, query, drop_unknown: bool = False):
-    """attention_view with the grid as figure JSON, for the clickable chart (explorer.live_plot)."""
+    """attention_view with the grid as figure JSON, for the clickable chart (explorer.tabs.live_plot)."""
     grid, *rest = attention_view(session, prompt, layer, head, query, drop_unknown)
     return (figure_to_json(grid), *rest)
 

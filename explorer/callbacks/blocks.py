@@ -2,12 +2,16 @@
 the activation functions GELU vs ReLU (vs SiLU)."""
 import numpy as np
 
-from .. import captions_blocks
-from ..figures.building_blocks import ACTIVATION_X, activation_curves, activation_functions_figure, \
-    layernorm_effect_figure
-from ..session import Session
-from .common import analyse, clamp_layer
-from .ffn import ACTIVATION_NAMES
+from explorer.callbacks.common import analyse, clamp_layer
+from explorer.callbacks.ffn import ACTIVATION_NAMES
+from explorer.figures.building_blocks import (
+    ACTIVATION_X,
+    activation_curves,
+    activation_functions_figure,
+    layernorm_effect_figure,
+)
+from explorer.state.session import Session
+from explorer.teaching import captions_blocks
 
 NORM_NAMES = {"layernorm": "LayerNorm", "rmsnorm": "RMSNorm", "none": "LayerNorm"}
 ACTIVATION_LABELS = {**ACTIVATION_NAMES, "relu2": "ReLU squared"}

@@ -1,7 +1,7 @@
 """Helpers every analysis callback uses."""
-from .. import validation
-from ..prompting import encode_prompt, token_labels
-from ..session import Analysis, Session, require_model
+from explorer.callbacks import validation
+from explorer.callbacks.prompting import encode_prompt, token_labels
+from explorer.state.session import Analysis, Session, require_model
 
 
 def analyse(session: Session, prompt: str, drop_unknown: bool = False) -> Analysis:

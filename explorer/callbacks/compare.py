@@ -13,21 +13,26 @@ import gradio as gr
 import numpy as np
 import torch
 
+from explorer.callbacks.models import model_summary, upload_limits
+from explorer.callbacks.prompting import encode_prompt, token_labels
+from explorer.common.errors import UserError
+from explorer.common.limits import LIMITS
+from explorer.figures.compare import attention_pair_figure, character_bits_figure, next_token_pair_figure
+from explorer.state.session import Session, require_model
+from explorer.state.shipped import load_shipped, shipped_models
+from explorer.teaching.captions_experiments import compare_caption
 from model_core import GPT, GPTConfig
-from model_core.analysis.comparison import (attention_patterns, bits_per_character, character_bits, chars_per_token,
-                                            pattern_differences, prompt_token_losses)
-from model_core.checkpoint import Checkpoint, CheckpointError, load_checkpoint_zip
-from model_core.convert import convert_nanogpt
-from model_core.tokenization import UnknownTokenError, visible
-
-from ..captions_experiments import compare_caption
-from ..errors import UserError
-from ..figures.compare import attention_pair_figure, character_bits_figure, next_token_pair_figure
-from ..limits import LIMITS
-from ..prompting import encode_prompt, token_labels
-from ..session import Session, require_model
-from ..shipped import load_shipped, shipped_models
-from .models import model_summary, upload_limits
+from model_core.analysis.comparison import (
+    attention_patterns,
+    bits_per_character,
+    character_bits,
+    chars_per_token,
+    pattern_differences,
+    prompt_token_losses,
+)
+from model_core.checkpoints.checkpoint import Checkpoint, CheckpointError, load_checkpoint_zip
+from model_core.checkpoints.nanogpt import convert_nanogpt
+from model_core.data.tokenization import UnknownTokenError, visible
 
 
 @dataclass

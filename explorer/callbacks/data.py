@@ -5,17 +5,22 @@ from pathlib import Path
 
 import torch
 
-from model_core.corpora import CORPORA, load_corpus, read_user_file, validate_user_text
-from model_core.data import DEFAULT_VAL_FRACTION, compact, get_batch, split_by_val_fraction, token_tensor
-from model_core.tokenization import (BPE_DEFAULT_VOCAB, BPE_MAX_VOCAB, BPE_MIN_VOCAB, TOKENIZER_KINDS,
-                                     build_tokenizer)
-
-from .. import captions, validation
-from ..errors import UserError
-from ..figures.data import token_index_figure
-from ..controls import DEFAULT_VAL_SPLIT
-from ..limits import LIMITS
-from ..session import DataChoice, Session
+from explorer.callbacks import validation
+from explorer.common.controls import DEFAULT_VAL_SPLIT
+from explorer.common.errors import UserError
+from explorer.common.limits import LIMITS
+from explorer.figures.data import token_index_figure
+from explorer.state.session import DataChoice, Session
+from explorer.teaching import captions
+from model_core.data.corpora import CORPORA, load_corpus, read_user_file, validate_user_text
+from model_core.data.dataset import DEFAULT_VAL_FRACTION, compact, get_batch, split_by_val_fraction, token_tensor
+from model_core.data.tokenization import (
+    BPE_DEFAULT_VOCAB,
+    BPE_MAX_VOCAB,
+    BPE_MIN_VOCAB,
+    TOKENIZER_KINDS,
+    build_tokenizer,
+)
 
 VOCAB_ROWS = 300  # longest vocabulary table shown
 BATCH_SHOWN, WINDOW_SHOWN = 4, 8
@@ -78,7 +83,8 @@ def choose_data(session: Session, corpus: str, upload, kind: str, bpe_vocab,
     return choice
 
 
-def data_view(session: Session, corpus: str, upload, kind: str, bpe_vocab, val_split=DEFAULT_VAL_SPLIT):
+def data_view(session: Session, corpus: str, upload=None, kind: str = "char", bpe_vocab=BPE_DEFAULT_VOCAB,
+              val_split=DEFAULT_VAL_SPLIT):
     """-> summary md, vocabulary rows, sample text, token-index figure, split md, batch rows."""
     d = choose_data(session, corpus, upload, kind, bpe_vocab, val_split)
     tok = d.tokenizer

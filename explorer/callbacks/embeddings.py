@@ -1,14 +1,17 @@
 """Embeddings tab: PCA of token, position and token+position vectors, hidden states, positional heatmap."""
 import torch
 
-from model_core.analysis import hidden_state_pca, positional_pca, token_embedding_pca, token_plus_position_pca
-
-from .. import captions, validation
-from ..figures.embeddings import (
-    embedding_norms_figure, no_positions_figure, pca_scatter_figure, positional_heatmap_figure,
+from explorer.callbacks import validation
+from explorer.callbacks.common import analyse, clamped_index
+from explorer.figures.embeddings import (
+    embedding_norms_figure,
+    no_positions_figure,
+    pca_scatter_figure,
+    positional_heatmap_figure,
 )
-from ..session import Session
-from .common import analyse, clamped_index
+from explorer.state.session import Session
+from explorer.teaching import captions
+from model_core.analysis import hidden_state_pca, positional_pca, token_embedding_pca, token_plus_position_pca
 
 
 def embeddings_view(session: Session, prompt: str, dims, layer, drop_unknown: bool = False):

@@ -4,22 +4,29 @@ import re
 
 import torch
 
+from explorer.callbacks import validation
+from explorer.callbacks.common import clamp_query
+from explorer.callbacks.prompting import encode_prompt
+from explorer.callbacks.sampling import new_tokens, settings
+from explorer.common.errors import UserError
+from explorer.figures.common import index_labels
+from explorer.figures.experiments import importance_figure, loss_change_figure, next_token_change_figure
+from explorer.state.session import Session, require_model
+from explorer.teaching.captions_experiments import ablation_caption, importance_caption
 from model_core.analysis.ablation import (
-    ABLATION_MODES, Ablation, ablated_generation, ablated_logits, component_means, corpus_validation_ids,
-    eval_windows, importance_map, token_losses, validation_loss,
+    ABLATION_MODES,
+    Ablation,
+    ablated_generation,
+    ablated_logits,
+    component_means,
+    corpus_validation_ids,
+    eval_windows,
+    importance_map,
+    token_losses,
+    validation_loss,
 )
-from model_core.corpora import CORPORA
-from model_core.tokenization import visible
-
-from .. import validation
-from ..captions_experiments import ablation_caption, importance_caption
-from ..errors import UserError
-from ..figures.common import index_labels
-from ..figures.experiments import importance_figure, loss_change_figure, next_token_change_figure
-from ..prompting import encode_prompt
-from ..session import Session, require_model
-from .common import clamp_query
-from .sampling import new_tokens, settings
+from model_core.data.corpora import CORPORA
+from model_core.data.tokenization import visible
 
 MAX_UNITS = 64  # units knocked out at once: enough for any experiment, and a bound on the hooks' work
 CONTEXT_TOKENS = 3  # tokens of context shown before a hard-hit token in the caption

@@ -1,10 +1,10 @@
 """'Download data': a zip of the numbers behind every chart a tab shows, and of a training run's history."""
 from pathlib import Path
 
-from .. import export
-from ..controls import FIGURE
-from ..session import Session
-from ..tempfiles import new_temp_dir
+from explorer.common.controls import FIGURE
+from explorer.common.tempfiles import new_temp_dir
+from explorer.figures import export
+from explorer.state.session import Session
 
 HISTORY_KEYS = ("step", "loss", "lr", "grad_norm", "tokens_per_sec", "elapsed")  # per-step columns, when present
 
@@ -23,7 +23,7 @@ def shown_tables(charts: list[tuple[str, str]], values: list) -> dict[str, tuple
     tables = {}
     for (name, kind), value in zip(charts, values):
         if kind == FIGURE:
-            figure = export.as_figure(value)
+            figure = export.figure_dict(value)
             table = (export.COLUMNS, export.figure_rows(figure)) if figure else None
         else:
             table = _table(value)

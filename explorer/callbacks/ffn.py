@@ -1,10 +1,10 @@
 """FFN tab: activation histograms, neuron sparsity, dead neurons, the tokens that excite a neuron."""
+from explorer.callbacks import validation
+from explorer.callbacks.common import analyse, clamp_layer
+from explorer.figures.ffn import ffn_histograms_figure, neuron_sparsity_figure, top_tokens_table
+from explorer.state.session import Session
+from explorer.teaching import captions
 from model_core.analysis import ffn_statistics, top_activating_positions
-
-from .. import captions, validation
-from ..figures.ffn import ffn_histograms_figure, neuron_sparsity_figure, top_tokens_table
-from ..session import Session
-from .common import analyse, clamp_layer
 
 ACTIVATION_NAMES = {"gelu": "GELU", "relu": "ReLU", "relu2": "ReLU squared", "swiglu": "SwiGLU (SiLU gate)"}
 

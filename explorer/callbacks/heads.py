@@ -13,17 +13,25 @@ from collections import OrderedDict
 import numpy as np
 import torch
 
+from explorer.callbacks import validation
+from explorer.callbacks.common import clamp_head, clamp_layer
+from explorer.callbacks.experiments import validation_source
+from explorer.common.errors import UserError
+from explorer.figures.roles import (
+    TRACKED_ROLES,
+    aligned_signs,
+    embedding_frames_figure,
+    film_strip_figure,
+    induction_loss_figure,
+    induction_pattern_figure,
+    report_table,
+    role_map_figure,
+    role_scores_over_steps_figure,
+)
+from explorer.state.session import Session, require_model
+from explorer.teaching import captions_roles
 from model_core.analysis.probes import ProbeError, head_report
 from model_core.analysis.top_examples import TopExamples, top_examples
-
-from .. import captions_roles, validation
-from ..errors import UserError
-from ..figures.roles import (TRACKED_ROLES, aligned_signs, embedding_frames_figure, film_strip_figure,
-                             induction_loss_figure, induction_pattern_figure, report_table,
-                             role_map_figure, role_scores_over_steps_figure)
-from ..session import Session, require_model
-from .common import clamp_head, clamp_layer
-from .experiments import validation_source
 
 CONTEXT_BEFORE, CONTEXT_AFTER = 24, 8  # tokens of context shown around an example
 SHARED_MODELS = 4  # shipped models whose results stay shared between sessions

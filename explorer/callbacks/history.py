@@ -1,8 +1,8 @@
 """Scrub through the snapshots recorded while the inspected model trained: watch the heads form."""
-from .. import validation
-from ..errors import UserError
-from ..figures.attention import attention_grid_figure
-from ..session import Session
+from explorer.callbacks import validation
+from explorer.common.errors import UserError
+from explorer.figures.attention import attention_grid_figure
+from explorer.state.session import Session
 
 
 def snapshot_view(session: Session, progress):

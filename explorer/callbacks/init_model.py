@@ -2,17 +2,16 @@
 walk-through looks at an untrained model on "Welcome to the world of AI")."""
 import torch
 
+from explorer.callbacks.model_size import CLASSROOM_HINT, count_params
+from explorer.callbacks.models import model_summary
+from explorer.callbacks.train import model_config, prepare_controls_data
+from explorer.common.controls import ARCH_FIELDS, DEFAULT_VAL_SPLIT
+from explorer.common.errors import UserError
+from explorer.common.limits import LIMITS
+from explorer.state.session import Session
 from model_core import GPT
-from model_core.checkpoint import Checkpoint
-from model_core.train_config import TrainConfig
-
-from ..controls import ARCH_FIELDS, DEFAULT_VAL_SPLIT
-from ..errors import UserError
-from ..limits import LIMITS
-from ..session import Session
-from .model_size import CLASSROOM_HINT, count_params
-from .models import model_summary
-from .train import model_config, prepare_controls_data
+from model_core.checkpoints.checkpoint import Checkpoint
+from model_core.training.train_config import TrainConfig
 
 INIT_SEED = TrainConfig().seed  # the seed a training run initialises with: Start begins from these weights
 

@@ -3,12 +3,20 @@ from pathlib import Path
 
 import gradio as gr
 
-from .. import app_state, view_params
-from ..errors import UserError
-from ..lessons import (FILE_KEY, NO_LESSON, Lesson, LessonError, app_validator, lesson_choices, read_lesson,
-                       shipped_lessons)
-from ..session import Session
-from .links import apply_link
+from explorer.callbacks.links import apply_link
+from explorer.common import app_state
+from explorer.common.errors import UserError
+from explorer.state.session import Session
+from explorer.teaching import view_params
+from explorer.teaching.lessons import (
+    FILE_KEY,
+    NO_LESSON,
+    Lesson,
+    LessonError,
+    lesson_choices,
+    read_lesson,
+    shipped_lessons,
+)
 
 
 def load_lesson(key: str) -> Lesson:
@@ -17,7 +25,7 @@ def load_lesson(key: str) -> Lesson:
     if not path:
         raise UserError(f"There is no lesson {key!r}; choose one of: {', '.join(shipped_lessons()) or 'none'}.")
     try:
-        return read_lesson(path, app_validator())
+        return read_lesson(path, view_params.lesson_validator())
     except LessonError as err:
         raise UserError(f"This lesson file has a mistake: {LessonError(err.line, err.problem, Path(path).name)}") from None
 

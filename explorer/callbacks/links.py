@@ -1,9 +1,9 @@
 """Opening a link: its query (?tab=residual&prompt=...&layer=2) applied to a session and to the page's controls."""
-from .. import view_params
-from ..session import Session
-from ..controls import SLIDER_MAX
-from .models import model_summary, pick_shipped, slider_maxima
-from .presets import preset_settings
+from explorer.callbacks.models import model_summary, pick_shipped, slider_maxima
+from explorer.callbacks.presets import preset_settings
+from explorer.common.controls import SLIDER_MAX
+from explorer.state.session import Session
+from explorer.teaching import view_params
 
 MODEL_SIZED = ("layer", "head", "query")  # parameters whose range depends on the inspected model
 

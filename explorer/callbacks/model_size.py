@@ -1,12 +1,11 @@
 """How big a model the Train-tab controls describe, and why one over this server's limit needs a GPU."""
 import torch
 
+from explorer.common.errors import UserError
+from explorer.common.limits import LIMITS
 from model_core import GPT, GPTConfig
 
-from ..errors import UserError
-from ..limits import LIMITS
-
-CPU_FLOPS = 1e11  # what a 2-core CPU sustains training here (~27k tokens/s x 6 x 0.8M parameters, README)
+CPU_FLOPS = 1e11  # what a 2-core CPU sustains training here (~27k tokens/s x 6 x 0.8M parameters, docs/training.md)
 GPU_FLOPS = 3e13  # a mid-range GPU in bf16, for the comparison
 CLASSROOM_HINT = "On this CPU use the classroom size (preset 'classroom': 4 layers x 4 heads, d_model 128)."
 

@@ -2,13 +2,12 @@
 from dataclasses import replace
 from pathlib import Path
 
-from model_core.checkpoint import CheckpointError, load_checkpoint_zip, save_checkpoint_zip
-from model_core.load_limits import UPLOAD_LIMITS, LoadLimits
-
-from ..errors import UserError
-from ..limits import LIMITS
-from ..session import Session
-from ..tempfiles import new_temp_dir
+from explorer.common.errors import UserError
+from explorer.common.limits import LIMITS
+from explorer.common.tempfiles import new_temp_dir
+from explorer.state.session import Session
+from model_core.checkpoints.checkpoint import CheckpointError, load_checkpoint_zip, save_checkpoint_zip
+from model_core.checkpoints.load_limits import UPLOAD_LIMITS, LoadLimits
 
 
 def model_summary(session: Session) -> str:

@@ -1,14 +1,13 @@
 """The Train tab's preset picker: a preset's architecture, optimiser and (for the seed presets) data choices."""
 import gradio as gr
 
-from model_core.presets import PRESETS, get_preset
-
-from ..controls import ARCH_FIELDS, CONTROL_NAMES, OPTIM_FIELDS, mlp_ratio_of
-from ..errors import UserError
-from ..limits import LIMITS
-from ..session import Session
-from .model_size import count_params, gpu_explanation
-from .train import model_config
+from explorer.callbacks.model_size import count_params, gpu_explanation
+from explorer.callbacks.train import model_config
+from explorer.common.controls import ARCH_FIELDS, CONTROL_NAMES, OPTIM_FIELDS, mlp_ratio_of
+from explorer.common.errors import UserError
+from explorer.common.limits import LIMITS
+from explorer.state.session import Session
+from model_core.training.presets import PRESETS, get_preset
 
 DATA_FIELDS = ("corpus", "kind", "bpe_vocab", "val_split")  # the Data-tab controls a preset may set
 

@@ -7,12 +7,12 @@ import gradio as gr
 
 def resume_session(browser_key, request: gr.Request) -> str:
     """-> the key the browser keeps: its old one when that session is still here, else a new one."""
-    from ..session import REGISTRY
+    from explorer.state.session import REGISTRY
 
     return REGISTRY.resume(request.session_hash, browser_key)
 
 
 def detach_session(request: gr.Request) -> None:
-    from ..session import REGISTRY
+    from explorer.state.session import REGISTRY
 
     REGISTRY.detach(request.session_hash)

@@ -1,14 +1,19 @@
 """Residual stream tab: norms across layers, update sizes, the stream heatmap, variance, logit lens."""
 import numpy as np
 
+from explorer.callbacks import validation
+from explorer.callbacks.common import analyse, clamp_layer
+from explorer.figures.logit_lens import logit_lens_figure
+from explorer.figures.residual import (
+    residual_heatmap_figure,
+    residual_norms_figure,
+    update_norms_figure,
+    update_vs_residual_figure,
+    variance_figure,
+)
+from explorer.state.session import Session
+from explorer.teaching import captions
 from model_core.analysis import logit_lens, residual_statistics, residual_stream
-
-from .. import captions, validation
-from ..figures.logit_lens import logit_lens_figure
-from ..figures.residual import (residual_heatmap_figure, residual_norms_figure, update_norms_figure,
-                                update_vs_residual_figure, variance_figure)
-from ..session import Session
-from .common import analyse, clamp_layer
 
 HEATMAP_MODES = ("norm", "full")
 

@@ -4,16 +4,16 @@ import math
 
 import torch
 
-from model_core.sampling import SamplingSettings, compare, filter_logits, generate
-
-from .. import captions, validation
-from ..controls import COMPARE_HEADERS, DEFAULT_COMPARISON
-from ..errors import UserError
-from ..figures.sampling import generation_steps_table, next_token_figure, temperature_curve_figure
-from ..limits import LIMITS
-from ..prompting import encode_prompt
-from ..session import Session
-from .common import analyse
+from explorer.callbacks import validation
+from explorer.callbacks.common import analyse
+from explorer.callbacks.prompting import encode_prompt
+from explorer.common.controls import COMPARE_HEADERS, DEFAULT_COMPARISON
+from explorer.common.errors import UserError
+from explorer.common.limits import LIMITS
+from explorer.figures.sampling import generation_steps_table, next_token_figure, temperature_curve_figure
+from explorer.state.session import Session
+from explorer.teaching import captions
+from model_core.model.sampling import SamplingSettings, compare, filter_logits, generate
 
 ROW_DEFAULTS = [1.0, 0, 1.0, 0.0]  # a short row is completed with these (no filtering)
 MAX_COMPARED = 6  # columns side by side; each one is a full generation
@@ -85,9 +85,9 @@ def new_tokens(value) -> int:
     return validation.whole_number(value, "New tokens", minimum=1, maximum=LIMITS.max_new_tokens)
 
 
-def comparison_view(session: Session, prompt: str, rows, max_new_tokens, seed, drop_unknown=False) -> str:
+def comparison_view(session: Session, prompt: str, settings, max_new_tokens, seed, drop_unknown=False) -> str:
     """-> HTML: one column per setting, the generated text, and distinct-2 / repetition / mean log-prob."""
-    table, n, seed = parse_table(rows), new_tokens(max_new_tokens), validation.seed(seed)
+    table, n, seed = parse_table(settings), new_tokens(max_new_tokens), validation.seed(seed)
     tok, cfg = session.tokenizer, session.model.cfg
     ids = encode_prompt(tok, prompt, cfg.block_size, drop_unknown)
     results = compare(session.model, ids, table, n, seed=seed, stop_token=end_of_text(session.tokenizer))

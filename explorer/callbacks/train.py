@@ -1,24 +1,23 @@
 """Train tab: build a model from the controls, train it in a background thread, poll its progress."""
 import torch
 
+from explorer.callbacks.data import choose_data
+from explorer.callbacks.model_size import check_model_size, count_params, size_text  # noqa: F401  (count_params: used by ui/tests)
+from explorer.callbacks.train_fields import checked_field
+from explorer.common.controls import ARCH_FIELDS, DEFAULT_VAL_SPLIT, LIVE_CAPTION, OPTIM_FIELDS, d_mlp_for
+from explorer.common.errors import UserError
+from explorer.common.limits import LIMITS
+from explorer.figures.attention import live_attention_figure
+from explorer.figures.common import figure_to_json
+from explorer.figures.training import loss_figure
+from explorer.state.session import Session
+from explorer.state.training_run import TrainingRun, slots_text
+from explorer.teaching import captions
 from model_core import GPT, GPTConfig
 from model_core.analysis.heads import head_statistics
-from model_core.data import val_or_none
-from model_core.train_config import TrainConfig
-from model_core.trainer import Trainer
-
-from .. import captions
-from ..controls import ARCH_FIELDS, DEFAULT_VAL_SPLIT, LIVE_CAPTION, OPTIM_FIELDS, d_mlp_for
-from ..errors import UserError
-from ..figures.attention import live_attention_figure
-from ..figures.common import figure_to_json
-from ..figures.training import loss_figure
-from ..limits import LIMITS
-from ..session import Session
-from ..training_run import TrainingRun, slots_text
-from .data import choose_data
-from .model_size import check_model_size, count_params, size_text  # noqa: F401  (count_params: used by ui/tests)
-from .train_fields import checked_field
+from model_core.data.dataset import val_or_none
+from model_core.training.train_config import TrainConfig
+from model_core.training.trainer import Trainer
 
 LOSS_POINTS = 400  # the live chart shows at most this many per-step points
 NO_VAL_NOTE = " (no validation split: evaluated on the training text)"

@@ -1,8 +1,7 @@
 """The Train tab's numeric fields: what each may hold, checked before any model or optimiser is built."""
-from model_core.train_config import MAX_NS_STEPS
-
-from .. import validation
-from ..limits import LIMITS
+from explorer.callbacks import validation
+from explorer.common.limits import LIMITS
+from model_core.training.train_config import MAX_NS_STEPS
 
 STEPS = "max_steps"  # fields whose maximum is the server's --max-steps, read when checked (app.py sets it)
 

@@ -3,9 +3,22 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .common import (
-    ATTENTION_SCALE, BLUE, DIVERGING_SCALE, GREY, MAGNITUDE_SCALE, ORANGE, RED, SMALL_FONT,
-    attention_coloraxis, compact, head_label, index_labels, masked_to_nan, position_axis, style_figure,
+from explorer.figures.common import (
+    ATTENTION_SCALE,
+    BLUE,
+    DIVERGING_SCALE,
+    GREY,
+    MAGNITUDE_SCALE,
+    ORANGE,
+    RED,
+    SMALL_FONT,
+    attention_coloraxis,
+    compact,
+    head_label,
+    index_labels,
+    masked_to_nan,
+    position_axis,
+    style_figure,
     symmetric_range,
 )
 

@@ -4,7 +4,7 @@ import math
 import numpy as np
 import plotly.graph_objects as go
 
-from .common import RED, compact, histogram_pair_figure, lines_figure
+from explorer.figures.common import RED, compact, histogram_pair_figure, lines_figure
 
 ACTIVATION_X = np.linspace(-4, 4, 161)
 

@@ -6,8 +6,8 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .attention import attention_grid_figure
-from .common import BLUE, GREEN, RED, compact, position_axis, style_figure, top_legend, unique_labels
+from explorer.figures.attention import attention_grid_figure
+from explorer.figures.common import BLUE, GREEN, RED, compact, position_axis, style_figure, top_legend, unique_labels
 
 
 def character_bits_figure(bits_a, bits_b, positions: list[str], name_a: str, name_b: str) -> go.Figure:

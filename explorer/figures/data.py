@@ -2,7 +2,7 @@
 import numpy as np
 import plotly.graph_objects as go
 
-from .common import BLUE, index_labels, position_axis, style_figure
+from explorer.figures.common import BLUE, index_labels, position_axis, style_figure
 
 
 def token_index_figure(ids, labels: list[str]) -> go.Figure:

@@ -2,9 +2,16 @@
 import numpy as np
 import plotly.graph_objects as go
 
-from .common import (
-    BLUE, DIVERGING_SCALE, MAGNITUDE_SCALE, SMALL_FONT, compact, index_labels, position_lines_figure,
-    style_figure, symmetric_range,
+from explorer.figures.common import (
+    BLUE,
+    DIVERGING_SCALE,
+    MAGNITUDE_SCALE,
+    SMALL_FONT,
+    compact,
+    index_labels,
+    position_lines_figure,
+    style_figure,
+    symmetric_range,
 )
 
 MAX_TEXT_LABELS = 300  # more points than this: hover only, no text on the plot

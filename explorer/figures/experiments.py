@@ -4,8 +4,20 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .common import (BLUE, DIVERGING_SCALE, GREY, ORANGE, RED, SMALL_FONT, compact, position_axis,
-                     style_figure, symmetric_range, top_legend, unique_labels)
+from explorer.figures.common import (
+    BLUE,
+    DIVERGING_SCALE,
+    GREY,
+    ORANGE,
+    RED,
+    SMALL_FONT,
+    compact,
+    position_axis,
+    style_figure,
+    symmetric_range,
+    top_legend,
+    unique_labels,
+)
 
 BEFORE, AFTER = "intact model", "with the ablation"
 

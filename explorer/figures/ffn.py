@@ -3,9 +3,8 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ..controls import TOP_TOKENS_HEADERS  # noqa: F401  (the top-activation rows fit them)
-from .common import BLUE, GREY, ORANGE, RED, compact, histogram_pair_figure, style_figure, top_legend
-
+from explorer.common.controls import TOP_TOKENS_HEADERS  # noqa: F401  (the top-activation rows fit them)
+from explorer.figures.common import BLUE, GREY, ORANGE, RED, compact, histogram_pair_figure, style_figure, top_legend
 
 
 def ffn_histograms_figure(pre_hist, pre_edges, post_hist, post_edges, layer: int,

@@ -3,8 +3,8 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ..controls import HEAD_TABLE_COLUMNS, HEAD_TABLE_HEADERS  # noqa: F401  (HEADERS: the rows fit them)
-from .common import attention_coloraxis, compact, head_label, style_figure
+from explorer.common.controls import HEAD_TABLE_COLUMNS, HEAD_TABLE_HEADERS  # noqa: F401  (HEADERS: the rows fit them)
+from explorer.figures.common import attention_coloraxis, compact, head_label, style_figure
 
 # the three "where does it look" shares drawn by head_statistics_figure
 OVERVIEW_PANELS = (("prev_token", "previous token"), ("self", "itself"), ("first_token", "first token (sink)"))

@@ -2,8 +2,14 @@
 import numpy as np
 import plotly.graph_objects as go
 
-from .common import (
-    MAGNITUDE_SCALE, SMALL_FONT, compact, index_labels, position_axis, stream_labels, style_figure,
+from explorer.figures.common import (
+    MAGNITUDE_SCALE,
+    SMALL_FONT,
+    compact,
+    index_labels,
+    position_axis,
+    stream_labels,
+    style_figure,
 )
 
 MAX_CELL_TEXT_POSITIONS = 64  # beyond this, cells are too narrow for their token text

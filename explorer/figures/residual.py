@@ -2,9 +2,17 @@
 import numpy as np
 import plotly.graph_objects as go
 
-from .common import (
-    DIVERGING_SCALE, MAGNITUDE_SCALE, compact, index_labels, lines_figure, position_axis, position_lines_figure,
-    stream_labels, style_figure, symmetric_range,
+from explorer.figures.common import (
+    DIVERGING_SCALE,
+    MAGNITUDE_SCALE,
+    compact,
+    index_labels,
+    lines_figure,
+    position_axis,
+    position_lines_figure,
+    stream_labels,
+    style_figure,
+    symmetric_range,
 )
 
 MAX_FULL_TICKS = 40  # position ticks along the flattened (position × d_model) axis

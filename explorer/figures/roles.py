@@ -3,10 +3,20 @@ training (film strip, role scores over steps, embedding PCA frames)."""
 import numpy as np
 import plotly.graph_objects as go
 
-from ..controls import REPORT_HEADERS  # noqa: F401  (the report rows fit them)
-from .attention import attention_grid_figure
-from .common import (BLUE, GREY, ORANGE, PALETTE, SMALL_FONT, attention_coloraxis, compact, head_label, style_figure,
-                     top_legend)
+from explorer.common.controls import REPORT_HEADERS  # noqa: F401  (the report rows fit them)
+from explorer.figures.attention import attention_grid_figure
+from explorer.figures.common import (
+    BLUE,
+    GREY,
+    ORANGE,
+    PALETTE,
+    SMALL_FONT,
+    attention_coloraxis,
+    compact,
+    head_label,
+    style_figure,
+    top_legend,
+)
 
 ROLE_COLOURS = {  # one colour per label of model_core.analysis.roles.ROLE_LABELS
     "induction": "#d62728", "previous token": "#1f77b4", "duplicate token": "#9467bd", "self": "#2ca02c",

@@ -2,8 +2,8 @@
 import numpy as np
 import plotly.graph_objects as go
 
-from ..controls import GENERATION_TABLE_HEADERS  # noqa: F401  (the step rows fit them)
-from .common import BLUE, GREY, ORANGE, compact, lines_figure, style_figure, top_legend, unique_labels
+from explorer.common.controls import GENERATION_TABLE_HEADERS  # noqa: F401  (the step rows fit them)
+from explorer.figures.common import BLUE, GREY, ORANGE, compact, lines_figure, style_figure, top_legend, unique_labels
 
 SEED_LOGITS = np.linspace(-5, 5, 100)  # the seed's "100 evenly spaced logits" demo
 

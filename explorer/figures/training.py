@@ -1,7 +1,7 @@
 """Training: loss curves (the Train tab redraws this live with Plotly.react)."""
 import plotly.graph_objects as go
 
-from .common import BLUE, ORANGE, compact, style_figure, top_legend
+from explorer.figures.common import BLUE, ORANGE, compact, style_figure, top_legend
 
 
 def loss_figure(steps, train_loss, eval_steps=None, val_loss=None, eval_train_loss=None) -> go.Figure:

@@ -1,12 +1,13 @@
+"""Attention tab: every head at once, one head large, the four steps that make a pattern, one query's bars."""
 import gradio as gr
 
-from ..binding import bind
-from ..controls import HEAD_TABLE_HEADERS
-from ..lazy import callbacks
-from ..live_plot import live_plot
-from .common import ANALYSIS, API, caption, model_slider, run_button
-from .export_button import data_button
-from .raw_inputs import RawSlider
+from explorer.common.controls import HEAD_TABLE_HEADERS
+from explorer.tabs.binding import bind
+from explorer.tabs.common import ANALYSIS, API, caption, model_slider, run_button
+from explorer.tabs.export_button import data_button
+from explorer.tabs.lazy import callbacks
+from explorer.tabs.live_plot import live_plot
+from explorer.tabs.raw_inputs import RawSlider
 
 attention_page_view, clicked_head = callbacks("attention", "attention_page_view", "clicked_head")
 snapshot_view = callbacks("history", "snapshot_view")

@@ -1,9 +1,10 @@
+"""Building blocks tab: what a norm layer does to the residual stream, and the activation functions."""
 import gradio as gr
 
-from ..binding import bind
-from ..lazy import callbacks
-from .common import ANALYSIS, API, caption, model_slider, run_button
-from .export_button import data_button
+from explorer.tabs.binding import bind
+from explorer.tabs.common import ANALYSIS, API, caption, model_slider, run_button
+from explorer.tabs.export_button import data_button
+from explorer.tabs.lazy import callbacks
 
 blocks_view = callbacks("blocks", "blocks_view")
 

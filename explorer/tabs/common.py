@@ -1,10 +1,9 @@
 """Pieces several tabs share: the shared prompt, run buttons and the caption line."""
 import gradio as gr
 
-from ..controls import SLIDER_MAX
-from ..limits import LIMITS
-from .raw_inputs import RawSlider
-
+from explorer.common.controls import SLIDER_MAX
+from explorer.common.limits import LIMITS
+from explorer.tabs.raw_inputs import RawSlider
 
 DEFAULT_PROMPT = "First Citizen:\nBefore we proceed any further, hear me speak."
 API = dict(api_visibility="public")

@@ -1,13 +1,13 @@
+"""Data tab: pick or upload a text and a tokenizer, and see the vocabulary, the token ids and one batch."""
 import gradio as gr
 
-from model_core.corpora import CORPORA
-
-from ..binding import bind
-from ..controls import DEFAULT_VAL_SPLIT, VAL_SPLIT_LABELS
-from ..lazy import callbacks
-from ..view_params import register_control
-from .export_button import data_button
-from .raw_inputs import RawDropdown, RawFile, RawRadio, RawSlider
+from explorer.common.controls import DEFAULT_VAL_SPLIT, VAL_SPLIT_LABELS
+from explorer.tabs.binding import bind
+from explorer.tabs.export_button import data_button
+from explorer.tabs.lazy import callbacks
+from explorer.tabs.raw_inputs import RawDropdown, RawFile, RawRadio, RawSlider
+from explorer.teaching.view_params import register_control
+from model_core.data.corpora import CORPORA
 
 data_view = callbacks("data", "data_view")
 

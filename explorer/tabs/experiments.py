@@ -1,12 +1,12 @@
 """Experiments tab: knock out heads, attention layers, MLP layers or neurons; see what changes; the importance map."""
 import gradio as gr
 
-from ..binding import bind
-from ..lazy import callbacks
-from ..shipped_list import shipped_models
-from .common import ANALYSIS, API, HEAVY, caption, model_slider, run_button
-from .export_button import data_button
-from .raw_inputs import RawDropdown, RawFile, RawNumber, RawRadio, RawSlider
+from explorer.common.shipped_list import shipped_models
+from explorer.tabs.binding import bind
+from explorer.tabs.common import ANALYSIS, API, HEAVY, caption, model_slider, run_button
+from explorer.tabs.export_button import data_button
+from explorer.tabs.lazy import callbacks
+from explorer.tabs.raw_inputs import RawDropdown, RawFile, RawNumber, RawRadio, RawSlider
 
 (compare_view, copy_inspected_as_b, load_nanogpt_as_b, load_zip_as_b, snapshot_menu, swap_models, use_shipped_as_b,
  use_snapshot_as_b) = callbacks("compare", "compare_view", "copy_inspected_as_b", "load_nanogpt_as_b", "load_zip_as_b",

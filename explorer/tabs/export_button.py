@@ -6,11 +6,11 @@ SVG button next to it that reuses the camera's handler with format 'svg'. It wor
 live gr.HTML charts alike, because both keep Plotly's config on the chart element (gd._context)."""
 import gradio as gr
 
-from ..binding import bind
-from ..controls import FIGURE, TABLE
-from ..lazy import callbacks
-from ..live_plot import LIVE_PLOT_CLASS
-from .common import ANALYSIS
+from explorer.common.controls import FIGURE, TABLE
+from explorer.tabs.binding import bind
+from explorer.tabs.common import ANALYSIS
+from explorer.tabs.lazy import callbacks
+from explorer.tabs.live_plot import LIVE_PLOT_CLASS
 
 data_zip = callbacks("export", "data_zip")
 

@@ -1,11 +1,12 @@
+"""FFN tab: activation histograms, neuron sparsity and dead neurons, the tokens that excite a neuron."""
 import gradio as gr
 
-from ..binding import bind
-from ..controls import TOP_TOKENS_HEADERS
-from ..lazy import callbacks
-from .common import ANALYSIS, API, caption, model_slider, run_button
-from .export_button import data_button
-from .raw_inputs import RawNumber
+from explorer.common.controls import TOP_TOKENS_HEADERS
+from explorer.tabs.binding import bind
+from explorer.tabs.common import ANALYSIS, API, caption, model_slider, run_button
+from explorer.tabs.export_button import data_button
+from explorer.tabs.lazy import callbacks
+from explorer.tabs.raw_inputs import RawNumber
 
 ffn_view = callbacks("ffn", "ffn_view")
 

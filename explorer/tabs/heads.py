@@ -2,12 +2,12 @@
 validation text, and roles forming over training."""
 import gradio as gr
 
-from ..binding import bind
-from ..controls import REPORT_HEADERS
-from ..lazy import callbacks
-from .common import ANALYSIS, API, caption, model_slider
-from .export_button import data_button
-from .raw_inputs import RawNumber, RawRadio
+from explorer.common.controls import REPORT_HEADERS
+from explorer.tabs.binding import bind
+from explorer.tabs.common import ANALYSIS, API, caption, model_slider
+from explorer.tabs.export_button import data_button
+from explorer.tabs.lazy import callbacks
+from explorer.tabs.raw_inputs import RawNumber, RawRadio
 
 examples_view, film_view, heads_report_view = callbacks("heads", "examples_view", "film_view", "heads_report_view")
 
@@ -59,9 +59,8 @@ def build_heads_tab():
     examples = gr.HTML(label="Top examples")
     examples_fn = bind(examples_view)
 
-    def examples_with_progress(kind_value, layer_value, index_value, request: gr.Request,
-                               progress=gr.Progress()):
-        return examples_fn(request, kind_value, layer_value, index_value, progress)
+    def examples_with_progress(kind, layer, index, request: gr.Request, progress=gr.Progress()):
+        return examples_fn(request, kind, layer, index, progress)
 
     show.click(examples_with_progress, [kind, layer, index], [examples, examples_note, dead_note],
                api_name="head_examples", **API, **ANALYSIS)

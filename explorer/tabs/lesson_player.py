@@ -8,12 +8,12 @@ from dataclasses import dataclass
 
 import gradio as gr
 
-from .. import view_params
-from ..binding import bind
-from ..lazy import callbacks
-from ..lessons import NO_LESSON, lesson_choices
-from .common import ANALYSIS
-from .links import selected_view
+from explorer.tabs.binding import bind
+from explorer.tabs.common import ANALYSIS
+from explorer.tabs.lazy import callbacks
+from explorer.tabs.links import selected_view
+from explorer.teaching import view_params
+from explorer.teaching.lessons import NO_LESSON, lesson_choices
 
 lesson_for_page, move, open_lesson = callbacks("lessons", "lesson_for_page", "move", "open_lesson")
 

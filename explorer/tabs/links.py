@@ -4,10 +4,10 @@ import json
 
 import gradio as gr
 
-from .. import view_params
-from ..binding import bind
-from ..lazy import callbacks
-from .common import ANALYSIS
+from explorer.tabs.binding import bind
+from explorer.tabs.common import ANALYSIS
+from explorer.tabs.lazy import callbacks
+from explorer.teaching import view_params
 
 apply_link, shipped_name = callbacks("links", "apply_link", "shipped_name")
 

@@ -2,7 +2,7 @@
 
 Gradio's own preprocessing answers a wrong value with its internals: "Could not preprocess input component
 ... TypeError: '<' not supported ...", "Cannot convert float NaN to integer", a pydantic report, a
-"<class 'str'>". These subclasses skip it and every callback checks its inputs with explorer.validation
+"<class 'str'>". These subclasses skip it and every callback checks its inputs with explorer.callbacks.validation
 instead, so a student (or a script) reads one plain sentence. `is_template` makes the browser draw each one
 as the ordinary component it extends.
 """

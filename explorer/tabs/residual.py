@@ -1,10 +1,11 @@
+"""Residual stream tab: its size across layers, the updates written into it, the stream, the logit lens."""
 import gradio as gr
 
-from ..binding import bind
-from ..lazy import callbacks
-from .common import ANALYSIS, API, caption, model_slider, run_button
-from .export_button import data_button
-from .raw_inputs import RawRadio
+from explorer.tabs.binding import bind
+from explorer.tabs.common import ANALYSIS, API, caption, model_slider, run_button
+from explorer.tabs.export_button import data_button
+from explorer.tabs.lazy import callbacks
+from explorer.tabs.raw_inputs import RawRadio
 
 residual_view = callbacks("residual", "residual_view")
 

@@ -1,11 +1,12 @@
+"""Sampling tab: the next-token distribution and its knobs, side-by-side settings, step-by-step generation."""
 import gradio as gr
 
-from ..binding import bind
-from ..controls import COMPARE_HEADERS, DEFAULT_COMPARISON, GENERATION_TABLE_HEADERS
-from ..lazy import callbacks
-from .common import ANALYSIS, API, HEAVY, caption, run_button
-from .export_button import data_button
-from .raw_inputs import RawNumber, RawSlider, RawTable
+from explorer.common.controls import COMPARE_HEADERS, DEFAULT_COMPARISON, GENERATION_TABLE_HEADERS
+from explorer.tabs.binding import bind
+from explorer.tabs.common import ANALYSIS, API, HEAVY, caption, run_button
+from explorer.tabs.export_button import data_button
+from explorer.tabs.lazy import callbacks
+from explorer.tabs.raw_inputs import RawNumber, RawSlider, RawTable
 
 comparison_view, distribution_view, steps_view = callbacks(
     "sampling", "comparison_view", "distribution_view", "steps_view")

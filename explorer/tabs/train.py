@@ -1,18 +1,18 @@
+"""Train tab: a preset, the model's shape and the optimiser, Start/Pause/Stop, live loss and attention, models."""
 import gradio as gr
 
-from model_core.config import ACTIVATIONS, POSITIONALS
-from model_core.presets import DEFAULT_PRESET, PRESETS, get_preset
-from model_core.train_config import MAX_NS_STEPS, OPTIMIZERS
-
-from ..binding import bind
-from ..controls import ARCH_FIELDS, CONTROL_NAMES, LIVE_CAPTION, OPTIM_FIELDS, mlp_ratio_of
-from ..lazy import callbacks
-from ..live_plot import live_plot
-from ..shipped_list import shipped_models
-from ..view_params import register_control
-from .common import API
-from .export_button import data_button
-from .raw_inputs import RawDropdown, RawFile, RawNumber, RawSlider
+from explorer.common.controls import ARCH_FIELDS, CONTROL_NAMES, LIVE_CAPTION, OPTIM_FIELDS, mlp_ratio_of
+from explorer.common.shipped_list import shipped_models
+from explorer.tabs.binding import bind
+from explorer.tabs.common import API
+from explorer.tabs.export_button import data_button
+from explorer.tabs.lazy import callbacks
+from explorer.tabs.live_plot import live_plot
+from explorer.tabs.raw_inputs import RawDropdown, RawFile, RawNumber, RawSlider
+from explorer.teaching.view_params import register_control
+from model_core.model.config import ACTIVATIONS, POSITIONALS
+from model_core.training.presets import DEFAULT_PRESET, PRESETS, get_preset
+from model_core.training.train_config import MAX_NS_STEPS, OPTIMIZERS
 
 use_untrained_model = callbacks("init_model", "use_untrained_model")
 apply_preset, preset_note = callbacks("presets", "apply_preset", "preset_note")
@@ -22,6 +22,7 @@ model_summary, pick_shipped, save_zip, load_zip = callbacks("models", "model_sum
                                                             "load_zip")
 
 CLASSROOM = get_preset("classroom")
+DATA_FIELDS = ("corpus", "kind", "bpe_vocab")  # the Data tab's choices, named as in /data
 ADVANCED_OPTIM = {"warmup_steps", "weight_decay", "grad_clip", "eval_interval", "optimizer", "muon_lr",
                   "muon_ns_steps"}
 
@@ -116,10 +117,12 @@ def build_train_tab(data_inputs, model_info):
     count = bind(param_count_view)
     for c in arch:
         c.change(count, arch, params, api_visibility="private", concurrency_limit=None)
-    start.click(bind(start_training), [corpus, kind, bpe_vocab, *arch, *optim, val_split], status,
+    start.click(bind(start_training, names=(*DATA_FIELDS, *ARCH_FIELDS, *OPTIM_FIELDS, "val_split")),
+                [corpus, kind, bpe_vocab, *arch, *optim, val_split], status,
                 api_name="train_start", **API).success(
         lambda: gr.Timer(active=True), None, timer, api_visibility="private")
-    untrained.click(bind(use_untrained_model), [corpus, kind, bpe_vocab, *arch, val_split], model_info,
+    untrained.click(bind(use_untrained_model, names=(*DATA_FIELDS, *ARCH_FIELDS, "val_split")),
+                    [corpus, kind, bpe_vocab, *arch, val_split], model_info,
                     api_name="init_model", **API)
     for button, action in ((pause, "pause"), (resume, "resume"), (stop, "stop")):
         button.click(bind(lambda s, a=action: control(s, a)), None, status, api_name=f"train_{action}", **API)

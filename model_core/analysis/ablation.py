@@ -16,10 +16,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..corpora import load_corpus
-from ..data import compact, token_tensor, train_val_split
-from ..sampling import generate
-from ..tokenization import tokenizer_from_dict
+from model_core.data.corpora import load_corpus
+from model_core.data.dataset import compact, token_tensor, train_val_split
+from model_core.data.tokenization import tokenizer_from_dict
+from model_core.model.sampling import generate
 
 ABLATION_MODES = ("mean", "zero")
 EVAL_WINDOWS = 32  # validation windows in the fixed evaluation set (32 x 64 characters for the shipped model)

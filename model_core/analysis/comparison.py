@@ -9,7 +9,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from .ablation import token_losses
+from model_core.analysis.ablation import token_losses
 
 
 @torch.inference_mode()

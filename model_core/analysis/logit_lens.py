@@ -4,7 +4,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ..cache import ActivationCache
+from model_core.model.cache import ActivationCache
 
 
 @dataclass

@@ -9,7 +9,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .roles import HeadRole, head_roles, repeat_scores, text_scores
+from model_core.analysis.roles import HeadRole, head_roles, repeat_scores, text_scores
 
 REPEAT_LENGTH = 32  # tokens in the random segment; the probe shows it twice
 REPEAT_BATCH = 8  # random sequences averaged

@@ -3,7 +3,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..cache import ActivationCache
+from model_core.model.cache import ActivationCache
 
 
 @dataclass

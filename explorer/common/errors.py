@@ -1,0 +1,65 @@
+"""Turn the project's own errors into readable gr.Error messages; never send internal exception text."""
+import functools
+import linecache
+import logging
+import secrets
+from pathlib import Path
+
+import gradio as gr
+
+log = logging.getLogger("explorer")
+
+PROJECT_DIRS = tuple(str(Path(__file__).resolve().parents[2] / d) for d in ("explorer", "model_core"))
+
+
+class UserError(ValueError):
+    """Bad input from the user: the message is shown as is."""
+
+
+def friendly(fn):
+    """Decorator for callbacks: our own ValueErrors -> gr.Error(message); anything else (a library's
+    ValueError included: "cannot convert float NaN to integer" helps nobody) -> logged with a reference id,
+    and the user gets a short apology quoting that id."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except gr.Error:
+            raise
+        except Exception as err:  # noqa: BLE001 - the app must keep serving
+            if isinstance(err, (ValueError, KeyError)) and _ours(err):
+                raise gr.Error(_message(err), print_exception=False) from None
+            raise gr.Error(apology(fn.__name__), print_exception=False) from None
+
+    return wrapper
+
+
+def apology(where: str) -> str:
+    """Log the exception being handled under a fresh reference id; the message the user sees instead."""
+    ref = secrets.token_hex(3)
+    log.exception("%s failed [ref %s]", where, ref)
+    return (f"Something went wrong on the server (reference {ref}). The app is still running: try again, or "
+            "reload the model. If it keeps happening, tell whoever runs this app the reference.")
+
+
+def _ours(err: BaseException) -> bool:
+    """True for errors this project raises on purpose, whose messages are written for users: its own error
+    classes, or a plain ValueError/KeyError from a `raise` statement in its code."""
+    if type(err).__module__.split(".")[0] in ("explorer", "model_core"):
+        return True
+    tb = err.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is None or not tb.tb_frame.f_code.co_filename.startswith(PROJECT_DIRS):
+        return False
+    return linecache.getline(tb.tb_frame.f_code.co_filename, tb.tb_lineno).lstrip().startswith("raise")
+
+
+def _message(err: BaseException) -> str:
+    text = str(err.args[0]) if isinstance(err, KeyError) and err.args else str(err)
+    if not text:
+        return "That did not work; check the inputs and try again."
+    first = text.split(" ", 1)[0]
+    # "the prompt is empty" -> "The prompt…"; names stay as written: "tie_weights …", "notes.zip …"
+    return text[:1].upper() + text[1:] if first.isalpha() and first.islower() else text

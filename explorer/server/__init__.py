@@ -1,0 +1,1 @@
+"""Serving the app: launch, Gradio start-up and session plumbing, HTTP guards."""

@@ -1,0 +1,110 @@
+"""Launch the app: flags, limits, the Gradio server, warm-up and a clean shutdown (`transformer-explorer`, app.py)."""
+import argparse
+import os
+import signal
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="transformer-explorer",
+                                description="Train a tiny GPT and look inside it, in the browser.")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default: localhost only)")
+    p.add_argument("--port", type=int, default=7860, help="port to serve on")
+    p.add_argument("--model", default="shakespeare", help="shipped model every new session opens on")
+    p.add_argument("--max-params", type=int, default=5_000_000, help="largest model a user may train or upload")
+    p.add_argument("--max-steps", type=int, default=20_000, help="longest training run, in steps")
+    p.add_argument("--max-upload-mb", type=float, default=20.0, help="largest text or checkpoint upload")
+    p.add_argument("--max-trainers", type=int, default=2, help="training runs at once on this server")
+    p.add_argument("--max-sessions", type=int, default=64, help="browser sessions kept in memory")
+    p.add_argument("--run-ttl", type=float, default=300.0,
+                   help="seconds a paused or unwatched training run keeps its slot before the server stops it")
+    p.add_argument("--resume-ttl", type=float, default=600.0,
+                   help="seconds a closed or reloaded page's session (model, data, paused run) waits for it to return")
+    p.add_argument("--analysis-workers", type=int, default=2,
+                   help="analysis requests served at once (more only queue for the same cores)")
+    p.add_argument("--lesson", metavar="FILE", default=None,
+                   help="a lesson file (format: docs/lessons.md) that every new page opens on step 1")
+    p.add_argument("--torch-threads", type=int, default=1,
+                   help="torch threads per analysis request in the server (see docs/classroom.md)")
+    return p.parse_args(argv)
+
+
+def main(argv=None) -> None:
+    args = parse_args(argv)
+    # Only what the page needs is imported before the server answers (Gradio, our layout and controls);
+    # torch, the models and the callbacks load in warm_up() once it does (docs/benchmarks.md, start-up).
+    from explorer.common import app_state
+    from explorer.common.limits import LIMITS
+    from explorer.common.shipped_list import check_model_name
+    from explorer.server import gradio_sessions
+    from explorer.server.gradio_startup import single_app_build
+    from explorer.server.http_guard import guarded_app_kwargs
+
+    for name in ("max_params", "max_steps", "max_upload_mb", "max_trainers", "max_sessions", "analysis_workers"):
+        setattr(LIMITS, name, getattr(args, name))
+    LIMITS.run_ttl_seconds, LIMITS.resume_ttl_seconds = args.run_ttl, args.resume_ttl
+    try:
+        check_model_name(args.model)  # fail now, with a clear message, if the model does not exist
+    except ValueError as err:
+        raise SystemExit(f"--model: {err}") from None
+    app_state.default_model = args.model
+    from explorer.ui import CSS, build_app
+
+    gradio_sessions.install()  # a new browser session costs ~1 ms instead of 0.1-0.5 s of the server's time
+    with single_app_build():  # launch() builds the one app that serves
+        demo = build_app()
+        if args.lesson:  # checked against the controls the app just registered; a mistake stops the launch
+            from explorer.lessons import checked_lesson_file
+            app_state.lesson_file = checked_lesson_file(args.lesson)
+        demo.queue(default_concurrency_limit=2, max_size=256)
+    for sig in (signal.SIGTERM, signal.SIGINT):  # systemd and docker stop with SIGTERM, a terminal with Ctrl-C
+        signal.signal(sig, shutdown)
+    try:
+        demo.launch(server_name=args.host, server_port=args.port, css=CSS, theme="soft", enable_monitoring=False,
+                    max_file_size=f"{args.max_upload_mb:g}mb", state_session_capacity=args.max_sessions,
+                    show_error=False, footer_links=["api"], app_kwargs=guarded_app_kwargs(), prevent_thread_lock=True)
+        warm_up(args.torch_threads, app_state.default_model)
+        demo.block_thread()
+    # show_error=False: our own messages are gr.Error and always shown; Gradio's internal ones are not
+    finally:
+        shutdown()
+
+
+def warm_up(torch_threads: int, default_model: str) -> None:
+    """Once the server answers, load what the first page needs first (torch, the default model, the Attention
+    tab's code), then the rest: the other shipped models, the Train tab's default data, scikit-learn. A class
+    that arrives at once then does not queue behind the first student to ask for them."""
+    import torch
+
+    torch.set_num_threads(torch_threads)
+    from explorer.state.shipped import shipped_models, shipped_template
+
+    shipped_template(default_model)
+    import explorer.callbacks.attention  # noqa: F401
+    from explorer.callbacks.data import choose_data
+    from explorer.state.session import new_session
+    from model_core.data.tokenization import BPE_DEFAULT_VOCAB
+
+    for name in shipped_models():
+        shipped_template(name)
+    choose_data(new_session(), "shakespeare", None, "char", BPE_DEFAULT_VOCAB)  # the Train tab's defaults
+    import sklearn.decomposition  # noqa: F401  (the Embeddings tab's PCA; 1-2 s)
+
+
+def shutdown(*_signal) -> None:
+    """Stop every training child and the forkserver, remove temp files, and leave at once (threads that
+    serve requests still running must not keep the process alive)."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    from explorer.common.tempfiles import remove_all
+    from explorer.state.session import REGISTRY
+    from model_core.training.remote import shutdown_all
+
+    REGISTRY.close_all()
+    shutdown_all(timeout=2.0)
+    remove_all()
+    print("Transformer Explorer stopped: training processes ended, temp files removed.", flush=True)
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()

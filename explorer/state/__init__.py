@@ -1,0 +1,1 @@
+"""Per-session state: the model being inspected, its data, its training run."""

@@ -1,0 +1,40 @@
+"""The demo models that ship in explorer/assets/models/, and a fallback when they are missing."""
+import copy
+import functools
+
+import torch
+
+from explorer.common.shipped_list import MODELS_DIR, check_model_name, shipped_models
+from model_core import GPT
+from model_core.checkpoints.checkpoint import Checkpoint, load_checkpoint
+from model_core.data.corpora import load_corpus
+from model_core.data.tokenization import build_tokenizer
+from model_core.training.presets import get_preset
+
+
+def load_shipped(name: str) -> Checkpoint:
+    """A shipped checkpoint with a model of its own (hooks are per model object), sharing the read-only
+    history and snapshots with every other session that opened it; an untrained classroom model on
+    Shakespeare if the assets are missing."""
+    template = _loaded(name)
+    return Checkpoint(copy.deepcopy(template.model), template.tokenizer, template.train_config, template.history,
+                      template.evals, template.snapshots, template.corpus, template.versions)
+
+
+def shipped_template(name: str) -> Checkpoint:
+    """The shipped checkpoint every session shares, its model included: read-only (explorer.state.session copies
+    the model before a session uses it)."""
+    return _loaded(name)
+
+
+@functools.lru_cache(maxsize=8)
+def _loaded(name: str) -> Checkpoint:
+    check_model_name(name)
+    return load_checkpoint(MODELS_DIR / name) if name in shipped_models() else untrained_default()
+
+
+def untrained_default() -> Checkpoint:
+    tokenizer = build_tokenizer("char", load_corpus("shakespeare"))
+    torch.manual_seed(0)
+    model = GPT(get_preset("classroom").model_config(tokenizer.vocab_size)).eval()
+    return Checkpoint(model, tokenizer, corpus="shakespeare (untrained: run `make assets`)")

@@ -1,0 +1,119 @@
+"""Connect plain callbacks (session first) to Gradio events (session looked up from the request).
+
+Every call holds its session's lock for its whole length: hooks are global state on a model, so two calls
+of one session (an analysis and a generation, a double click) must never run on its model at once.
+Sessions have their own model objects, so different sessions never wait for each other."""
+import inspect
+import json
+import threading
+from collections import OrderedDict
+
+import gradio as gr
+from gradio.components.plot import PlotData
+
+from explorer.common.errors import friendly
+from explorer.tabs.lazy import LazyCallback
+
+SHARED_RESULTS = 256  # analyses of shipped models kept for every session to reuse
+
+
+class SharedResults:
+    """Results of analyses of unmodified shipped models, keyed by (model, callback, inputs): a class opens
+    the same default prompt on the same model, and the second student on gets it for free. When thirty
+    students ask at once, one computes and the others wait for that result (single flight). Results are
+    figures and tables that Gradio only reads."""
+
+    def __init__(self, capacity: int = SHARED_RESULTS):
+        self.capacity, self._items, self._lock = capacity, OrderedDict(), threading.Lock()
+        self._computing: dict = {}  # key -> Event set when the first caller has finished
+        self.hits = self.misses = 0
+
+    def get_or_compute(self, key, compute):
+        """The stored result for key, or compute() once however many callers ask at the same time."""
+        while True:
+            with self._lock:
+                if key in self._items:
+                    self._items.move_to_end(key)
+                    self.hits += 1
+                    return self._items[key]
+                running = self._computing.get(key)
+                if running is None:
+                    self._computing[key] = threading.Event()
+                    self.misses += 1
+                    break
+            running.wait()  # then look again: stored, or the first caller failed and we compute ourselves
+        try:
+            result = compute()
+            with self._lock:
+                self._items[key] = result
+                while len(self._items) > self.capacity:
+                    self._items.popitem(last=False)
+            return result
+        finally:
+            with self._lock:
+                self._computing.pop(key).set()
+
+
+SHARED = SharedResults()
+
+
+def _key(inputs: list):
+    """The inputs as a string key, or None when one of them has no plain form (it is then not shared)."""
+    try:
+        return json.dumps(inputs, default=_plain)
+    except (TypeError, ValueError):
+        return None
+
+
+def _plain(value):
+    if hasattr(value, "values") and hasattr(value.values, "tolist"):  # a DataFrame from a gr.Dataframe
+        return value.values.tolist()
+    raise TypeError(type(value).__name__)
+
+
+def serialised_figures(result):
+    """result with each Plotly figure replaced by the JSON gr.Plot would make of it, made once for every
+    session that reuses the result (serialising the attention views' figures costs ~20 ms per call)."""
+    if isinstance(result, tuple):
+        return tuple(serialised_figures(item) for item in result)
+    if hasattr(result, "to_plotly_json") and hasattr(result, "to_json"):
+        return PlotData(type="plotly", plot=result.to_json())
+    return result
+
+
+def bind(fn, shared: bool = False, names=None):
+    """fn(session, *inputs) -> a Gradio handler that finds this browser session's Session. shared=True: fn
+    is a pure view of (model, inputs), whose result sessions inspecting the same shipped model may reuse.
+    The handler's API parameters are named as fn's (after the session), or `names` where fn takes *values."""
+    safe = friendly(fn)
+
+    def handler(request: gr.Request, *inputs):
+        from explorer.state.session import REGISTRY  # torch: loaded once the server is up (explorer.tabs.lazy)
+
+        session = REGISTRY.get(request.session_hash if request else "local")
+        with session.lock:
+            while session.notices:
+                gr.Warning(session.notices.pop(0), duration=None)
+            key = (session.shared_key, fn.__name__, _key(list(inputs))) if shared and session.shared_key else None
+            if key is not None and key[2] is not None:
+                return SHARED.get_or_compute(key, lambda: serialised_figures(safe(session, *inputs)))
+            return safe(session, *inputs)
+
+    handler.__name__ = fn.__name__
+    handler.__doc__ = fn.__doc__
+    handler.__signature__ = api_signature(fn, names)
+    return handler
+
+
+REQUEST = inspect.Parameter("request", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=gr.Request)
+
+
+def api_signature(fn, names=None) -> inspect.Signature:
+    """(request, then fn's parameters after the session): Gradio names an endpoint's inputs after its handler's
+    parameters, so API callers can pass them by keyword (`layer=1`) and an added input breaks nobody."""
+    if names is None:
+        params = list((fn.signature() if isinstance(fn, LazyCallback) else inspect.signature(fn)).parameters.values())
+        params = params[1:]
+    else:
+        params = [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for name in names]
+    return inspect.Signature([REQUEST, *params])

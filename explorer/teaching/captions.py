@@ -1,0 +1,256 @@
+"""One-line, data-derived captions for every chart, in plain English for students new to transformers.
+
+Pure functions: numpy arrays (+ labels) in, one sentence out. Positions are written index:token ('5:e'),
+vocabulary tokens in quotes ('e')."""
+from collections import Counter
+
+import numpy as np
+
+from explorer.figures.common import head_label, index_labels, stream_labels
+from explorer.figures.sampling import SEED_LOGITS, softmax
+from model_core.analysis.heads import head_statistics
+
+BROAD_THRESHOLD = 0.3  # a head whose strongest habit gets less than this share is "spread out"
+SINK_THRESHOLD = 0.5  # a head putting more than this on the first token is a "sink" head
+ROLE_PHRASES = {"previous token": "on the previous token", "itself": "on its own position (itself)",
+                "first token": "on the first token (a 'sink' it parks attention on)"}
+NUMBER_WORDS = {1: "first component", 2: "first two components", 3: "first three components"}
+ACTIVATION_CAPTION = ("ReLU cuts every negative input to 0; GELU and SiLU are smooth versions that let small "
+                      "negative values through, which helps training.")
+
+
+def _pct(x: float) -> str:
+    return f"{float(x):.0%}"
+
+
+def chart_captions(captions: dict[str, str]) -> str:
+    """{chart name: caption} -> one markdown line per chart ('- **Selected head:** Head L1·H2 puts ...')."""
+    return "\n".join(f"- **{chart}:** {text}" for chart, text in captions.items() if text)
+
+
+def attention_shares(pattern) -> dict[str, float]:
+    """pattern [T, T] -> mean share of attention (over queries ≥ 1) on previous token, itself, first token:
+    the same numbers as the head-statistics table (model_core.analysis.head_statistics)."""
+    p = np.asarray(pattern, dtype=np.float64)
+    if p.shape[0] < 2:
+        return {"previous token": 0.0, "itself": float(p[0, 0]) if p.size else 0.0, "first token": 0.0}
+    stats = head_statistics(p)
+    return {"previous token": float(stats["prev_token"]), "itself": float(stats["self"]),
+            "first token": float(stats["first_token"])}
+
+
+def attention_head_caption(pattern, tokens: list[str], layer: int, head: int) -> str:
+    """'Head L1·H2 puts 78% of its attention on the previous token.' (or itself / first token / spread)."""
+    name = f"Head {head_label(layer, head)}"
+    if len(tokens) < 2:
+        return f"{name} has only one token to look at, so it attends to itself."
+    shares = attention_shares(pattern)
+    role, share = max(shares.items(), key=lambda item: item[1])
+    if share < BROAD_THRESHOLD:
+        favourite = np.asarray(pattern, dtype=np.float64)[1:].max(axis=1).mean()
+        return (f"{name} spreads its attention over many earlier tokens: its favourite key gets "
+                f"{_pct(favourite)} on average, and no simple habit (previous token, itself, first token) dominates.")
+    return f"{name} puts {_pct(share)} of its attention {ROLE_PHRASES[role]}, on average over positions."
+
+
+def attention_steps_caption(scores_masked, pattern, tokens: list[str]) -> str:
+    """How much the causal mask hides, and the sharpest query after softmax."""
+    masked = float(np.isneginf(np.asarray(scores_masked, dtype=np.float64)).mean())
+    p, labels = np.asarray(pattern, dtype=np.float64), index_labels(tokens)
+    if len(tokens) < 2:
+        return "With a single token there is nothing to mask: it can only attend to itself."
+    query = int(np.argmax(p[1:].max(axis=1))) + 1  # skip query 0, which can only see itself
+    key = int(np.argmax(p[query]))
+    return (f"The causal mask hides {_pct(masked)} of the scores (keys in the future); after softmax each row "
+            f"sums to 1, and the sharpest query, {labels[query]}, puts {_pct(p[query, key])} on {labels[key]}.")
+
+
+def query_attention_caption(pattern, tokens: list[str], query: int) -> str:
+    """'5:e can see keys 0:F to 5:e and puts the most attention, 78%, on 4:h.'"""
+    labels, weights = index_labels(tokens), np.asarray(pattern, dtype=np.float64)[query, : query + 1]
+    key = int(np.argmax(weights))
+    return (f"{labels[query]} can see keys {labels[0]} to {labels[query]} and puts the most attention, "
+            f"{_pct(weights[key])}, on {labels[key]}.")
+
+
+def grid_caption(stats: dict[str, np.ndarray]) -> str:
+    """Strongest previous-token head, plus the strongest sink head (or the most spread-out head)."""
+    prev, first = np.asarray(stats["prev_token"]), np.asarray(stats["first_token"])
+    best = np.unravel_index(np.argmax(prev), prev.shape)
+    text = f"The strongest previous-token head is {head_label(*best)} ({_pct(prev[best])})"
+    sink = np.unravel_index(np.argmax(first), first.shape)
+    if first[sink] > SINK_THRESHOLD:
+        return text + f"; {head_label(*sink)} mostly attends to the first token (sink, {_pct(first[sink])})."
+    entropy = np.asarray(stats["entropy"])
+    wide = np.unravel_index(np.argmax(entropy), entropy.shape)
+    return text + f"; {head_label(*wide)} spreads its attention most widely ({float(entropy[wide]):.1f} bits)."
+
+
+def residual_caption(resid_pre, resid_post, attn_out) -> str:
+    """[L, T] norms -> 'The residual stream grows from 1.2 to 7.9 across 4 layers; attention updates are 14% ...'"""
+    start, end = float(np.mean(resid_pre[0])), float(np.mean(resid_post[-1]))
+    verb = "grows" if end > 1.05 * start else "shrinks" if end < 0.95 * start else "stays about the same,"
+    share = float(np.mean(np.mean(attn_out, axis=1) / np.maximum(np.mean(resid_pre, axis=1), 1e-12)))
+    n_layers = len(resid_pre)
+    return (f"The residual stream {verb} from {start:.1f} to {end:.1f} across {n_layers} "
+            f"layer{'s' * (n_layers != 1)}; attention updates are {_pct(share)} of its size.")
+
+
+def update_norms_caption(attn_out, mlp_out) -> str:
+    """[L, T] update norms -> which block writes more, and the single biggest update."""
+    attn, mlp = np.mean(attn_out, axis=1), np.mean(mlp_out, axis=1)
+    bigger = int((mlp > attn).sum())
+    block, layer = ("FFN", int(np.argmax(mlp))) if mlp.max() >= attn.max() else ("attention", int(np.argmax(attn)))
+    return (f"The FFN writes more than attention in {bigger} of {len(attn)} layers; the biggest update is the "
+            f"{block} in layer {layer} (norm {max(mlp.max(), attn.max()):.2f}).")
+
+
+def update_vs_residual_caption(update, residual, tokens: list[str], layer: int) -> str:
+    """[T] norms -> average relative update size and where it is largest."""
+    ratio = np.asarray(update, dtype=np.float64) / np.maximum(np.asarray(residual, dtype=np.float64), 1e-12)
+    top = int(np.argmax(ratio))
+    return (f"In layer {layer} the attention update is {_pct(ratio.mean())} of the residual's size on average; "
+            f"it changes {index_labels(tokens)[top]} the most ({_pct(ratio[top])}).")
+
+
+def variance_caption(resid_var, attn_var, layer: int) -> str:
+    """[T] variances -> how big attention's output is compared to its input stream."""
+    ratio = float(np.mean(attn_var)) / max(float(np.mean(resid_var)), 1e-12)
+    return (f"In layer {layer} the attention output varies {ratio:.2f}× as much as the residual stream it is "
+            f"added to, so each layer {'nudges' if ratio < 1 else 'strongly rewrites'} the stream.")
+
+
+def residual_heatmap_caption(stream, tokens: list[str]) -> str:
+    """stream [L+1, T, D] -> growth from embedding to output and the position with the largest final norm."""
+    norms = np.linalg.norm(np.asarray(stream, dtype=np.float64), axis=-1)  # [L+1, T]
+    growth = norms[-1].mean() / max(norms[0].mean(), 1e-12)
+    top = int(np.argmax(norms[-1]))
+    return (f"Across layers the stream's size changes {growth:.1f}× on average; at the end "
+            f"{index_labels(tokens)[top]} has the largest vector (norm {norms[-1, top]:.1f}).")
+
+
+def logit_lens_caption(top_labels, top_probs) -> str:
+    """[L+1, T] top-1 guesses -> after which layer the final prediction settles as top-1, on average."""
+    labels = np.asarray(top_labels, dtype=object)
+    agrees = labels == labels[-1]  # [L+1, T]
+    settled = np.array([agrees.shape[0] - np.argmin(col[::-1]) if not col.all() else 0 for col in agrees.T])
+    names = ["right after the embedding"] + stream_labels(agrees.shape[0] - 1)[1:]
+    mean_row = int(round(float(settled.mean())))
+    early = int((settled == 0).sum())
+    confidence = float(np.mean(top_probs[-1]))
+    return (f"On average the final prediction becomes (and stays) the top guess {names[mean_row]}; it is already "
+            f"there right after the embedding at {early} of {labels.shape[1]} positions. "
+            f"Final confidence: {_pct(confidence)}.")
+
+
+def embedding_caption(explained) -> str:
+    """explained [k] variance ratios -> 'The first two components explain 31% of the variance.'"""
+    k = len(explained)
+    return f"The {NUMBER_WORDS.get(k, f'first {k} components')} explain {_pct(np.sum(explained))} of the variance."
+
+
+def positional_caption(W_pos) -> str:
+    """W_pos [P, D] -> whether neighbouring positions have similar embeddings (cosine similarity)."""
+    w = np.asarray(W_pos, dtype=np.float64)
+    if w.shape[0] < 3:
+        return "Too few positions to compare neighbours."
+    unit = w / np.maximum(np.linalg.norm(w, axis=1, keepdims=True), 1e-12)
+    cos = unit @ unit.T
+    gap = np.abs(np.subtract.outer(np.arange(len(w)), np.arange(len(w))))
+    near, far = cos[gap == 1].mean(), cos[gap >= max(2, len(w) // 2)].mean()
+    return (f"Neighbouring positions have cosine similarity {near:.2f}, distant ones {far:.2f}: "
+            f"{'the model has learned a smooth sense of order' if near > far + 0.1 else 'no smooth order yet'}.")
+
+
+def embedding_norms_caption(tok_norms, pos_norms) -> str:
+    """[T] norms -> which embedding dominates the model's input."""
+    tok, pos = float(np.mean(tok_norms)), float(np.mean(pos_norms))
+    bigger, smaller, ratio = ("Token", "position", tok / max(pos, 1e-12)) if tok >= pos else \
+        ("Position", "token", pos / max(tok, 1e-12))
+    return (f"{bigger} embeddings are {ratio:.1f}× the size of {smaller} embeddings on average "
+            f"({max(tok, pos):.2f} vs {min(tok, pos):.2f}), so they dominate the input.")
+
+
+def ffn_caption(fraction_active, dead: int) -> str:
+    """fraction_active [M], dead count -> 'On average a neuron is active at 38% of positions; 12 of 512 ...'"""
+    n = len(fraction_active)
+    return (f"On average a neuron is active at {_pct(np.mean(fraction_active))} of positions; "
+            f"{int(dead)} of {n} neurons never fire on this text (dead).")
+
+
+def ffn_histogram_caption(pre_hist, pre_edges, post_hist, post_edges, activation_name: str = "GELU") -> str:
+    """Histograms -> share of negative inputs and how far below zero the outputs reach."""
+    centres = (np.asarray(pre_edges[:-1]) + np.asarray(pre_edges[1:])) / 2
+    negative = float(np.asarray(pre_hist)[centres < 0].sum()) / max(float(np.sum(pre_hist)), 1.0)
+    lowest = float(np.asarray(post_edges)[np.flatnonzero(np.asarray(post_hist) > 0)[0]])
+    return (f"{_pct(negative)} of FFN inputs are negative; {activation_name} squashes them towards zero "
+            f"(outputs stay above {lowest:.2f}).")
+
+
+def top_tokens_caption(positions, values, tokens: list[str]) -> str:
+    """A neuron's top positions -> the token it fires on most often, and its peak activation."""
+    counts = Counter(tokens[p] for p in np.asarray(positions).tolist())
+    token, count = counts.most_common(1)[0]
+    return (f"This neuron fires hardest on '{token}' ({count} of its top {len(positions)} positions); "
+            f"peak activation {float(np.max(values)):.2f}.")
+
+
+def sampling_caption(probs_before, probs_after, removed, labels: list[str]) -> str:
+    """'Filtering kept 5 of 65 tokens; the top token '␣' now has 62% (was 48%).'"""
+    removed = np.asarray(removed, dtype=bool)
+    top = int(np.argmax(probs_after))
+    now, was = float(probs_after[top]), float(probs_before[top])
+    if not removed.any():
+        return f"No filtering: all {len(removed)} tokens stay possible; the top token '{labels[top]}' has {_pct(was)}."
+    return (f"Filtering kept {int((~removed).sum())} of {len(removed)} tokens; the top token '{labels[top]}' "
+            f"now has {_pct(now)} (was {_pct(was)}).")
+
+
+def temperature_caption(logits, temperatures, labels: list[str] | None = None) -> str:
+    """How the top token's probability changes between the lowest and highest temperature."""
+    values = SEED_LOGITS if logits is None else np.asarray(logits, dtype=np.float64)
+    top = int(np.argmax(values))
+    name = "the largest logit" if logits is None or labels is None else f"the top token '{labels[top]}'"
+    cold, hot = min(temperatures), max(temperatures)
+    return (f"At temperature {cold:g} {name} gets {_pct(softmax(values, cold)[top])}; at {hot:g} only "
+            f"{_pct(softmax(values, hot)[top])}: low temperature sharpens, high temperature flattens.")
+
+
+def generation_caption(steps: list[dict]) -> str:
+    """Generated steps -> average probability of the picks and the least likely pick."""
+    if not steps:
+        return "Nothing generated yet."
+    probs = np.array([float(s["prob"]) for s in steps])
+    worst = int(np.argmin(probs))
+    return (f"Generated {len(steps)} tokens; the picks had {_pct(probs.mean())} probability on average, and the "
+            f"least likely was '{steps[worst]['token_label']}' at step {worst + 1} ({_pct(probs[worst])}).")
+
+
+def token_index_caption(ids, labels: list[str]) -> str:
+    """ids [N] -> how many distinct tokens the text uses and the most common one."""
+    counts = Counter(zip(np.asarray(ids).tolist(), labels))
+    (token_id, label), count = counts.most_common(1)[0]
+    return (f"{len(labels)} positions use {len(counts)} distinct token ids; the most common is '{label}' "
+            f"(id {token_id}, {count} times).")
+
+
+def loss_caption(steps, train_loss, eval_steps=None, val_loss=None, eval_train_loss=None,
+                 vocab_size: int | None = None) -> str:
+    """Loss history -> how far validation (or train) loss fell, the train-val gap, the guessing baseline."""
+    baseline = f" Random guessing would score {np.log(vocab_size):.2f}." if vocab_size else ""
+    if val_loss is not None and len(val_loss):
+        text = f"Validation loss fell from {val_loss[0]:.2f} to {val_loss[-1]:.2f} over {int(steps[-1])} steps"
+        if eval_train_loss is not None and len(eval_train_loss):
+            gap = float(val_loss[-1] - eval_train_loss[-1])
+            text += f"; the train–validation gap is {gap:.2f} (a growing gap means overfitting)"
+        return text + "." + baseline
+    window = max(1, len(train_loss) // 10)  # smooth the noisy per-batch loss
+    start, end = float(np.mean(train_loss[:window])), float(np.mean(train_loss[-window:]))
+    return f"Training loss fell from {start:.2f} to {end:.2f} over {len(train_loss)} steps." + baseline
+
+
+def layernorm_caption(x_before, x_after) -> str:
+    """Values before/after LayerNorm -> how mean and spread change."""
+    before, after = np.asarray(x_before, dtype=np.float64), np.asarray(x_after, dtype=np.float64)
+    return (f"LayerNorm moves the values from mean {before.mean():.2f}, std {before.std():.2f} to mean "
+            f"{after.mean():.2f}, std {after.std():.2f}, so every layer sees inputs of a similar size.")

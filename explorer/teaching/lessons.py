@@ -1,0 +1,203 @@
+"""Lesson files (explorer/assets/lessons/*.md): parse them and check their settings with a given validator.
+
+A lesson is a title, optional lesson-wide settings, an optional intro, then steps. Each step is a "## "
+heading, zero or more "key: value" lines (the same names and values a link's query string takes), a blank
+line, and the Markdown text the student reads. The format is documented in docs/lessons.md.
+Parsing is pure: which setting names and values are valid is asked of a `validate(key, value)` callable,
+which the app builds from its registered controls (settings_validator)."""
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Optional
+
+from explorer.common import app_state
+
+LESSONS_DIR = Path(__file__).resolve().parents[1] / "assets" / "lessons"
+LESSON_SETTINGS = {"simple": ("yes", "no")}  # lesson-wide settings, before the first step
+NOT_IN_STEPS = {"lesson"}  # link parameters a step may not set (a lesson cannot open another lesson)
+SETTING = re.compile(r"^([a-z][a-z0-9_]*)\s*:(.*)$")  # "layer: 2"; a key is a lower-case name
+QUOTED = re.compile(r'"((?:[^"\\]|\\.)*)"')  # a double-quoted value; backslash escapes the next character
+SLUG = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+
+Validate = Callable[[str, str], Optional[str]]  # (key, value) -> what is wrong, or None when it is fine
+
+
+class LessonError(ValueError):
+    """A malformed lesson file: the message names the line (and the file, when known)."""
+
+    def __init__(self, line: int, problem: str, source: str = ""):
+        self.line, self.problem, self.source = line, problem, source
+        where = f"line {line}: " if line else ""  # line 0: the file as a whole (it cannot be read)
+        super().__init__(f"{source + ': ' if source else ''}{where}{problem}")
+
+
+@dataclass(frozen=True)
+class Step:
+    title: str
+    settings: dict  # parameter name -> value text, applied on entering the step; unnamed controls keep theirs
+    text: str  # Markdown the student reads
+    line: int  # line number of the step's "## " heading
+
+
+@dataclass(frozen=True)
+class Lesson:
+    title: str
+    steps: tuple  # of Step, at least one
+    intro: str = ""  # Markdown before the first step
+    simple: bool = False  # hide controls registered advanced=True while the lesson is open
+    source: str = ""  # file it was read from
+
+
+def parse_lesson(text: str, validate: Optional[Validate] = None, source: str = "") -> Lesson:
+    """The Lesson in text; LessonError naming the line when it is malformed. validate checks step settings."""
+    lines = text.splitlines()
+    try:
+        title, i = _title(lines)
+        options, i = _settings_block(lines, i, _lesson_setting)
+        intro, i = _text_block(lines, i)
+        steps = []
+        while i < len(lines):
+            step, i = _step(lines, i, validate)
+            steps.append(step)
+        if not steps:
+            raise LessonError(len(lines), "a lesson needs at least one step: a line starting with '## '")
+    except LessonError as err:
+        raise LessonError(err.line, err.problem, source) from None
+    simple = options.get("simple", "no") == "yes"
+    return Lesson(title, tuple(steps), intro, simple, source)
+
+
+def read_lesson(path, validate: Optional[Validate] = None) -> Lesson:
+    """parse_lesson on a file; a missing or unreadable file is a LessonError too."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise LessonError(0, f"cannot read the lesson file ({err.__class__.__name__}: {err})", str(path)) from None
+    return parse_lesson(text, validate, str(path))
+
+
+def _title(lines: list) -> tuple:
+    i = _skip_blank(lines, 0)
+    if i == len(lines) or not lines[i].startswith("# ") or not lines[i][2:].strip():
+        raise LessonError(i + 1, "the first line must be the lesson title: '# ' and a title")
+    return lines[i][2:].strip(), i + 1
+
+
+def _step(lines: list, i: int, validate: Optional[Validate]) -> tuple:
+    """lines[i] is a "## " heading -> (Step, index of the line after the step)."""
+    heading = i + 1
+    title = lines[i][3:].strip()
+    if not title:
+        raise LessonError(heading, "a step heading needs a title after '## '")
+    settings, i = _settings_block(lines, i + 1, lambda n, k, v: _step_setting(n, k, v, validate), strict=True)
+    text, i = _text_block(lines, i)
+    if not text:
+        raise LessonError(heading, f"step {title!r} needs text to read (at least one line after its settings)")
+    return Step(title, settings, text, heading), i
+
+
+def _settings_block(lines: list, i: int, check, strict: bool = False) -> tuple:
+    """"key: value" lines from lines[i] up to the first blank line -> ({key: value}, next index). strict: once
+    the block has begun, every line up to the blank line must be a setting (a step's text follows a blank)."""
+    start = i = _skip_blank(lines, i)
+    settings = {}
+    while i < len(lines) and lines[i].strip():
+        match = SETTING.match(lines[i].strip())
+        if not match:
+            if strict and i > start:
+                raise LessonError(i + 1, "expected 'key: value'; leave a blank line between a step's settings "
+                                         "and its text")
+            break
+        key, value = match.group(1), _value(match.group(2), i + 1)
+        if key in settings:
+            raise LessonError(i + 1, f"{key!r} is set twice")
+        check(i + 1, key, value)
+        settings[key] = value
+        i += 1
+    return settings, i
+
+
+def _value(raw: str, line: int) -> str:
+    """The text after "key:", unquoted: "  a b " keeps its spaces; \\n is a newline, \\" a quote, \\\\ a backslash."""
+    raw = raw.strip()
+    if raw.startswith('"'):
+        quoted = QUOTED.fullmatch(raw)
+        if not quoted:
+            raise LessonError(line, 'a quoted value must end with a double quote (write \\" for a quote inside)')
+        raw = re.sub(r"\\(.)", lambda m: {"n": "\n", "t": "\t"}.get(m.group(1), m.group(1)), quoted.group(1))
+    elif not raw:
+        raise LessonError(line, "this setting has no value")
+    return raw
+
+
+def _lesson_setting(line: int, key: str, value: str) -> None:
+    if key not in LESSON_SETTINGS:
+        raise LessonError(line, f"unknown lesson setting {key!r} (before the first step only: "
+                                f"{', '.join(LESSON_SETTINGS)}; control settings go in a step)")
+    if value not in LESSON_SETTINGS[key]:
+        raise LessonError(line, f"{key} must be {' or '.join(LESSON_SETTINGS[key])}, not {value!r}")
+
+
+def _step_setting(line: int, key: str, value: str, validate: Optional[Validate]) -> None:
+    if key in NOT_IN_STEPS or key in LESSON_SETTINGS:
+        raise LessonError(line, f"a step cannot set {key!r}")
+    problem = validate(key, value) if validate else None
+    if problem:
+        raise LessonError(line, problem)
+
+
+def _text_block(lines: list, i: int) -> tuple:
+    """Markdown from lines[i] to the next step heading (not counting headings inside ``` fences)."""
+    start, fenced = i, False
+    while i < len(lines) and (fenced or not lines[i].startswith("## ")):
+        fenced ^= lines[i].lstrip().startswith("```")
+        i += 1
+    return "\n".join(lines[start:i]).strip("\n"), i
+
+
+def _skip_blank(lines: list, i: int) -> int:
+    while i < len(lines) and not lines[i].strip():
+        i += 1
+    return i
+
+
+def shipped_lessons() -> dict:
+    """slug -> path of every lesson in explorer/assets/lessons/, sorted by slug."""
+    if not LESSONS_DIR.is_dir():
+        return {}
+    return {p.stem: p for p in sorted(LESSONS_DIR.glob("*.md")) if SLUG.match(p.stem)}
+
+
+FILE_KEY = "file"  # the picker's value for the lesson opened with `python app.py --lesson FILE`
+NO_LESSON = "Pick a lesson above: each step sets the app up for you and asks you a question."
+
+
+def lesson_choices() -> list[tuple[str, str]]:
+    """(title, key) of every choice in the picker: none, the --lesson file, then the shipped lessons."""
+    mine = [(f"{lesson_title(app_state.lesson_file)} (your file)", FILE_KEY)] if app_state.lesson_file else []
+    return [("(no lesson)", ""), *mine, *((lesson_title(path), slug) for slug, path in shipped_lessons().items())]
+
+
+def lesson_title(path) -> str:
+    """The title line of a lesson file (for pickers), or its file name when it has none."""
+    try:
+        return _title(Path(path).read_text(encoding="utf-8").splitlines())[0]
+    except (OSError, UnicodeDecodeError, LessonError):
+        return Path(path).stem
+
+
+def settings_validator(names, parse_params) -> Validate:
+    """validate(key, value) for lesson steps: key must be one of names, and parse_params({key: value}) -- the
+    link parser -- must accept the value without a note."""
+    known = sorted(set(names) - NOT_IN_STEPS)
+
+    def validate(key: str, value: str) -> Optional[str]:
+        if key not in known:
+            return f"unknown setting {key!r} (known: {', '.join(known)})"
+        values, notes = parse_params({key: value})
+        if notes or key not in values:  # a note reads "Ignored layer='9': must be between 0 and 7"
+            return "; ".join(str(n).removeprefix("Ignored ") for n in notes) or f"{key}={value!r} is not valid"
+        return None
+
+    return validate

@@ -1,0 +1,1 @@
+"""Checkpoints on disk: saving, bounded loading of untrusted files, and conversion."""

@@ -1,0 +1,1 @@
+"""Training texts, tokenizers and token tensors."""

@@ -1,0 +1,92 @@
+"""GPT: a decoder-only transformer with a named hook point on every intermediate activation."""
+import math
+from typing import Optional
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from model_core.model.cache import ActivationCache
+from model_core.model.config import GPTConfig
+from model_core.model.hooks import HookedModule, HookPoint, NamesFilter, names_predicate
+from model_core.model.layers import Block, Norm, maybe_dropout, sinusoidal_table
+
+
+class GPT(HookedModule):
+    """Token + position embedding, n_layers blocks, final norm, unembedding to logits at every position."""
+
+    def __init__(self, cfg: GPTConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.embed = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        self.hook_embed = HookPoint()  # [batch, pos, d_model]
+        if cfg.positional == "learned":
+            self.pos_embed = nn.Embedding(cfg.block_size, cfg.d_model)
+        elif cfg.positional == "sinusoidal":
+            self.register_buffer("pos_table", sinusoidal_table(cfg.block_size, cfg.d_model), persistent=False)
+        if cfg.has_position_vectors:  # rope and none add nothing to the residual stream, so nothing to hook
+            self.hook_pos_embed = HookPoint()  # [batch, pos, d_model]
+        self.drop = maybe_dropout(cfg.dropout)
+        self.blocks = nn.ModuleList([Block(cfg) for _ in range(cfg.n_layers)])
+        # Post-norm blocks already end in a norm, so only pre-norm models get a final one.
+        self.ln_final = Norm(cfg, cfg.norm if cfg.norm_placement == "pre" else "none")
+        self.unembed = nn.Linear(cfg.d_model, cfg.vocab_size, bias=cfg.bias and not cfg.tie_weights)
+        self.apply(self._init_weights)
+        for name, p in self.named_parameters():  # GPT-2: scale residual projections by depth
+            if name.endswith(("W_o.weight", "W_out.weight")):
+                nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * cfg.n_layers))
+        if cfg.tie_weights:
+            self.unembed.weight = self.embed.weight
+        self.setup_hooks()
+
+    @staticmethod
+    def _init_weights(module):
+        if isinstance(module, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(module.weight, mean=0.0, std=0.02)
+        if isinstance(module, nn.Linear) and module.bias is not None:
+            nn.init.zeros_(module.bias)
+
+    def num_params(self) -> int:
+        """Trainable parameters, counting a tied matrix once."""
+        return sum(p.numel() for p in self.parameters())
+
+    def position_embeddings(self, T: int) -> torch.Tensor:
+        """(T, D) learned or sinusoidal position vectors; zeros for rope and none, which add none."""
+        if self.cfg.positional == "learned":
+            return self.pos_embed.weight[:T]
+        if self.cfg.positional == "sinusoidal":
+            return self.pos_table[:T]
+        return self.embed.weight.new_zeros(T, self.cfg.d_model)
+
+    def forward(self, idx: torch.Tensor, targets: Optional[torch.Tensor] = None):
+        """idx (B, T) token ids -> logits (B, T, vocab), and the mean cross-entropy if targets are given."""
+        B, T = idx.shape
+        if T > self.cfg.block_size:
+            raise ValueError(f"sequence of {T} tokens is longer than block_size {self.cfg.block_size}; crop it.")
+        x = self.hook_embed(self.embed(idx))  # (B, T, D)
+        if self.cfg.has_position_vectors:  # rope positions act inside attention instead
+            x = x + self.hook_pos_embed(self.position_embeddings(T).expand(B, T, -1))  # (B, T, D)
+        x = self.drop(x)  # (B, T, D)
+        for block in self.blocks:
+            x = block(x)  # (B, T, D)
+        logits = self.unembed(self.ln_final(x))  # (B, T, V)
+        loss = None
+        if targets is not None:
+            loss = F.cross_entropy(logits.view(-1, logits.size(-1)), targets.reshape(-1), ignore_index=-1)
+        return logits, loss
+
+    @torch.no_grad()
+    def run_with_cache(self, idx: torch.Tensor, names_filter: NamesFilter = None):
+        """Forward pass that saves the activations named by names_filter (all by default).
+
+        Returns (logits, ActivationCache); cached tensors are detached and on the CPU."""
+        keep = names_predicate(names_filter)
+        store: dict[str, torch.Tensor] = {}
+
+        def save(tensor, hook):
+            store[hook.name] = tensor.detach() if tensor.device.type == "cpu" else tensor.detach().cpu()
+
+        hooks = [(name, save) for name in self.hook_names if keep(name)]
+        logits, _ = self.run_with_hooks(idx, fwd_hooks=hooks)
+        ordered = {name: store[name] for name in self.hook_names if name in store}
+        return logits, ActivationCache(ordered, self.cfg.n_layers)

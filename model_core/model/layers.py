@@ -1,0 +1,171 @@
+"""The parts of a block: norm, causal self-attention, feed-forward. Shapes in comments:
+B batch, T positions, D d_model, H heads, dh d_head, M d_mlp."""
+import math
+from typing import Optional
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from model_core.model.config import GPTConfig
+from model_core.model.hooks import HookPoint
+from model_core.model.rope import Rotary
+
+
+def maybe_dropout(p: float) -> nn.Module:
+    """Dropout, or identity when p is 0 (torch's dropout still draws a mask at p=0 in training)."""
+    return nn.Dropout(p) if p > 0 else nn.Identity()
+
+
+class Norm(nn.Module):
+    """LayerNorm, RMSNorm or identity, followed by a hook on the normalised output."""
+
+    def __init__(self, cfg: GPTConfig, kind: str, width: Optional[int] = None):
+        super().__init__()
+        width = width or cfg.d_model
+        if kind == "layernorm":
+            self.norm = nn.LayerNorm(width, bias=cfg.bias)
+        elif kind == "rmsnorm":
+            self.norm = nn.RMSNorm(width, eps=1e-5)
+        else:
+            self.norm = nn.Identity()
+        self.hook_normalized = HookPoint()  # [batch, pos, d_model] ([batch, pos, head, d_head] for qk-norm)
+
+    def forward(self, x):
+        return self.hook_normalized(self.norm(x))
+
+
+class CausalSelfAttention(nn.Module):
+    """Multi-head masked self-attention. Materialises scores and pattern only when hooked."""
+
+    def __init__(self, cfg: GPTConfig):
+        super().__init__()
+        self.n_heads, self.d_head, self.dropout = cfg.n_heads, cfg.d_head, cfg.dropout
+        self.W_qkv = nn.Linear(cfg.d_model, 3 * cfg.d_model, bias=cfg.bias)
+        self.W_o = nn.Linear(cfg.d_model, cfg.d_model, bias=cfg.bias)
+        self.attn_dropout = maybe_dropout(cfg.dropout)
+        causal = torch.tril(torch.ones(cfg.block_size, cfg.block_size, dtype=torch.bool))
+        self.register_buffer("causal", causal, persistent=False)  # (block, block), True = may attend
+        self.hook_q = HookPoint()  # [batch, pos, head, d_head]
+        self.hook_k = HookPoint()  # [batch, pos, head, d_head]
+        self.hook_v = HookPoint()  # [batch, pos, head, d_head]
+        if cfg.qk_norm:  # RMSNorm over each head's d_head: q.k is bounded, so the logits cannot blow up
+            self.q_norm = Norm(cfg, "rmsnorm", cfg.d_head)  # hook q_norm.hook_normalized [batch, pos, head, d_head]
+            self.k_norm = Norm(cfg, "rmsnorm", cfg.d_head)  # hook k_norm.hook_normalized [batch, pos, head, d_head]
+        if cfg.positional == "rope":
+            self.rotary = Rotary(cfg.block_size, cfg.d_head)
+            self.hook_rot_q = HookPoint()  # [batch, pos, head, d_head], q after the rotation
+            self.hook_rot_k = HookPoint()  # [batch, pos, head, d_head], k after the rotation
+        self.qk_norm, self.rope = cfg.qk_norm, cfg.positional == "rope"
+        self.hook_attn_scores_unmasked = HookPoint()  # [batch, head, query, key], scaled q.k
+        self.hook_attn_scores = HookPoint()  # [batch, head, query, key], -inf above the diagonal
+        self.hook_pattern = HookPoint()  # [batch, head, query, key], rows sum to 1
+        self.hook_z = HookPoint()  # [batch, pos, head, d_head], pattern-weighted values
+        self.force_explicit = False  # tests flip this to compare the two paths
+
+    def wants_pattern(self) -> bool:
+        """True when something reads the scores or pattern, so they must be materialised."""
+        return self.force_explicit or any(
+            h.has_hooks() for h in (self.hook_attn_scores_unmasked, self.hook_attn_scores, self.hook_pattern)
+        )
+
+    def forward(self, x):
+        B, T, D = x.shape
+        q, k, v = self.W_qkv(x).split(D, dim=2)  # 3 x (B, T, D)
+        q = self.hook_q(q.view(B, T, self.n_heads, self.d_head))  # (B, T, H, dh)
+        k = self.hook_k(k.view(B, T, self.n_heads, self.d_head))  # (B, T, H, dh)
+        v = self.hook_v(v.view(B, T, self.n_heads, self.d_head))  # (B, T, H, dh)
+        if self.qk_norm:
+            q, k = self.q_norm(q), self.k_norm(k)  # (B, T, H, dh), unit RMS per head times a learned gain
+        if self.rope:
+            q, k = self.hook_rot_q(self.rotary(q)), self.hook_rot_k(self.rotary(k))  # (B, T, H, dh)
+        q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # (B, H, T, dh)
+        if self.wants_pattern():
+            z = self.explicit_attention(q, k, v)  # (B, H, T, dh)
+        else:
+            p = self.dropout if self.training else 0.0
+            z = F.scaled_dot_product_attention(q, k, v, dropout_p=p, is_causal=True)  # (B, H, T, dh)
+        z = self.hook_z(z.transpose(1, 2))  # (B, T, H, dh)
+        return self.W_o(z.reshape(B, T, D))  # (B, T, D)
+
+    def explicit_attention(self, q, k, v):
+        T = q.size(2)
+        scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_head)  # (B, H, T, T)
+        scores = self.hook_attn_scores_unmasked(scores)
+        scores = scores.masked_fill(~self.causal[:T, :T], float("-inf"))
+        scores = self.hook_attn_scores(scores)
+        pattern = self.hook_pattern(F.softmax(scores, dim=-1))  # (B, H, T, T)
+        return self.attn_dropout(pattern) @ v  # (B, H, T, dh)
+
+
+ACTIVATION_FNS = {
+    "gelu": F.gelu,
+    "relu": F.relu,
+    "relu2": lambda x: F.relu(x).square(),  # ReLU squared: sparse like relu, smooth at 0; the speedrun's choice
+}
+
+
+class MLP(nn.Module):
+    """Position-wise feed-forward: W_out(act(W_in x)), or SwiGLU W_out(silu(W_gate x) * W_in x)."""
+
+    def __init__(self, cfg: GPTConfig):
+        super().__init__()
+        self.activation = cfg.activation
+        self.W_in = nn.Linear(cfg.d_model, cfg.d_mlp, bias=cfg.bias)
+        if cfg.activation == "swiglu":
+            self.W_gate = nn.Linear(cfg.d_model, cfg.d_mlp, bias=cfg.bias)
+        self.W_out = nn.Linear(cfg.d_mlp, cfg.d_model, bias=cfg.bias)
+        self.hook_pre = HookPoint()  # [batch, pos, d_mlp], input of the non-linearity (the gate for swiglu)
+        if cfg.activation == "swiglu":
+            self.hook_pre_linear = HookPoint()  # [batch, pos, d_mlp], the ungated branch
+        self.hook_post = HookPoint()  # [batch, pos, d_mlp], neuron activations
+
+    def forward(self, x):
+        if self.activation == "swiglu":
+            pre = self.hook_pre(self.W_gate(x))  # (B, T, M)
+            post = F.silu(pre) * self.hook_pre_linear(self.W_in(x))  # (B, T, M)
+        else:
+            pre = self.hook_pre(self.W_in(x))  # (B, T, M)
+            post = ACTIVATION_FNS[self.activation](pre)  # (B, T, M)
+        return self.W_out(self.hook_post(post))  # (B, T, D)
+
+
+class Block(nn.Module):
+    """One transformer block: attention then FFN, each added to the residual stream."""
+
+    def __init__(self, cfg: GPTConfig):
+        super().__init__()
+        self.pre_norm, self.attn_only = cfg.norm_placement == "pre", cfg.attn_only
+        self.hook_resid_pre = HookPoint()  # [batch, pos, d_model]
+        self.ln1 = Norm(cfg, cfg.norm)
+        self.attn = CausalSelfAttention(cfg)
+        self.hook_attn_out = HookPoint()  # [batch, pos, d_model]
+        self.hook_resid_mid = HookPoint()  # [batch, pos, d_model]
+        if not cfg.attn_only:
+            self.ln2 = Norm(cfg, cfg.norm)
+            self.mlp = MLP(cfg)
+            self.hook_mlp_out = HookPoint()  # [batch, pos, d_model]
+        self.hook_resid_post = HookPoint()  # [batch, pos, d_model]
+        self.drop = maybe_dropout(cfg.dropout)
+
+    def forward(self, x):
+        x = self.hook_resid_pre(x)  # (B, T, D)
+        if self.pre_norm:  # x + f(norm(x)): the residual stream is a running sum
+            x = self.hook_resid_mid(x + self.hook_attn_out(self.drop(self.attn(self.ln1(x)))))
+            if not self.attn_only:
+                x = x + self.hook_mlp_out(self.drop(self.mlp(self.ln2(x))))
+        else:  # norm(x + f(x)): the 2017 paper's order
+            x = self.hook_resid_mid(self.ln1(x + self.hook_attn_out(self.drop(self.attn(x)))))
+            if not self.attn_only:
+                x = self.ln2(x + self.hook_mlp_out(self.drop(self.mlp(x))))
+        return self.hook_resid_post(x)
+
+
+def sinusoidal_table(block_size: int, d_model: int) -> torch.Tensor:
+    """The 2017 paper's fixed encoding: sin on even dims, cos on odd dims. (block, D)"""
+    pos = torch.arange(block_size, dtype=torch.float32).unsqueeze(1)  # (block, 1)
+    div = torch.pow(10000.0, torch.arange(0, d_model, 2, dtype=torch.float32) / d_model)  # (D/2,)
+    table = torch.zeros(block_size, d_model)
+    table[:, 0::2] = torch.sin(pos / div)
+    table[:, 1::2] = torch.cos(pos / div)
+    return table

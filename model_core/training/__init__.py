@@ -1,0 +1,1 @@
+"""Training runs: configs, presets, optimisers, the trainer and its child process."""
