@@ -7,7 +7,6 @@ import zipfile
 
 import gradio as gr
 import numpy as np
-import plotly.graph_objects as go
 import pytest
 import torch
 
@@ -15,11 +14,13 @@ from explorer.callbacks import attention, data, embeddings, ffn, history, models
 from explorer.common.errors import UserError, friendly
 from explorer.common.limits import LIMITS
 from explorer.figures.ffn import TOP_TOKENS_HEADERS
+from explorer.figures.plain import Figure
 from explorer.state.session import Session
 from model_core import GPT, GPTConfig
 from model_core.checkpoints.checkpoint import Checkpoint
 from model_core.data.tokenization import build_tokenizer
 from model_core.model.config import ACTIVATIONS
+from tests.helpers import assert_plotly_would_send_the_same
 
 TEXT = "First Citizen:\nBefore we proceed any further, hear me speak."
 PROMPT = "First Citizen"
@@ -114,7 +115,9 @@ def kinds(outputs) -> list[str]:
 
 def test_attention_view_outputs(session):
     grid, head, steps, bars, stats, caption = attention.attention_view(session, PROMPT, 1, 1, -1)
-    assert all(isinstance(f, go.Figure) for f in (grid, head, steps, bars))
+    assert all(isinstance(f, Figure) for f in (grid, head, steps, bars))
+    for fig in (grid, head, steps, bars):
+        assert_plotly_would_send_the_same(fig)
     heatmaps = [t for t in grid.data if t.type == "heatmap"]
     assert len(heatmaps) == N_LAYERS * N_HEADS
     T = len(PROMPT)
@@ -149,7 +152,9 @@ def test_embeddings_view_outputs_2d_and_3d(session):
 
 def test_ffn_view_outputs(session):
     hist, sparsity, rows, caption = ffn.ffn_view(session, PROMPT, 0, 3)
-    assert isinstance(hist, go.Figure) and isinstance(sparsity, go.Figure)
+    assert isinstance(hist, Figure) and isinstance(sparsity, Figure)
+    for fig in (hist, sparsity):
+        assert_plotly_would_send_the_same(fig)
     assert len(rows) == 10 and [r[0] for r in rows] == list(range(1, 11))
     assert all(len(r) == len(TOP_TOKENS_HEADERS) for r in rows)  # the tab's Dataframe uses these headers
     activations = [r[2] for r in rows]
@@ -176,7 +181,9 @@ def test_model_summary_names_the_last_loss_and_where_it_was_measured(session):
 
 def test_next_token_distribution(session):
     dist, temp, caption = sampling.distribution_view(session, PROMPT, 1.0, 0, 1.0, 0.0)
-    assert isinstance(dist, go.Figure) and isinstance(temp, go.Figure)
+    assert isinstance(dist, Figure) and isinstance(temp, Figure)
+    for fig in (dist, temp):
+        assert_plotly_would_send_the_same(fig)
     before = np.asarray(dist.data[0].y, dtype=float)
     assert len(before) == session.tokenizer.vocab_size
     assert before.sum() == pytest.approx(1.0, abs=1e-3)
@@ -210,7 +217,7 @@ def test_data_view_outputs(session):
     assert "first-names" in summary and "tokens" in summary
     assert session.data.name == "first-names"
     assert len(vocab) == session.data.tokenizer.vocab_size and len(vocab[0]) == 3
-    assert sample and isinstance(fig, go.Figure)
+    assert sample and isinstance(fig, Figure)
     assert "Training split" in split
     assert len(batch) == data.BATCH_SHOWN * data.WINDOW_SHOWN
     for b in range(data.BATCH_SHOWN):  # each position's context extends the previous one by one token
@@ -259,7 +266,9 @@ def test_unknown_characters_are_named_and_can_be_dropped(session):
     message = str(err.value)
     assert "'Z'" in message and "'€'" in message and "Drop unknown characters" in message
     out = residual.residual_view(session, "Zebra€ First", 0, "norm", drop_unknown=True)
-    assert isinstance(out[0], go.Figure)
+    assert isinstance(out[0], Figure)
+    for fig in (out[0],):
+        assert_plotly_would_send_the_same(fig)
 
 
 def test_prompt_of_only_unknown_characters(session):
@@ -413,7 +422,7 @@ def test_training_runs_to_the_end_and_is_adopted(training_sessions):
     out = attention.attention_view(s, "anna", 0, 0, -1)  # the adopted model answers on the other tabs
     assert len([t for t in out[0].data if t.type == "heatmap"]) == 2
     grid, caption = history.snapshot_view(s, 1.0)
-    assert isinstance(grid, go.Figure) and "Step **30**" in caption
+    assert isinstance(grid, Figure) and "Step **30**" in caption
 
 
 def test_pause_resume_stop_from_another_thread(training_sessions):

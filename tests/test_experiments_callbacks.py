@@ -3,7 +3,6 @@ import math
 
 import gradio as gr
 import numpy as np
-import plotly.graph_objects as go
 import pytest
 import torch
 
@@ -17,12 +16,14 @@ from explorer.callbacks.compare import (
 )
 from explorer.callbacks.experiments import ablation_view, evaluation_set, importance_view, top_head_inputs
 from explorer.common.errors import friendly
+from explorer.figures.plain import Figure
 from explorer.state.session import DataChoice, Session
 from explorer.teaching.captions_experiments import ablation_caption
 from model_core import GPT, GPTConfig
 from model_core.checkpoints.checkpoint import Checkpoint
 from model_core.data.dataset import token_tensor, train_val_split
 from model_core.data.tokenization import build_tokenizer
+from tests.helpers import assert_plotly_would_send_the_same
 
 TEXT = "First Citizen:\nBefore we proceed any further, hear me speak.\nAll:\nSpeak, speak.\n" * 4
 PROMPT = "First Citizen:\nB"
@@ -49,7 +50,9 @@ def run(session, heads="1.1", attn="", mlp="", neurons="", mode="mean", position
 def test_ablation_view_shows_both_columns_and_numbers_from_the_same_run():
     session = tiny_session()
     losses, dist, texts, numbers, note = run(session, heads="1.1, 0.0", neurons="2.5")
-    assert isinstance(losses, go.Figure) and isinstance(dist, go.Figure)
+    assert isinstance(losses, Figure) and isinstance(dist, Figure)
+    for fig in (losses, dist):
+        assert_plotly_would_send_the_same(fig)
     before, after, diff = (np.asarray(t.y, dtype=float) for t in losses.data)
     assert len(before) == len(PROMPT) - 1 and np.allclose(after - before, diff, atol=1e-3)
     assert list(losses.data[0].x[:2]) == ["1:i", "2:r"]  # the loss at position t is for predicting token t + 1
@@ -102,7 +105,7 @@ def test_importance_view_names_the_head_with_the_largest_increase():
 
 def test_importance_view_of_an_attention_only_model_has_only_the_heatmap():
     fig, _ = importance_view(tiny_session(attn_only=True), "zero")
-    assert [type(t).__name__ for t in fig.data] == ["Heatmap"]
+    assert [t.type for t in fig.data] == ["heatmap"]
 
 
 @pytest.mark.parametrize("kwargs, message", [

@@ -6,12 +6,12 @@ import sys
 import time
 
 import numpy as np
-import plotly.graph_objects as go
 import pytest
 
 import explorer.figures as F
 from explorer.figures.common import figure_to_json, index_labels
 from explorer.figures.heads import HEAD_TABLE_COLUMNS
+from tests.helpers import assert_plotly_would_send_the_same
 
 rng = np.random.default_rng(0)
 FIGURES_DIR = pathlib.Path(F.__file__).parent
@@ -36,8 +36,8 @@ TOKENS = list("hello␣hello⏎")  # duplicates on purpose: labels must still be
 T = len(TOKENS)
 
 
-def test_figure_modules_import_only_numpy_and_plotly():
-    allowed = {"numpy", "plotly"} | set(sys.stdlib_module_names)  # no torch, no gradio
+def test_figure_modules_import_only_numpy_plotly_and_orjson():
+    allowed = {"numpy", "plotly", "orjson"} | set(sys.stdlib_module_names)  # no torch, no gradio
     ours = ("explorer.figures", "explorer.common.controls")  # each other, and the plain-data control names
     for path in FIGURES_DIR.glob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
@@ -257,7 +257,7 @@ def test_data_training_and_building_block_figures():
     assert len(fig.data) == 2 and len(fig.layout.shapes) == 6  # mean and ±1 std in each panel
 
 
-def every_figure() -> list[go.Figure]:
+def every_figure() -> list:
     P = random_patterns(2, 2, T, T)
     return [
         F.attention_grid_figure(P, TOKENS), F.attention_head_figure(P[0, 0], TOKENS, 0, 0),
@@ -272,8 +272,8 @@ def test_projector_readability_and_json():
     for fig in every_figure():
         layout = fig.layout
         assert layout.font.size >= 12 and layout.height and layout.title.text.strip()
-        assert layout.template.layout.paper_bgcolor == "white"  # plotly_white
         parsed = json.loads(figure_to_json(fig))
+        assert parsed["layout"]["template"]["layout"]["paper_bgcolor"] == "white"  # plotly_white, spelt out
         assert set(parsed) >= {"data", "layout"} and "uid" not in parsed["data"][0]
 
 
@@ -281,3 +281,8 @@ def test_large_heatmap_payload_stays_small():
     fig = F.attention_head_figure(random_patterns(256, 256), [chr(97 + i % 26) for i in range(256)], 0, 0)
     assert fig.data[0].text is None  # no per-cell strings
     assert len(figure_to_json(fig)) < 400_000
+
+
+def test_plain_figures_are_what_plotly_would_send():
+    for fig in every_figure():
+        assert_plotly_would_send_the_same(fig)

@@ -1,12 +1,12 @@
 """Heads tab callbacks on a tiny model: report card, induction view, examples, film strip, bad input."""
 import gradio as gr
 import numpy as np
-import plotly.graph_objects as go
 import pytest
 import torch
 
 from explorer.callbacks import heads as H
 from explorer.common.errors import friendly
+from explorer.figures.plain import Figure
 from explorer.figures.roles import REPORT_HEADERS
 from explorer.state.session import DataChoice, Session
 from model_core import GPT, GPTConfig
@@ -14,6 +14,7 @@ from model_core.checkpoints.checkpoint import Checkpoint
 from model_core.data.dataset import token_tensor, train_val_split
 from model_core.data.tokenization import build_tokenizer
 from model_core.training.snapshots import take_snapshot
+from tests.helpers import assert_plotly_would_send_the_same
 
 TEXT = "First Citizen:\nBefore we proceed any further, hear me speak.\nAll:\nSpeak, speak.\n" * 4
 N_LAYERS, N_HEADS = 2, 2
@@ -41,7 +42,9 @@ def message(fn, *args) -> str:
 def test_report_card_has_one_row_per_head_and_a_role_map():
     session = tiny_session()
     role_map, rows, note, loss, stripe, induction_note = H.heads_report_view(session)
-    assert isinstance(role_map, go.Figure) and isinstance(loss, go.Figure) and isinstance(stripe, go.Figure)
+    assert isinstance(role_map, Figure) and isinstance(loss, Figure) and isinstance(stripe, Figure)
+    for fig in (role_map, loss, stripe):
+        assert_plotly_would_send_the_same(fig)
     assert len(rows) == N_LAYERS * N_HEADS and all(len(r) == len(REPORT_HEADERS) for r in rows)
     assert np.shape(role_map.data[0].z) == (N_LAYERS, N_HEADS)
     assert "tiny text" in note and "shortened to 8 random tokens" in note  # block size 16 < 64

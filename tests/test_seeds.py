@@ -7,7 +7,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-import plotly.graph_objects as go
 import pytest
 import torch
 
@@ -15,6 +14,7 @@ from explorer.callbacks import attention, blocks, embeddings, ffn, init_model, p
 from explorer.callbacks.train_fields import checked_field
 from explorer.common.errors import UserError
 from explorer.common.limits import LIMITS
+from explorer.figures.plain import Figure
 from explorer.state.session import Session
 from model_core import GPT
 from model_core.checkpoints.checkpoint import Checkpoint
@@ -24,6 +24,7 @@ from model_core.data.tokenization import build_tokenizer
 from model_core.model.sampling import generate
 from model_core.training.presets import PRESETS, get_preset
 from model_core.training.trainer import Trainer
+from tests.helpers import assert_plotly_would_send_the_same
 
 ROOT = Path(__file__).resolve().parents[1]
 STATQUEST_PROMPTS = ("what is statquest <EOS>", "statquest is what <EOS>")
@@ -181,8 +182,11 @@ def test_untrained_walkthrough_model_shows_on_every_analysis_tab():
         "sampling": sampling.distribution_view(session, WELCOME, 1.5, 0, 1.0, 0.0),
     }
     for name, outputs in views.items():
-        figures = [o for o in outputs if isinstance(o, go.Figure) or (isinstance(o, str) and o.startswith('{"'))]
+        figures = [o for o in outputs if isinstance(o, Figure) or (isinstance(o, str) and o.startswith('{"'))]
         assert figures, f"{name} drew no chart for the untrained model"
+        for fig in figures:
+            if isinstance(fig, Figure):
+                assert_plotly_would_send_the_same(fig)
     positions = len(WELCOME)
     norm_fig = views["blocks"][0]
     assert sum(sum(t.y) for t in norm_fig.data) == 2 * positions * cfg.d_model  # every value, both panels

@@ -1,4 +1,4 @@
-"""Pure figure builders: numpy arrays (+ token labels) -> plotly go.Figure. Imports only numpy and plotly."""
+"""Pure figure builders: numpy arrays (+ token labels) -> figures Plotly.js draws (explorer.figures.plain). No torch, no Gradio."""
 from explorer.figures.attention import (
     attention_grid_figure,
     attention_head_figure,

@@ -1,7 +1,5 @@
 """Attention patterns: all heads at a glance, one head in detail, the seed's four steps, one query's bars."""
 import numpy as np
-import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from explorer.figures.common import (
     ATTENTION_SCALE,
@@ -21,6 +19,7 @@ from explorer.figures.common import (
     style_figure,
     symmetric_range,
 )
+from explorer.figures.plain import Figure, bar, heatmap, subplots
 
 PAIR_HOVER = "query %{y} → key %{x}<br>weight %{z:.3f}"
 PERCENT_HOVER = "query %{y} → key %{x}<br>weight %{z}%"
@@ -29,7 +28,7 @@ STEP_TITLES = ("Scores before mask", "Scores after causal mask", "Attention weig
 
 def _grid_axes(n_rows: int, n_cols: int, gap_x: float, gap_y: float) -> tuple[dict, list[tuple]]:
     """Layout axes for an n_rows × n_cols grid of tick-less panels (built as one dict: 10× faster than
-    make_subplots + update_*axes for 64 panels) and each panel's (x domain, y domain)."""
+    a subplot grid + update_*axes for 64 panels) and each panel's (x domain, y domain)."""
     width, height = (1 - gap_x * (n_cols - 1)) / n_cols, (1 - gap_y * (n_rows - 1)) / n_rows
     axes, domains = {}, []
     bare = dict(showticklabels=False, ticks="", showgrid=False, zeroline=False, type="category")
@@ -43,7 +42,7 @@ def _grid_axes(n_rows: int, n_cols: int, gap_x: float, gap_y: float) -> tuple[di
     return axes, domains
 
 
-def _head_grid(patterns, tokens: list[str], gap_x: float, gap_y: float) -> tuple[go.Figure, list[tuple]]:
+def _head_grid(patterns, tokens: list[str], gap_x: float, gap_y: float) -> tuple[Figure, list[tuple]]:
     """L rows × H columns of small heatmaps sharing one colour axis; also returns panel domains.
 
     Weights travel as whole percents (uint8): 4× smaller than float32, which matters for 64 heads."""
@@ -52,12 +51,12 @@ def _head_grid(patterns, tokens: list[str], gap_x: float, gap_y: float) -> tuple
     percent = np.rint(np.clip(patterns, 0, 1) * 100).astype(np.uint8)  # [L, H, T, T]
     axes, domains = _grid_axes(n_layers, n_heads, gap_x, gap_y)
     traces = [
-        go.Heatmap(z=percent[i // n_heads, i % n_heads], x=labels, y=labels, coloraxis="coloraxis",
+        heatmap(z=percent[i // n_heads, i % n_heads], x=labels, y=labels, coloraxis="coloraxis",
                    xaxis=f"x{i + 1 if i else ''}", yaxis=f"y{i + 1 if i else ''}", name=head_label(*divmod(i, n_heads)),
                    hovertemplate=f"{head_label(*divmod(i, n_heads))}<br>{PERCENT_HOVER}<extra></extra>")
         for i in range(n_layers * n_heads)
     ]
-    return go.Figure(data=traces, layout=axes), domains
+    return Figure(data=traces, layout=axes), domains
 
 
 def _percent_coloraxis(**colorbar) -> dict:
@@ -66,7 +65,7 @@ def _percent_coloraxis(**colorbar) -> dict:
     return {**axis, "cmin": 0, "cmax": 100}
 
 
-def attention_grid_figure(patterns, tokens: list[str], selected: tuple[int, int] | None = None) -> go.Figure:
+def attention_grid_figure(patterns, tokens: list[str], selected: tuple[int, int] | None = None) -> Figure:
     """patterns [L, H, T, T] -> every head's pattern as a small heatmap titled L{l}·H{h}; selected head outlined."""
     n_layers, n_heads = patterns.shape[:2]
     fig, domains = _head_grid(patterns, tokens, gap_x=0.1 / n_heads, gap_y=0.4 / n_layers)
@@ -85,7 +84,7 @@ def attention_grid_figure(patterns, tokens: list[str], selected: tuple[int, int]
                         margin=dict(l=20, r=20, t=80, b=20))
 
 
-def live_attention_figure(patterns, tokens: list[str]) -> go.Figure:
+def live_attention_figure(patterns, tokens: list[str]) -> Figure:
     """patterns [L, H, T, T] -> compact grid (≤ 300 px) for the live training view; keeps zoom across updates."""
     n_layers, n_heads = patterns.shape[:2]
     fig, domains = _head_grid(patterns, tokens, gap_x=0.08 / n_heads, gap_y=0.12 / n_layers)
@@ -99,10 +98,10 @@ def live_attention_figure(patterns, tokens: list[str]) -> go.Figure:
                         coloraxis=_percent_coloraxis(thickness=10), margin=dict(l=40, r=10, t=30, b=10))
 
 
-def attention_head_figure(pattern, tokens: list[str], layer: int, head: int) -> go.Figure:
+def attention_head_figure(pattern, tokens: list[str], layer: int, head: int) -> Figure:
     """pattern [T, T] -> one head's attention as a large heatmap: query rows (top = 0), key columns."""
     labels, n = index_labels(tokens), len(tokens)
-    fig = go.Figure(go.Heatmap(
+    fig = Figure(heatmap(
         z=compact(pattern, 3), x=labels, y=labels, zmin=0, zmax=1, colorscale=ATTENTION_SCALE,
         colorbar=dict(title=dict(text="attention weight", side="right")),
         hovertemplate=PAIR_HOVER + "<extra></extra>",
@@ -115,11 +114,11 @@ def attention_head_figure(pattern, tokens: list[str], layer: int, head: int) -> 
 
 
 def attention_steps_figure(scores_unmasked, scores_masked, pattern, z, tokens: list[str],
-                           layer: int, head: int) -> go.Figure:
+                           layer: int, head: int) -> Figure:
     """[T, T] ×3 and z [T, d_head] -> the seed's four panels: raw scores, masked scores, softmax, head output."""
     labels, scores = index_labels(tokens), compact(scores_unmasked, 3)
     z = compact(z, 3)
-    fig = make_subplots(rows=1, cols=4, subplot_titles=STEP_TITLES, shared_yaxes=True,
+    fig = subplots(rows=1, cols=4, subplot_titles=STEP_TITLES, shared_yaxes=True,
                         horizontal_spacing=0.105, column_widths=[1, 1, 1, 0.8])
     panels = [
         (scores, labels, "coloraxis", PAIR_HOVER.replace("weight", "score")),
@@ -129,7 +128,7 @@ def attention_steps_figure(scores_unmasked, scores_masked, pattern, z, tokens: l
         (z, list(range(z.shape[1])), "coloraxis3", "position %{y}<br>dim %{x}<br>z %{z:.3f}"),
     ]
     for col, (values, x, axis, hover) in enumerate(panels, start=1):
-        fig.add_trace(go.Heatmap(z=values, x=x, y=labels, coloraxis=axis, hoverongaps=False,
+        fig.add_trace(heatmap(z=values, x=x, y=labels, coloraxis=axis, hoverongaps=False,
                                  hovertemplate=hover + "<extra></extra>"), row=1, col=col)
     fig.update_layout(**_steps_coloraxes(fig, scores, z))
     fig.update_xaxes(title_text="key position", type="category", showticklabels=len(tokens) <= 32)
@@ -141,10 +140,10 @@ def attention_steps_figure(scores_unmasked, scores_masked, pattern, z, tokens: l
                         margin=dict(l=80, r=60, t=90, b=70))
 
 
-def _steps_coloraxes(fig: go.Figure, scores: np.ndarray, z: np.ndarray) -> dict:
+def _steps_coloraxes(fig: Figure, scores: np.ndarray, z: np.ndarray) -> dict:
     """Three colour axes for the steps figure (scores, weights 0..1, z centred at 0), bars right of panels 2-4."""
     finite = scores[np.isfinite(scores)]
-    x = [fig.get_subplot(1, col).xaxis.domain[1] + 0.004 for col in (2, 3, 4)]
+    x = [fig.axis("x", 1, col).domain[1] + 0.004 for col in (2, 3, 4)]
     bar = dict(thickness=12, len=0.9, xanchor="left", tickfont=dict(size=10))
     half = symmetric_range(z)
     return dict(
@@ -157,14 +156,14 @@ def _steps_coloraxes(fig: go.Figure, scores: np.ndarray, z: np.ndarray) -> dict:
 
 
 def query_attention_bars_figure(pattern, tokens: list[str], query: int,
-                                layer: int | None = None, head: int | None = None) -> go.Figure:
+                                layer: int | None = None, head: int | None = None) -> Figure:
     """pattern [T, T] -> bars of how one query splits its attention over keys 0..query (later keys grey, 0)."""
     labels, n = index_labels(tokens), len(tokens)
     weights = compact(pattern[query], 4)
     weights[query + 1:] = 0  # future keys are masked: exactly zero weight
     strongest = int(np.argmax(weights[: query + 1]))
     colors = [ORANGE if k == strongest else BLUE if k <= query else GREY for k in range(n)]
-    fig = go.Figure(go.Bar(x=labels, y=weights, marker_color=colors, name="attention weight",
+    fig = Figure(bar(x=labels, y=weights, marker_color=colors, name="attention weight",
                            hovertemplate=f"query {labels[query]} → key %{{x}}<br>weight %{{y:.3f}}<extra></extra>"))
     if query < n - 1:
         fig.add_vrect(x0=query + 0.5, x1=n - 0.5, fillcolor=GREY, opacity=0.25, line_width=0,

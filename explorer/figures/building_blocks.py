@@ -2,9 +2,9 @@
 import math
 
 import numpy as np
-import plotly.graph_objects as go
 
 from explorer.figures.common import RED, compact, histogram_pair_figure, lines_figure
+from explorer.figures.plain import Figure
 
 ACTIVATION_X = np.linspace(-4, 4, 161)
 
@@ -16,7 +16,7 @@ def activation_curves(x) -> dict[str, np.ndarray]:
     return {"ReLU": np.maximum(x, 0), "GELU": 0.5 * x * (1 + erf(x / math.sqrt(2))), "SiLU": x / (1 + np.exp(-x))}
 
 
-def activation_functions_figure() -> go.Figure:
+def activation_functions_figure() -> Figure:
     """GELU vs ReLU vs SiLU on [-4, 4] in one panel."""
     series = list(activation_curves(ACTIVATION_X).items())
     fig = lines_figure(compact(ACTIVATION_X, 3), series, "Activation functions: ReLU vs GELU vs SiLU",
@@ -25,7 +25,7 @@ def activation_functions_figure() -> go.Figure:
 
 
 def layernorm_effect_figure(x_before, x_after, bins: int = 50, norm_name: str = "LayerNorm",
-                            where: str = "") -> go.Figure:
+                            where: str = "") -> Figure:
     """Values [N] before / after a norm layer -> two histograms with mean and ±1 std lines.
     norm_name: LayerNorm or RMSNorm; where: e.g. "layer 0, before attention", added to the title."""
     panels, lines = [], []

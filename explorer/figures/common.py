@@ -1,8 +1,7 @@
 """Shared theme and helpers for every figure: labels, compact arrays, layout, line and histogram builders."""
 import numpy as np
-import plotly.graph_objects as go
-import plotly.io as pio
-from plotly.subplots import make_subplots
+
+from explorer.figures.plain import Figure, bar, scatter, subplots
 
 TEMPLATE = "plotly_white"
 FONT_SIZE = 14  # body text; readable on a classroom projector
@@ -60,7 +59,7 @@ def position_axis(n_positions: int, title: str = "position") -> dict:
     return dict(title_text=title, type="category", tickangle=-60 if n_positions > 24 else 0)
 
 
-def style_figure(fig: go.Figure, title: str, height: int, **layout) -> go.Figure:
+def style_figure(fig: Figure, title: str, height: int, **layout) -> Figure:
     """Apply the house theme: white template, large fonts, explicit height, tight margins."""
     fig.update_layout(
         template=TEMPLATE, height=height, margin=MARGIN, font=dict(size=FONT_SIZE),
@@ -77,13 +76,13 @@ def top_legend(**extra) -> dict:
 
 
 def lines_figure(x, series: list[tuple[str, np.ndarray]], title: str, x_title: str, y_title: str,
-                 height: int = 380, with_means: bool = True) -> go.Figure:
+                 height: int = 380, with_means: bool = True) -> Figure:
     """One line with markers per (name, values) series; legend names carry the series mean."""
-    fig = go.Figure()
+    fig = Figure()
     for i, (name, values) in enumerate(series):
         values = compact(values)
         label = f"{name} (mean {float(np.mean(values)):.3g})" if with_means else name
-        fig.add_trace(go.Scatter(
+        fig.add_trace(scatter(
             x=x, y=values, name=label, mode="lines+markers", line=dict(color=PALETTE[i % len(PALETTE)]),
             hovertemplate=f"{name}<br>{x_title} %{{x}}<br>{y_title} %{{y:.3f}}<extra></extra>",
         ))
@@ -93,25 +92,25 @@ def lines_figure(x, series: list[tuple[str, np.ndarray]], title: str, x_title: s
 
 
 def position_lines_figure(series: list[tuple[str, np.ndarray]], tokens: list[str], title: str,
-                          y_title: str) -> go.Figure:
+                          y_title: str) -> Figure:
     """Per-position lines (x = index:token) with means in the legend, as in the seed's norm plots."""
     fig = lines_figure(index_labels(tokens), series, title, "position", y_title)
     return fig.update_xaxes(**position_axis(len(tokens)))
 
 
-def histogram_bars(counts, edges, name: str, color: str = BLUE) -> go.Bar:
+def histogram_bars(counts, edges, name: str, color: str = BLUE) -> dict:
     """Pre-computed histogram (counts [bins], edges [bins+1]) as touching bars."""
     edges = np.asarray(edges, dtype=np.float64)
-    return go.Bar(
+    return bar(
         x=compact((edges[:-1] + edges[1:]) / 2), y=np.asarray(counts), width=compact(np.diff(edges)),
         name=name, marker=dict(color=color, line=dict(width=0)),
         hovertemplate="value ≈ %{x:.3f}<br>count %{y}<extra></extra>",
     )
 
 
-def histogram_pair_figure(panels: list[tuple], title: str, x_title: str, height: int = 380) -> go.Figure:
+def histogram_pair_figure(panels: list[tuple], title: str, x_title: str, height: int = 380) -> Figure:
     """Two pre-computed histograms side by side; panels = [(counts, edges, subplot title), ...]."""
-    fig = make_subplots(rows=1, cols=len(panels), subplot_titles=[p[2] for p in panels], horizontal_spacing=0.08)
+    fig = subplots(rows=1, cols=len(panels), subplot_titles=[p[2] for p in panels], horizontal_spacing=0.08)
     for col, (counts, edges, name) in enumerate(panels, start=1):
         fig.add_trace(histogram_bars(counts, edges, name, PALETTE[col - 1]), row=1, col=col)
     fig.update_xaxes(title_text=x_title)
@@ -125,6 +124,6 @@ def unique_labels(labels: list[str]) -> list[str]:
     return labels if len(set(labels)) == len(labels) else [f"{i}:{s}" for i, s in enumerate(labels)]
 
 
-def figure_to_json(fig: go.Figure) -> str:
-    """Compact JSON (typed arrays, no uids) for a client-side `Plotly.react(div, data, layout)`."""
-    return pio.to_json(fig, validate=False, pretty=False, remove_uids=True)
+def figure_to_json(fig: Figure) -> str:
+    """Compact JSON (typed arrays) for a client-side `Plotly.react(div, data, layout)`."""
+    return fig.to_json()

@@ -3,26 +3,25 @@ both models' attention grids."""
 import re
 
 import numpy as np
-import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from explorer.figures.attention import attention_grid_figure
 from explorer.figures.common import BLUE, GREEN, RED, compact, position_axis, style_figure, top_legend, unique_labels
+from explorer.figures.plain import Figure, bar, scatter, subplots
 
 
-def character_bits_figure(bits_a, bits_b, positions: list[str], name_a: str, name_b: str) -> go.Figure:
+def character_bits_figure(bits_a, bits_b, positions: list[str], name_a: str, name_b: str) -> Figure:
     """Bits [n] each model spends on each character of the text (positions: 'index:character' labels), and
     below, B − A (red: B finds it harder)."""
     a, b = np.asarray(bits_a, dtype=np.float64), np.asarray(bits_b, dtype=np.float64)
     x = list(positions)
-    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.6, 0.4], vertical_spacing=0.06)
+    fig = subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.6, 0.4], vertical_spacing=0.06)
     for name, values, color in ((f"A: {name_a}", a, BLUE), (f"B: {name_b}", b, GREEN)):
-        fig.add_trace(go.Scatter(
+        fig.add_trace(scatter(
             x=x, y=compact(values), name=f"{name} (mean {values.mean():.2f})", mode="lines+markers",
             line=dict(color=color), hovertemplate=f"{name}<br>%{{x}}<br>%{{y:.2f}} bits<extra></extra>",
         ), row=1, col=1)
     diff = b - a
-    fig.add_trace(go.Bar(x=x, y=compact(diff), name="B − A", marker_color=[RED if d > 0 else BLUE for d in diff],
+    fig.add_trace(bar(x=x, y=compact(diff), name="B − A", marker_color=[RED if d > 0 else BLUE for d in diff],
                          hovertemplate="%{x}<br>B − A %{y:+.2f} bits<extra></extra>"), row=2, col=1)
     fig.update_yaxes(title_text="bits per character", rangemode="tozero", row=1, col=1)
     fig.update_yaxes(title_text="B − A", row=2, col=1)
@@ -33,15 +32,15 @@ def character_bits_figure(bits_a, bits_b, positions: list[str], name_a: str, nam
 
 
 def next_token_pair_figure(probs_a, vocab_a: list[str], probs_b, vocab_b: list[str], name_a: str, name_b: str,
-                           top_n: int = 10) -> go.Figure:
+                           top_n: int = 10) -> Figure:
     """Each model's top_n next tokens after the text, side by side (their vocabularies may differ)."""
-    fig = make_subplots(rows=1, cols=2, subplot_titles=[f"A: {name_a}"[:60], f"B: {name_b}"[:60]],
+    fig = subplots(rows=1, cols=2, subplot_titles=[f"A: {name_a}"[:60], f"B: {name_b}"[:60]],
                         horizontal_spacing=0.1)
     for col, (probs, vocab, color) in enumerate(((probs_a, vocab_a, BLUE), (probs_b, vocab_b, GREEN)), start=1):
         p = np.asarray(probs, dtype=np.float64)
         order = np.argsort(-p, kind="stable")[:top_n]
         labels = unique_labels(list(vocab))
-        fig.add_trace(go.Bar(x=[labels[i] for i in order], y=compact(p[order]), marker_color=color, showlegend=False,
+        fig.add_trace(bar(x=[labels[i] for i in order], y=compact(p[order]), marker_color=color, showlegend=False,
                              hovertemplate="%{x}<br>probability %{y:.1%}<extra></extra>"), row=1, col=col)
         fig.update_xaxes(type="category", title_text="next token", row=1, col=col)
     fig.update_yaxes(tickformat=".0%", rangemode="tozero", title_text="probability", row=1, col=1)
@@ -54,19 +53,19 @@ AXIS_KEY = re.compile(r"[xy]axis\d*")
 
 
 def attention_pair_figure(patterns_a, tokens_a: list[str], patterns_b, tokens_b: list[str], name_a: str, name_b: str,
-                          selected: tuple[int, int] | None = None) -> go.Figure:
+                          selected: tuple[int, int] | None = None) -> Figure:
     """A's and B's layer × head attention grids ([L, H, T, T] each; shapes may differ) side by side, A left,
     B right, rows of equal height, one 0..1 colour scale; `selected` (layer, head) outlined where it exists."""
     pairs = ((patterns_a, tokens_a), (patterns_b, tokens_b))
     halves = [attention_grid_figure(p, t, selected if _has_head(p, selected) else None) for p, t in pairs]
     rows = max(p.shape[0] for p, _ in pairs)
     width, n_a = (1 - PAIR_GAP) / 2, len(halves[0].data)  # B's panels are numbered after A's
-    layouts = [h.layout.to_plotly_json() for h in halves]
+    layouts = [h.layout for h in halves]
     data, layout = [], {k: v for k, v in layouts[0].items() if not AXIS_KEY.fullmatch(k)}
     layout.update(annotations=[], shapes=[], height=max(h["height"] for h in layouts))
     for half, lay, (p, _), (x0, offset) in zip(halves, layouts, pairs, ((0.0, 0), (width + PAIR_GAP, n_a))):
         place = dict(x=lambda x: x0 + x * width, y=lambda y: 1 - (1 - y) * p.shape[0] / rows)  # top-aligned
-        data += [t.update(xaxis=_axis(t.xaxis or "x", offset), yaxis=_axis(t.yaxis or "y", offset)) for t in half.data]
+        data += [{**t, "xaxis": _axis(t.xaxis or "x", offset), "yaxis": _axis(t.yaxis or "y", offset)} for t in half.data]
         for key, axis in lay.items():
             if AXIS_KEY.fullmatch(key):
                 layout[_axis(key, offset)] = {**axis, "anchor": _axis(axis["anchor"], offset),
@@ -81,7 +80,7 @@ def attention_pair_figure(patterns_a, tokens_a: list[str], patterns_b, tokens_b:
     layout["title"] = {**layout["title"], "text": "Attention of every head, A (left) and B (right): rows = layers, "
                                                   "columns = heads; query ↓, key →"}
     layout["margin"] = {**layout.get("margin", {}), "t": 110}
-    return go.Figure(data=data, layout=layout)
+    return Figure(data=data, layout=layout)
 
 
 def _has_head(patterns, head: tuple[int, int] | None) -> bool:

@@ -1,14 +1,14 @@
 """Data: how a text becomes a sequence of token ids."""
 import numpy as np
-import plotly.graph_objects as go
 
 from explorer.figures.common import BLUE, index_labels, position_axis, style_figure
+from explorer.figures.plain import Figure, bar
 
 
-def token_index_figure(ids, labels: list[str]) -> go.Figure:
+def token_index_figure(ids, labels: list[str]) -> Figure:
     """ids [N] token ids and labels [N] readable tokens -> one bar per position, height = token id."""
     ids = np.asarray(ids, dtype=np.int64)
-    fig = go.Figure(go.Bar(x=index_labels(labels), y=ids, marker_color=BLUE,
+    fig = Figure(bar(x=index_labels(labels), y=ids, marker_color=BLUE,
                            hovertemplate="position %{x}<br>token id %{y}<extra></extra>"))
     fig.update_xaxes(**position_axis(len(ids), "position:token"))
     fig.update_yaxes(title_text="token id", rangemode="tozero")

@@ -1,6 +1,5 @@
 """Embeddings: PCA scatter plots, the learned positional table, token vs position embedding sizes."""
 import numpy as np
-import plotly.graph_objects as go
 
 from explorer.figures.common import (
     BLUE,
@@ -13,6 +12,7 @@ from explorer.figures.common import (
     style_figure,
     symmetric_range,
 )
+from explorer.figures.plain import Figure, heatmap, scatter, scatter3d
 
 MAX_TEXT_LABELS = 300  # more points than this: hover only, no text on the plot
 
@@ -25,7 +25,7 @@ def _pc_titles(n: int, explained) -> list[str]:
 
 
 def pca_scatter_figure(coords, labels: list[str], color=None, title: str = "PCA of embeddings",
-                       explained=None, color_title: str = "position") -> go.Figure:
+                       explained=None, color_title: str = "position") -> Figure:
     """coords [N, 2|3] -> 2-D scatter with text labels (N ≤ 300), or a 3-D scatter for 3 columns.
 
     color [N] numbers (e.g. position) colour the points; explained [k] ratios go in the axis titles."""
@@ -40,12 +40,12 @@ def pca_scatter_figure(coords, labels: list[str], color=None, title: str = "PCA 
     common = dict(mode="markers+text" if text_mode else "markers", marker=marker, customdata=list(labels),
                   text=list(labels) if text_mode else None, textfont=dict(size=SMALL_FONT + 1), name="")
     if n_dims == 3:
-        fig = go.Figure(go.Scatter3d(
+        fig = Figure(scatter3d(
             x=coords[:, 0], y=coords[:, 1], z=coords[:, 2], **common,
             hovertemplate="%{customdata}<br>PC1 %{x:.2f}, PC2 %{y:.2f}, PC3 %{z:.2f}<extra></extra>"))
         fig.update_layout(scene=dict(xaxis_title=axes[0], yaxis_title=axes[1], zaxis_title=axes[2]))
         return style_figure(fig, title, height=620, margin=dict(l=10, r=10, t=60, b=10))
-    fig = go.Figure(go.Scatter(
+    fig = Figure(scatter(
         x=coords[:, 0], y=coords[:, 1], textposition="top center", **common,
         hovertemplate="%{customdata}<br>PC1 %{x:.2f}, PC2 %{y:.2f}<extra></extra>"))
     fig.update_xaxes(title_text=axes[0], zeroline=True)
@@ -53,7 +53,7 @@ def pca_scatter_figure(coords, labels: list[str], color=None, title: str = "PCA 
     return style_figure(fig, title, height=520)
 
 
-def positional_heatmap_figure(W_pos, tokens: list[str] | None = None) -> go.Figure:
+def positional_heatmap_figure(W_pos, tokens: list[str] | None = None) -> Figure:
     """W_pos [P, D] learned positional embeddings -> positions × d_model heatmap, diverging around 0.
 
     With tokens (len P) the rows are labelled index:token, else by position number."""
@@ -61,7 +61,7 @@ def positional_heatmap_figure(W_pos, tokens: list[str] | None = None) -> go.Figu
     n_pos = values.shape[0]
     rows = index_labels(tokens) if tokens is not None and len(tokens) == n_pos else [str(p) for p in range(n_pos)]
     half = symmetric_range(values)
-    fig = go.Figure(go.Heatmap(
+    fig = Figure(heatmap(
         z=values, y=rows, colorscale=DIVERGING_SCALE, zmid=0, zmin=-half, zmax=half,
         colorbar=dict(title=dict(text="value", side="right")),
         hovertemplate="position %{y}<br>dim %{x}<br>value %{z:.3f}<extra></extra>"))
@@ -77,9 +77,9 @@ NO_POSITION_VECTORS = {
 }
 
 
-def no_positions_figure(positional: str, title: str) -> go.Figure:
+def no_positions_figure(positional: str, title: str) -> Figure:
     """An empty panel saying why a model with rope or no positional encoding has no position vectors."""
-    fig = go.Figure()
+    fig = Figure()
     fig.add_annotation(text=NO_POSITION_VECTORS.get(positional, "no position vectors to show"), x=0.5, y=0.5,
                        xref="paper", yref="paper", showarrow=False, font=dict(size=SMALL_FONT + 2))
     fig.update_xaxes(visible=False)
@@ -87,7 +87,7 @@ def no_positions_figure(positional: str, title: str) -> go.Figure:
     return style_figure(fig, title, height=220)
 
 
-def embedding_norms_figure(tok_norms, pos_norms, tokens: list[str]) -> go.Figure:
+def embedding_norms_figure(tok_norms, pos_norms, tokens: list[str]) -> Figure:
     """[T] L2 norms per position -> token vs positional embedding sizes, means in the legend."""
     series = [("token embedding", tok_norms), ("position embedding", pos_norms)]
     return position_lines_figure(series, tokens, "Token vs position embedding norms", "L2 norm")

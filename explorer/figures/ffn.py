@@ -1,34 +1,33 @@
 """Feed-forward (MLP) neurons: activation histograms, sparsity and dead neurons, what excites a neuron."""
 import numpy as np
-import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from explorer.common.controls import TOP_TOKENS_HEADERS  # noqa: F401  (the top-activation rows fit them)
 from explorer.figures.common import BLUE, GREY, ORANGE, RED, compact, histogram_pair_figure, style_figure, top_legend
+from explorer.figures.plain import Figure, bar, scatter, subplots
 
 
 def ffn_histograms_figure(pre_hist, pre_edges, post_hist, post_edges, layer: int,
-                          activation_name: str = "GELU") -> go.Figure:
+                          activation_name: str = "GELU") -> Figure:
     """Histogram counts [bins] and edges [bins+1] before / after the non-linearity, side by side."""
     panels = [(pre_hist, pre_edges, "FFN input (pre-activation)"),
               (post_hist, post_edges, f"after {activation_name}")]
     return histogram_pair_figure(panels, f"Layer {layer} · FFN activation values", "activation value")
 
 
-def neuron_sparsity_figure(fraction_active, layer_sparsity, layer: int) -> go.Figure:
+def neuron_sparsity_figure(fraction_active, layer_sparsity, layer: int) -> Figure:
     """fraction_active [M] per neuron and layer_sparsity [L] (share inactive) -> two panels; dead neurons red."""
     fraction = compact(fraction_active, 3)
     dead = np.flatnonzero(fraction == 0)
-    fig = make_subplots(rows=1, cols=2, column_widths=[0.78, 0.22], horizontal_spacing=0.08,
+    fig = subplots(rows=1, cols=2, column_widths=[0.78, 0.22], horizontal_spacing=0.08,
                         subplot_titles=["", "inactive share per layer"])
-    fig.add_trace(go.Bar(x=np.arange(len(fraction)), y=fraction, name="active neuron", marker_color=BLUE,
+    fig.add_trace(bar(x=np.arange(len(fraction)), y=fraction, name="active neuron", marker_color=BLUE,
                          marker_line_width=0, hovertemplate="neuron %{x}<br>active at %{y:.0%}<extra></extra>"),
                   row=1, col=1)
-    fig.add_trace(go.Scatter(x=dead, y=np.zeros(len(dead)), mode="markers", name="dead neuron (never active)",
+    fig.add_trace(scatter(x=dead, y=np.zeros(len(dead)), mode="markers", name="dead neuron (never active)",
                              marker=dict(color=RED, symbol="x", size=9), cliponaxis=False,
                              hovertemplate="neuron %{x}: never active (dead)<extra></extra>"), row=1, col=1)
     sparsity = compact(layer_sparsity, 3)
-    fig.add_trace(go.Bar(x=[f"L{i}" for i in range(len(sparsity))], y=sparsity, showlegend=False, width=0.7,
+    fig.add_trace(bar(x=[f"L{i}" for i in range(len(sparsity))], y=sparsity, showlegend=False, width=0.7,
                          marker_color=[ORANGE if i == layer else GREY for i in range(len(sparsity))],
                          hovertemplate="%{x}: inactive %{y:.0%}<extra></extra>"), row=1, col=2)
     fig.update_xaxes(title_text="neuron index", row=1, col=1)

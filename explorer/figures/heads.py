@@ -1,10 +1,9 @@
 """Per-head statistics: a sortable table and a compact L×H overview of what each head looks at."""
 import numpy as np
-import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from explorer.common.controls import HEAD_TABLE_COLUMNS, HEAD_TABLE_HEADERS  # noqa: F401  (HEADERS: the rows fit them)
 from explorer.figures.common import attention_coloraxis, compact, head_label, style_figure
+from explorer.figures.plain import Figure, heatmap, subplots
 
 # the three "where does it look" shares drawn by head_statistics_figure
 OVERVIEW_PANELS = (("prev_token", "previous token"), ("self", "itself"), ("first_token", "first token (sink)"))
@@ -19,14 +18,14 @@ def head_statistics_table(stats: dict[str, np.ndarray]) -> list[list]:
     ]
 
 
-def head_statistics_figure(stats: dict[str, np.ndarray]) -> go.Figure:
+def head_statistics_figure(stats: dict[str, np.ndarray]) -> Figure:
     """{stat: [L, H]} -> three L×H heatmaps (share on previous token / itself / first token), 0..1, with % text."""
     n_layers, n_heads = np.shape(stats["prev_token"])
-    fig = make_subplots(rows=1, cols=len(OVERVIEW_PANELS), subplot_titles=[t for _, t in OVERVIEW_PANELS],
+    fig = subplots(rows=1, cols=len(OVERVIEW_PANELS), subplot_titles=[t for _, t in OVERVIEW_PANELS],
                         horizontal_spacing=0.06)
     rows, cols = [f"L{layer}" for layer in range(n_layers)], [f"H{head}" for head in range(n_heads)]
     for col, (key, title) in enumerate(OVERVIEW_PANELS, start=1):
-        fig.add_trace(go.Heatmap(
+        fig.add_trace(heatmap(
             z=compact(stats[key], 3), x=cols, y=rows, coloraxis="coloraxis", texttemplate="%{z:.0%}",
             hovertemplate=f"%{{y}}·%{{x}}<br>attention on {title}: %{{z:.0%}}<extra></extra>",
         ), row=1, col=col)

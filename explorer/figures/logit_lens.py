@@ -1,6 +1,5 @@
 """Logit lens: what the model would predict if it stopped after each layer."""
 import numpy as np
-import plotly.graph_objects as go
 
 from explorer.figures.common import (
     MAGNITUDE_SCALE,
@@ -11,6 +10,7 @@ from explorer.figures.common import (
     stream_labels,
     style_figure,
 )
+from explorer.figures.plain import Figure, heatmap
 
 MAX_CELL_TEXT_POSITIONS = 64  # beyond this, cells are too narrow for their token text
 
@@ -26,7 +26,7 @@ def top_k_hover_text(top_k_labels, top_k_probs) -> list[list[str]]:
 
 
 def logit_lens_figure(top_labels, top_probs, tokens: list[str], hover_text=None,
-                      top_k_labels=None, top_k_probs=None) -> go.Figure:
+                      top_k_labels=None, top_k_probs=None) -> Figure:
     """top_labels [L+1, T] (str) and top_probs [L+1, T] -> heatmap of the top-1 guess after each layer.
 
     Colour = top-1 probability (0..1); cell text = the guessed token (T ≤ 64); hover = top-k list, taken
@@ -37,7 +37,7 @@ def logit_lens_figure(top_labels, top_probs, tokens: list[str], hover_text=None,
         hover_text = top_k_hover_text(top_k_labels, top_k_probs)
     rows = stream_labels(n_rows - 1)
     rows[-1] += " (final)"
-    fig = go.Figure(go.Heatmap(
+    fig = Figure(heatmap(
         z=probs, x=index_labels(tokens), y=rows, zmin=0, zmax=1, colorscale=MAGNITUDE_SCALE,
         colorbar=dict(title=dict(text="top-1 probability", side="right")),
         text=np.asarray(top_labels, dtype=object).tolist(), customdata=hover_text,

@@ -1,7 +1,6 @@
 """The head report card and friends: the layer × head role map, the induction view, and roles forming over
 training (film strip, role scores over steps, embedding PCA frames)."""
 import numpy as np
-import plotly.graph_objects as go
 
 from explorer.common.controls import REPORT_HEADERS  # noqa: F401  (the report rows fit them)
 from explorer.figures.attention import attention_grid_figure
@@ -17,6 +16,7 @@ from explorer.figures.common import (
     style_figure,
     top_legend,
 )
+from explorer.figures.plain import Figure, heatmap, scatter
 
 ROLE_COLOURS = {  # one colour per label of model_core.analysis.roles.ROLE_LABELS
     "induction": "#d62728", "previous token": "#1f77b4", "duplicate token": "#9467bd", "self": "#2ca02c",
@@ -31,7 +31,7 @@ TRACKED_ROLES = {"induction": "induction", "prev_token": "previous token", "dupl
                  "self": "self", "first_token": "first token (sink)"}
 
 
-def role_map_figure(labels: list[str], scores: list[float], n_layers: int, n_heads: int) -> go.Figure:
+def role_map_figure(labels: list[str], scores: list[float], n_layers: int, n_heads: int) -> Figure:
     """One cell per head coloured by its role (labels, scores in layer-major order), text = role + score."""
     z = np.array([list(ROLE_COLOURS).index(label) for label in labels]).reshape(n_layers, n_heads)
     n = len(ROLE_COLOURS)
@@ -40,13 +40,13 @@ def role_map_figure(labels: list[str], scores: list[float], n_layers: int, n_hea
             for L in range(n_layers)]
     hover = [[f"{head_label(L, h)}: {labels[L * n_heads + h]} ({scores[L * n_heads + h]:.0%})" for h in range(n_heads)]
              for L in range(n_layers)]
-    fig = go.Figure(go.Heatmap(
+    fig = Figure(heatmap(
         z=z, x=[f"H{h}" for h in range(n_heads)], y=[f"L{L}" for L in range(n_layers)], zmin=-0.5, zmax=n - 0.5,
         colorscale=scale, showscale=False, text=text, texttemplate="%{text}", customdata=hover,
         hovertemplate="%{customdata}<extra></extra>", xgap=3, ygap=3,
     ))
     for label, colour in ROLE_COLOURS.items():  # a legend of the colours (empty traces)
-        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=label,
+        fig.add_trace(scatter(x=[None], y=[None], mode="markers", name=label,
                                  marker=dict(color=colour, size=12, symbol="square")))
     fig.update_yaxes(autorange="reversed", type="category", title_text="layer")
     fig.update_xaxes(type="category", title_text="head", side="bottom")
@@ -61,14 +61,14 @@ def report_table(roles: list, scores: dict) -> list[list]:
             + [round(float(scores[name][r.layer, r.head]), 3) for name in SCORE_COLUMNS] for r in roles]
 
 
-def induction_loss_figure(loss, length: int) -> go.Figure:
+def induction_loss_figure(loss, length: int) -> Figure:
     """loss [2n] (NaN at 0) -> per-token loss, first copy vs second copy, with each copy's mean dashed."""
     loss = np.asarray(loss, dtype=np.float64)
     x = np.arange(len(loss))
-    fig = go.Figure()
+    fig = Figure()
     for name, part, colour in (("first copy (random: unpredictable)", slice(1, length), BLUE),
                                ("second copy (a repeat: copyable)", slice(length, len(loss)), ORANGE)):
-        fig.add_trace(go.Scatter(x=x[part], y=compact(loss[part]), mode="lines+markers", name=name,
+        fig.add_trace(scatter(x=x[part], y=compact(loss[part]), mode="lines+markers", name=name,
                                  line=dict(color=colour), hovertemplate="token %{x}<br>loss %{y:.2f}<extra></extra>"))
         mean = float(np.nanmean(loss[part][1:] if part.start == length else loss[part]))
         fig.add_hline(y=mean, line=dict(color=colour, dash="dash"), annotation_text=f"mean {mean:.2f}",
@@ -80,13 +80,13 @@ def induction_loss_figure(loss, length: int) -> go.Figure:
                         legend=top_legend(), margin=dict(t=100))
 
 
-def induction_pattern_figure(pattern, length: int, layer: int, head: int, score: float) -> go.Figure:
+def induction_pattern_figure(pattern, length: int, layer: int, head: int, score: float) -> Figure:
     """pattern [2n, 2n] of one head on the repeated probe, with the induction stripe (key = query - n + 1) traced."""
     T = pattern.shape[0]
-    fig = go.Figure(go.Heatmap(z=compact(pattern, 3), coloraxis="coloraxis",
+    fig = Figure(heatmap(z=compact(pattern, 3), coloraxis="coloraxis",
                                hovertemplate="query %{y} → key %{x}<br>weight %{z:.3f}<extra></extra>"))
     queries = np.arange(length, T)
-    fig.add_trace(go.Scatter(x=queries - length + 1, y=queries, mode="lines",
+    fig.add_trace(scatter(x=queries - length + 1, y=queries, mode="lines",
                              name=f"induction stripe (key = query − {length - 1})",
                              line=dict(color="white", dash="dot", width=1), hoverinfo="skip"))
     fig.update_yaxes(autorange="reversed", title_text="query position")
@@ -96,7 +96,7 @@ def induction_pattern_figure(pattern, length: int, layer: int, head: int, score:
                         legend=top_legend(), margin=dict(t=100))
 
 
-def film_strip_figure(patterns, step_labels: list[str], tokens: list[str], layer: int, head: int) -> go.Figure:
+def film_strip_figure(patterns, step_labels: list[str], tokens: list[str], layer: int, head: int) -> Figure:
     """patterns [S, T, T] of one head at S snapshots -> small multiples in one row (or a few)."""
     S = len(patterns)
     cols = min(S, 6)
@@ -112,15 +112,15 @@ def film_strip_figure(patterns, step_labels: list[str], tokens: list[str], layer
                              height=max(260, 230 * rows))
 
 
-def role_scores_over_steps_figure(steps, scores: dict, layer: int, head: int, val_loss=None) -> go.Figure:
+def role_scores_over_steps_figure(steps, scores: dict, layer: int, head: int, val_loss=None) -> Figure:
     """scores {name: [S]} of one head over training steps, with the validation loss on a second axis."""
-    fig = go.Figure()
+    fig = Figure()
     for i, (name, values) in enumerate(scores.items()):
-        fig.add_trace(go.Scatter(x=steps, y=compact(values, 3), mode="lines+markers", name=name,
+        fig.add_trace(scatter(x=steps, y=compact(values, 3), mode="lines+markers", name=name,
                                  line=dict(color=PALETTE[i % len(PALETTE)]),
                                  hovertemplate=f"{name}<br>step %{{x}}<br>score %{{y:.2f}}<extra></extra>"))
     if val_loss is not None and np.isfinite(np.asarray(val_loss, dtype=float)).any():
-        fig.add_trace(go.Scatter(x=steps, y=val_loss, mode="lines", name="validation loss (right axis)", yaxis="y2",
+        fig.add_trace(scatter(x=steps, y=val_loss, mode="lines", name="validation loss (right axis)", yaxis="y2",
                                  line=dict(color="black", dash="dot"), connectgaps=True,
                                  hovertemplate="step %{x}<br>val loss %{y:.2f}<extra></extra>"))
     fig.update_layout(yaxis=dict(title_text="score (share of attention)", range=[0, 1.02]),
@@ -141,18 +141,17 @@ def aligned_signs(coords: list) -> list:
     return out
 
 
-def embedding_frames_figure(coords: list, steps: list[int], labels: list[str]) -> go.Figure:
+def embedding_frames_figure(coords: list, steps: list[int], labels: list[str]) -> Figure:
     """coords [S] of [vocab, 2] token embeddings on their top PCs -> an animated scatter with a play button."""
     labels = [str(label) for label in labels]
     coords = aligned_signs(coords)
-    scatter = lambda c: go.Scatter(x=compact(c[:, 0], 3), y=compact(c[:, 1], 3), mode="markers+text",  # noqa: E731
-                                   text=labels,
-                                   textposition="top center", marker=dict(color=BLUE, size=7),
-                                   textfont=dict(size=SMALL_FONT), hovertemplate="'%{text}'<extra></extra>")
+    points = lambda c: scatter(x=compact(c[:, 0], 3), y=compact(c[:, 1], 3), mode="markers+text",  # noqa: E731
+                               text=labels, textposition="top center", marker=dict(color=BLUE, size=7),
+                               textfont=dict(size=SMALL_FONT), hovertemplate="'%{text}'<extra></extra>")
     every = np.concatenate([np.asarray(c, dtype=np.float32) for c in coords])
     pad = lambda lo, hi: [float(lo - 0.1 * (hi - lo)), float(hi + 0.1 * (hi - lo))]  # noqa: E731
-    fig = go.Figure(data=[scatter(np.asarray(coords[-1], dtype=np.float32))],
-                    frames=[go.Frame(data=[scatter(np.asarray(c, dtype=np.float32))], name=str(s))
+    fig = Figure(data=[points(np.asarray(coords[-1], dtype=np.float32))],
+                    frames=[dict(data=[points(np.asarray(c, dtype=np.float32))], name=str(s))
                             for c, s in zip(coords, steps)])
     play = dict(label="▶ play", method="animate",
                 args=[None, dict(frame=dict(duration=500, redraw=True), fromcurrent=True, transition=dict(duration=0))])

@@ -1,9 +1,9 @@
 """Sampling: the next-token distribution before/after filtering, temperature, step-by-step generation."""
 import numpy as np
-import plotly.graph_objects as go
 
 from explorer.common.controls import GENERATION_TABLE_HEADERS  # noqa: F401  (the step rows fit them)
 from explorer.figures.common import BLUE, GREY, ORANGE, compact, lines_figure, style_figure, top_legend, unique_labels
+from explorer.figures.plain import Figure, bar
 
 SEED_LOGITS = np.linspace(-5, 5, 100)  # the seed's "100 evenly spaced logits" demo
 
@@ -15,7 +15,7 @@ def softmax(logits, temperature: float = 1.0) -> np.ndarray:
     return e / e.sum()
 
 
-def next_token_figure(probs_before, probs_after, removed, labels: list[str], top_n: int = 30) -> go.Figure:
+def next_token_figure(probs_before, probs_after, removed, labels: list[str], top_n: int = 30) -> Figure:
     """[V] probabilities before/after top-k/top-p filtering and removed [V] bool -> grouped bars for the
     top_n tokens by model probability; cut tokens are grey and have an 'after' bar of exactly 0."""
     before, removed = np.asarray(probs_before, dtype=np.float64), np.asarray(removed, dtype=bool)
@@ -24,13 +24,13 @@ def next_token_figure(probs_before, probs_after, removed, labels: list[str], top
     vocab = unique_labels(list(labels))
     names = [vocab[i] for i in order]
     cut = removed[order]
-    fig = go.Figure([
-        go.Bar(x=names, y=compact(before[order]), name="model's distribution",
+    fig = Figure([
+        bar(x=names, y=compact(before[order]), name="model's distribution",
                marker_color=[GREY if c else BLUE for c in cut],
                hovertemplate="%{x}<br>model probability %{y:.1%}<extra></extra>"),
-        go.Bar(x=names, y=compact(after), name="after filtering (renormalised)", marker_color=ORANGE,
+        bar(x=names, y=compact(after), name="after filtering (renormalised)", marker_color=ORANGE,
                hovertemplate="%{x}<br>after filtering %{y:.1%}<extra></extra>"),
-        go.Bar(x=[None], y=[None], name="cut by filtering (grey)", marker_color=GREY, showlegend=True),
+        bar(x=[None], y=[None], name="cut by filtering (grey)", marker_color=GREY, showlegend=True),
     ])
     fig.update_xaxes(title_text="token (most likely first)", type="category")
     fig.update_yaxes(title_text="probability", tickformat=".0%", rangemode="tozero")
@@ -41,7 +41,7 @@ def next_token_figure(probs_before, probs_after, removed, labels: list[str], top
 
 
 def temperature_curve_figure(logits=None, temperatures=(0.5, 1.0, 2.0), labels: list[str] | None = None,
-                             top_n: int = 10) -> go.Figure:
+                             top_n: int = 10) -> Figure:
     """Softmax at several temperatures: over the model's top_n next tokens (logits [V], labels [V]),
     or, without logits, over the seed's 100 evenly spaced logits in [-5, 5]."""
     if logits is None:

@@ -1,18 +1,18 @@
 """Training: loss curves (the Train tab redraws this live with Plotly.react)."""
-import plotly.graph_objects as go
 
 from explorer.figures.common import BLUE, ORANGE, compact, style_figure, top_legend
+from explorer.figures.plain import Figure, scatter
 
 
-def loss_figure(steps, train_loss, eval_steps=None, val_loss=None, eval_train_loss=None) -> go.Figure:
+def loss_figure(steps, train_loss, eval_steps=None, val_loss=None, eval_train_loss=None) -> Figure:
     """Per-step train loss (light) and, at evaluation steps, train and validation loss (bold)."""
-    fig = go.Figure(go.Scatter(
+    fig = Figure(scatter(
         x=list(steps), y=compact(train_loss), mode="lines", name="train loss (each batch)",
         line=dict(color=BLUE, width=1), opacity=0.35, hovertemplate="step %{x}<br>batch loss %{y:.3f}<extra></extra>"))
     curves = [("train loss (evaluated)", eval_train_loss, BLUE), ("validation loss", val_loss, ORANGE)]
     for name, values, color in curves:
         if eval_steps is not None and values is not None and len(values):
-            fig.add_trace(go.Scatter(
+            fig.add_trace(scatter(
                 x=list(eval_steps), y=compact(values), mode="lines+markers", name=name,
                 line=dict(color=color, width=3), hovertemplate=f"step %{{x}}<br>{name} %{{y:.3f}}<extra></extra>"))
     fig.update_xaxes(title_text="training step")
