@@ -17,7 +17,7 @@ def tiny_model(block_size: int = 8) -> GPT:
 
 def test_batched_compare_equals_one_generation_per_setting_past_the_block_size():
     model, prompt = tiny_model(), [1, 2, 3]
-    results = compare(model, prompt, SETTINGS, 20, seed=5)  # 23 tokens: the context is cropped to 8
+    results = compare(model, prompt, SETTINGS, 20, seed=5)  # 23 tokens: the window jumps past 8
     for s, r in zip(SETTINGS, results):
         steps = list(generate(model, prompt, 20, s.temperature, s.top_k, s.top_p, s.min_p, seed=5))
         assert r.tokens == [st.token for st in steps]

@@ -2,6 +2,7 @@ import numpy as np
 import pytest
 import torch
 
+from model_core.model.kv_cache import window_start
 from model_core.model.sampling import (
     SamplingError,
     SamplingSettings,
@@ -77,7 +78,7 @@ def test_generation_is_seeded_and_cropped_to_block_size():
     run = lambda seed: [s.token for s in generate(model, [1, 2, 3], 20, seed=seed)]  # noqa: E731
     assert run(5) == run(5)
     assert run(5) != run(6)
-    assert len(run(5)) == 20  # 23 tokens > block_size 8: cropping keeps it going
+    assert len(run(5)) == 20  # 23 tokens > block_size 8: the window keeps it going
 
 
 def test_generation_steps_report_probabilities_and_running_logprob():
@@ -110,12 +111,19 @@ def test_empty_prompt_is_rejected():
         next(generate(tiny_model(), [], 3))
 
 
+def window_logits(model, prompt_len: int, ids: list[int]) -> torch.Tensor:
+    """forward() on the window of ids that generation reads (window_start's half-window rule) -> (V,) logits
+    of the next token."""
+    start = window_start(prompt_len, len(ids), model.cfg.block_size)
+    return model(torch.tensor([ids[start:]]))[0][0, -1]
+
+
 def model_logprobs(model, prompt: list[int], generated: list[int]) -> list[float]:
-    """log p(token | the block_size tokens before it) under the model, recomputed one position at a time."""
+    """log p(token | its window of the tokens before it) under the model, recomputed one position at a time."""
     ids, out = list(prompt), []
     with torch.no_grad():
         for token in generated:
-            logits = model(torch.tensor([ids[-model.cfg.block_size:]]))[0][0, -1]
+            logits = window_logits(model, len(prompt), ids)
             out.append(float(torch.log_softmax(logits, -1)[token]))
             ids.append(token)
     return out
@@ -132,7 +140,7 @@ def test_compare_uses_the_same_seed_for_every_setting():
                                      SamplingSettings(temperature=1.5, top_k=3, top_p=0.9)])
 def test_compare_metrics_are_recomputed_from_the_model(setting):
     """Mean log-prob is the mean of log softmax(model logits) at the generated tokens (12 tokens after a
-    2-token prompt: the context is cropped to block_size 8 on the way)."""
+    2-token prompt: the window jumps past block_size 8 on the way)."""
     model, prompt = tiny_model(), [1, 2]
     (result,) = compare(model, prompt, [setting], 12, seed=3)
     logprobs = model_logprobs(model, prompt, result.tokens)
@@ -142,7 +150,7 @@ def test_compare_metrics_are_recomputed_from_the_model(setting):
     if setting.temperature == 0:  # greedy: every token is the argmax, so its log-prob is the row maximum
         ids = prompt + result.tokens
         for i, token in enumerate(result.tokens):
-            logits = model(torch.tensor([ids[:len(prompt) + i][-model.cfg.block_size:]]))[0][0, -1]
+            logits = window_logits(model, len(prompt), ids[:len(prompt) + i])
             assert token == int(logits.argmax())
 
 

@@ -9,6 +9,7 @@ import torch.nn.functional as F
 from model_core.model.cache import ActivationCache
 from model_core.model.config import GPTConfig
 from model_core.model.hooks import HookedModule, HookPoint, NamesFilter, names_predicate
+from model_core.model.kv_cache import KVCache
 from model_core.model.layers import Block, Norm, maybe_dropout, sinusoidal_table
 
 
@@ -50,12 +51,12 @@ class GPT(HookedModule):
         """Trainable parameters, counting a tied matrix once."""
         return sum(p.numel() for p in self.parameters())
 
-    def position_embeddings(self, T: int) -> torch.Tensor:
-        """(T, D) learned or sinusoidal position vectors; zeros for rope and none, which add none."""
+    def position_embeddings(self, T: int, start: int = 0) -> torch.Tensor:
+        """(T, D) learned or sinusoidal vectors of positions start..start+T-1; zeros for rope and none."""
         if self.cfg.positional == "learned":
-            return self.pos_embed.weight[:T]
+            return self.pos_embed.weight[start:start + T]
         if self.cfg.positional == "sinusoidal":
-            return self.pos_table[:T]
+            return self.pos_table[start:start + T]
         return self.embed.weight.new_zeros(T, self.cfg.d_model)
 
     def forward(self, idx: torch.Tensor, targets: Optional[torch.Tensor] = None):
@@ -63,10 +64,7 @@ class GPT(HookedModule):
         B, T = idx.shape
         if T > self.cfg.block_size:
             raise ValueError(f"sequence of {T} tokens is longer than block_size {self.cfg.block_size}; crop it.")
-        x = self.hook_embed(self.embed(idx))  # (B, T, D)
-        if self.cfg.has_position_vectors:  # rope positions act inside attention instead
-            x = x + self.hook_pos_embed(self.position_embeddings(T).expand(B, T, -1))  # (B, T, D)
-        x = self.drop(x)  # (B, T, D)
+        x = self.embeddings(idx)  # (B, T, D)
         for block in self.blocks:
             x = block(x)  # (B, T, D)
         logits = self.unembed(self.ln_final(x))  # (B, T, V)
@@ -74,6 +72,29 @@ class GPT(HookedModule):
         if targets is not None:
             loss = F.cross_entropy(logits.view(-1, logits.size(-1)), targets.reshape(-1), ignore_index=-1)
         return logits, loss
+
+    def embeddings(self, idx: torch.Tensor, start: int = 0) -> torch.Tensor:
+        """idx (B, T) tokens at positions start..start+T-1 -> the residual stream entering block 0 (B, T, D)."""
+        B, T = idx.shape
+        x = self.hook_embed(self.embed(idx))  # (B, T, D)
+        if self.cfg.has_position_vectors:  # rope positions act inside attention instead
+            x = x + self.hook_pos_embed(self.position_embeddings(T, start).expand(B, T, -1))  # (B, T, D)
+        return self.drop(x)  # (B, T, D)
+
+    def extend(self, idx: torch.Tensor, cache: KVCache, last_only: bool = False) -> torch.Tensor:
+        """Logits (B, T, V) of new tokens idx (B, T) that follow the cache.length positions in cache, whose
+        keys and values the new ones join; last_only: the last position's only (B, 1, V), and the last
+        block skips the others. Same logits as forward() on the whole sequence. Generation's path
+        (model_core.model.sampling): hook points would see only the new positions."""
+        B, T = idx.shape
+        start = cache.length
+        if start + T > self.cfg.block_size:
+            raise ValueError(f"{start} cached + {T} new tokens exceed block_size {self.cfg.block_size}: clear "
+                             f"the cache and extend it with the last {self.cfg.block_size} tokens.")
+        x = self.embeddings(idx, start)  # (B, T, D)
+        for i, (block, kv) in enumerate(zip(self.blocks, cache.layers)):
+            x = block(x, kv, last_only and i == len(self.blocks) - 1)  # (B, T, D), (B, 1, D) after a last_only
+        return self.unembed(self.ln_final(x))  # (B, T, V) or (B, 1, V)
 
     @torch.no_grad()
     def run_with_cache(self, idx: torch.Tensor, names_filter: NamesFilter = None):

@@ -9,6 +9,7 @@ import torch.nn.functional as F
 
 from model_core.model.config import GPTConfig
 from model_core.model.hooks import HookPoint
+from model_core.model.kv_cache import LayerKV
 from model_core.model.rope import Rotary
 
 
@@ -65,37 +66,51 @@ class CausalSelfAttention(nn.Module):
 
     def wants_pattern(self) -> bool:
         """True when something reads the scores or pattern, so they must be materialised."""
-        return self.force_explicit or any(
-            h.has_hooks() for h in (self.hook_attn_scores_unmasked, self.hook_attn_scores, self.hook_pattern)
-        )
+        return (self.force_explicit or self.hook_attn_scores_unmasked.has_hooks() or self.hook_attn_scores.has_hooks()
+                or self.hook_pattern.has_hooks())
 
-    def forward(self, x):
+    def forward(self, x, kv: Optional[LayerKV] = None, last_only: bool = False):
+        """x (B, T, D) -> (B, T, D). With kv (generation's cache) x holds the T positions that follow the
+        kv.length cached ones: their keys and values join the cache, their queries attend over all of it.
+        last_only: only the last position asks (B, 1, D); the others give their keys and values."""
         B, T, D = x.shape
-        q, k, v = self.W_qkv(x).split(D, dim=2)  # 3 x (B, T, D)
-        q = self.hook_q(q.view(B, T, self.n_heads, self.d_head))  # (B, T, H, dh)
-        k = self.hook_k(k.view(B, T, self.n_heads, self.d_head))  # (B, T, H, dh)
-        v = self.hook_v(v.view(B, T, self.n_heads, self.d_head))  # (B, T, H, dh)
+        start = kv.length if kv is not None else 0  # position of x's first token
+        q, k, v = self.W_qkv(x).view(B, T, 3, self.n_heads, self.d_head).unbind(2)  # 3 x (B, T, H, dh)
+        if last_only:
+            q = q[:, -1:]  # (B, 1, H, dh)
+        Tq = q.size(1)  # query positions: the last Tq of x's
+        q = self.hook_q(q)  # (B, Tq, H, dh)
+        k = self.hook_k(k)  # (B, T, H, dh)
+        v = self.hook_v(v)  # (B, T, H, dh)
         if self.qk_norm:
             q, k = self.q_norm(q), self.k_norm(k)  # (B, T, H, dh), unit RMS per head times a learned gain
         if self.rope:
-            q, k = self.hook_rot_q(self.rotary(q)), self.hook_rot_k(self.rotary(k))  # (B, T, H, dh)
-        q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # (B, H, T, dh)
+            q = self.hook_rot_q(self.rotary(q, start + T - Tq))  # (B, Tq, H, dh)
+            k = self.hook_rot_k(self.rotary(k, start))  # (B, T, H, dh)
+        q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # (B, H, Tq or T, dh)
+        if kv is not None:
+            k, v = kv.extend(k, v)  # (B, H, start + T, dh): the cached positions, then these
         if self.wants_pattern():
-            z = self.explicit_attention(q, k, v)  # (B, H, T, dh)
+            z = self.explicit_attention(q, k, v)  # (B, H, Tq, dh)
         else:
             p = self.dropout if self.training else 0.0
-            z = F.scaled_dot_product_attention(q, k, v, dropout_p=p, is_causal=True)  # (B, H, T, dh)
-        z = self.hook_z(z.transpose(1, 2))  # (B, T, H, dh)
-        return self.W_o(z.reshape(B, T, D))  # (B, T, D)
+            Tk = k.size(2)
+            causal = Tq == Tk  # the same positions ask and answer: the usual triangle
+            # one query (the newest position) sees every key; several see the keys up to their own
+            mask = None if causal or Tq == 1 else self.causal[Tk - Tq:Tk, :Tk]  # (Tq, Tk)
+            z = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p, is_causal=causal)
+        z = self.hook_z(z.transpose(1, 2))  # (B, Tq, H, dh)
+        return self.W_o(z.reshape(B, Tq, D))  # (B, Tq, D)
 
     def explicit_attention(self, q, k, v):
-        T = q.size(2)
-        scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_head)  # (B, H, T, T)
+        """q (B, H, Tq, dh) for the last Tq of the Tk positions of k, v (B, H, Tk, dh) -> z (B, H, Tq, dh)."""
+        Tq, Tk = q.size(2), k.size(2)  # equal, except for new positions after a cache
+        scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_head)  # (B, H, Tq, Tk)
         scores = self.hook_attn_scores_unmasked(scores)
-        scores = scores.masked_fill(~self.causal[:T, :T], float("-inf"))
+        scores = scores.masked_fill(~self.causal[Tk - Tq:Tk, :Tk], float("-inf"))
         scores = self.hook_attn_scores(scores)
-        pattern = self.hook_pattern(F.softmax(scores, dim=-1))  # (B, H, T, T)
-        return self.attn_dropout(pattern) @ v  # (B, H, T, dh)
+        pattern = self.hook_pattern(F.softmax(scores, dim=-1))  # (B, H, Tq, Tk)
+        return self.attn_dropout(pattern) @ v  # (B, H, Tq, dh)
 
 
 ACTIVATION_FNS = {
@@ -148,14 +163,18 @@ class Block(nn.Module):
         self.hook_resid_post = HookPoint()  # [batch, pos, d_model]
         self.drop = maybe_dropout(cfg.dropout)
 
-    def forward(self, x):
+    def forward(self, x, kv: Optional[LayerKV] = None, last_only: bool = False):
+        """x (B, T, D) -> (B, T, D). kv: this layer's cache when x holds new positions (GPT.extend);
+        last_only: return the last position only (B, 1, D), the others just feed attention."""
         x = self.hook_resid_pre(x)  # (B, T, D)
         if self.pre_norm:  # x + f(norm(x)): the residual stream is a running sum
-            x = self.hook_resid_mid(x + self.hook_attn_out(self.drop(self.attn(self.ln1(x)))))
+            attn_out = self.hook_attn_out(self.drop(self.attn(self.ln1(x), kv, last_only)))  # (B, T or 1, D)
+            x = self.hook_resid_mid((x[:, -1:] if last_only else x) + attn_out)
             if not self.attn_only:
                 x = x + self.hook_mlp_out(self.drop(self.mlp(self.ln2(x))))
         else:  # norm(x + f(x)): the 2017 paper's order
-            x = self.hook_resid_mid(self.ln1(x + self.hook_attn_out(self.drop(self.attn(x)))))
+            attn_out = self.hook_attn_out(self.drop(self.attn(x, kv, last_only)))  # (B, T or 1, D)
+            x = self.hook_resid_mid(self.ln1((x[:, -1:] if last_only else x) + attn_out))
             if not self.attn_only:
                 x = self.ln2(x + self.hook_mlp_out(self.drop(self.mlp(x))))
         return self.hook_resid_post(x)

@@ -20,9 +20,9 @@ class Rotary(nn.Module):
         self.register_buffer("cos", angles.cos()[:, None, :], persistent=False)  # (block, 1, dh/2)
         self.register_buffer("sin", angles.sin()[:, None, :], persistent=False)  # (block, 1, dh/2)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """x (B, T, H, dh) -> x with the pair at position t rotated by t * freq."""
+    def forward(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
+        """x (B, T, H, dh) at positions start..start+T-1 -> x with the pair at position t rotated by t * freq."""
         T = x.size(1)
-        cos, sin = self.cos[:T].to(x.dtype), self.sin[:T].to(x.dtype)  # (T, 1, dh/2)
+        cos, sin = self.cos[start:start + T].to(x.dtype), self.sin[start:start + T].to(x.dtype)  # (T, 1, dh/2)
         x1, x2 = x.chunk(2, dim=-1)  # 2 x (B, T, H, dh/2)
         return torch.cat((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1)  # (B, T, H, dh)

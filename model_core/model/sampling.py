@@ -6,6 +6,8 @@ from typing import Iterator, Optional, Sequence
 import numpy as np
 import torch
 
+from model_core.model.kv_cache import NextTokenLogits
+
 
 class SamplingError(ValueError):
     """A sampling setting is out of range; the message says the valid range."""
@@ -70,23 +72,29 @@ class Step:
     removed: np.ndarray = field(repr=False)  # [V] tokens the filters cut
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def generate(model, prompt_ids: Sequence[int], max_new_tokens: int, temperature: float = 1.0,
              top_k: Optional[int] = None, top_p: float = 1.0, min_p: float = 0.0,
-             seed: Optional[int] = None, stop_token: Optional[int] = None) -> Iterator[Step]:
-    """Yield one Step per new token; the context is cropped to block_size. Same seed, same output."""
+             seed: Optional[int] = None, stop_token: Optional[int] = None, use_cache: bool = True) -> Iterator[Step]:
+    """Yield one Step per new token. Same seed, same output.
+
+    Context past block_size: the model reads a window of the tokens so far (model_core.model.kv_cache
+    window_start): the prompt's last block_size tokens at first; when the window would exceed block_size it
+    jumps to the newest block_size // 2 tokens and grows again. So past block_size the model sees between
+    half a block and a block of context (not always a full block): most steps feed one token to the KV cache
+    and one in block_size // 2 + 1 re-encodes half a block. use_cache=False re-runs forward() on the whole
+    window every step: the reference the KV cache must match, token for token."""
     SamplingSettings(temperature, top_k, top_p, min_p).validate()
     if len(prompt_ids) == 0:
         raise SamplingError("the prompt is empty: type at least one character.")
-    device = next(model.parameters()).device
     gen = torch.Generator(device="cpu").manual_seed(seed if seed is not None else torch.seed())
     ids, total = list(prompt_ids), 0.0
     was_training = model.training
     model.eval()
     try:
+        next_logits = NextTokenLogits(model, 1, len(prompt_ids), use_cache)
         for _ in range(max_new_tokens):
-            context = torch.tensor([ids[-model.cfg.block_size:]], dtype=torch.long, device=device)
-            logits = model(context)[0][0, -1].float().cpu()  # (V,)
+            logits = next_logits([ids])[0]  # (V,)
             probs, removed = filter_logits(logits, temperature, top_k, top_p, min_p)
             token = int(torch.multinomial(probs, 1, generator=gen)) if temperature > 0 else int(probs.argmax())
             model_prob = float(torch.softmax(logits, -1)[token])
@@ -108,34 +116,38 @@ class Completion:
     repetition_rate: float  # share of 3-grams that already occurred earlier in the output
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def compare(model, prompt_ids: Sequence[int], settings: Sequence[SamplingSettings], max_new_tokens: int,
-            seed: int = 0, stop_token: Optional[int] = None) -> list[Completion]:
+            seed: int = 0, stop_token: Optional[int] = None, use_cache: bool = True) -> list[Completion]:
     """Generate once per setting from the same prompt and seed, with quality measures for each. All settings
     advance together, one batched forward pass per token (a classroom's Compare costs a quarter of the CPU
-    of one generation per setting); each keeps its own seeded generator, as generate() would."""
+    of one generation per setting); each keeps its own seeded generator and reads generate()'s context
+    window, so each draws what generate() would."""
     for s in settings:
         s.validate()
     if len(prompt_ids) == 0:
         raise SamplingError("the prompt is empty: type at least one character.")
-    device, block = next(model.parameters()).device, model.cfg.block_size
     rows = [list(prompt_ids) for _ in settings]  # every row grows by one token per step: same length
     tokens, logprobs = [[] for _ in settings], [0.0 for _ in settings]
     gens = [torch.Generator(device="cpu").manual_seed(seed) for _ in settings]
+    live = list(range(len(settings)))  # settings still generating, in batch-row order
     was_training = model.training
     model.eval()
     try:
+        next_logits = NextTokenLogits(model, len(settings), len(prompt_ids), use_cache)
         for _ in range(max_new_tokens):
-            live = [b for b in range(len(settings)) if not (tokens[b] and tokens[b][-1] == stop_token)]
-            if not live:
-                break
-            context = torch.tensor([rows[b][-block:] for b in live], dtype=torch.long, device=device)
-            logits = model(context)[0][:, -1].float().cpu()  # (len(live), V)
+            logits = next_logits([rows[b] for b in live])  # (len(live), V)
             for i, b in enumerate(live):
                 token, model_prob = next_token(logits[i], settings[b], gens[b])
                 rows[b].append(token)
                 tokens[b].append(token)
                 logprobs[b] += math.log(max(model_prob, 1e-30))
+            going = [i for i, b in enumerate(live) if stop_token is None or tokens[b][-1] != stop_token]
+            if len(going) < len(live):  # a setting that drew the stop token ends; the others go on
+                next_logits.keep_rows(going)
+                live = [live[i] for i in going]
+            if not live:
+                break
     finally:
         model.train(was_training)
     return [Completion(s, t, lp / len(t) if t else 0.0, distinct_n(t, 2), repetition_rate(t))
