@@ -35,6 +35,8 @@ bench: $(VENV)/.dev-deps
 	$(PY) -m bench.core
 	$(PY) -m bench.train
 	$(PY) -m bench.app
+	$(PY) -m bench.views
+	$(PY) -m bench.generation
 	$(PY) -m bench.startup
 
 assets: $(VENV)/.run-deps

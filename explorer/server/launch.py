@@ -30,6 +30,9 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def main(argv=None) -> None:
     args = parse_args(argv)
+    from explorer.server.memory import tune_allocator
+
+    tune_allocator()  # before the server's threads allocate (explorer/server/memory.py)
     # Only what the page needs is imported before the server answers (Gradio, our layout and controls);
     # torch, the models and the callbacks load in warm_up() once it does (docs/benchmarks.md, start-up).
     from explorer.common import app_state
@@ -63,6 +66,7 @@ def main(argv=None) -> None:
                     max_file_size=f"{args.max_upload_mb:g}mb", state_session_capacity=args.max_sessions,
                     show_error=False, footer_links=["api"], app_kwargs=guarded_app_kwargs(), prevent_thread_lock=True)
         warm_up(args.torch_threads, app_state.default_model)
+        release_memory(demo)
         demo.block_thread()
     # show_error=False: our own messages are gr.Error and always shown; Gradio's internal ones are not
     finally:
@@ -88,6 +92,16 @@ def warm_up(torch_threads: int, default_model: str) -> None:
         shipped_template(name)
     choose_data(new_session(), "shakespeare", None, "char", BPE_DEFAULT_VOCAB)  # the Train tab's defaults
     import sklearn.decomposition  # noqa: F401  (the Embeddings tab's PCA; 1-2 s)
+
+
+def release_memory(demo) -> None:
+    """From now on, closed pages' Gradio state goes after --resume-ttl and freed memory goes back to the system
+    (explorer.server.memory)."""
+    from explorer.common.limits import LIMITS
+    from explorer.server.memory import start_sweeper
+    from explorer.state.session import REGISTRY
+
+    start_sweeper(demo.state_holder, lambda: LIMITS.resume_ttl_seconds, lambda: REGISTRY.released)
 
 
 def shutdown(*_signal) -> None:

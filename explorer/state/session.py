@@ -157,6 +157,7 @@ class SessionRegistry:
         self._evicted: "OrderedDict[str, str]" = OrderedDict()  # key -> what its user is told on return
         self._lock = threading.Lock()
         self._reaper: Optional[threading.Thread] = None
+        self.released = 0  # sessions let go of so far (the server trims the allocator after some go)
 
     def get(self, page: str) -> Session:
         with self._lock:
@@ -197,6 +198,7 @@ class SessionRegistry:
         old = self._aliases.get(page, page)
         if old != key and old in self._sessions and old not in self._aliases.values():
             self._sessions.pop(old).stop_training()  # a blank session this page made before it was attached
+            self.released += 1
         self._aliases[page] = key
         if key in self._sessions:
             self._sessions[key].detached_at = None
@@ -209,6 +211,7 @@ class SessionRegistry:
             key = self._aliases.pop(page, None)
             if key is None:
                 session = self._sessions.pop(page, None)
+                self.released += session is not None
             else:
                 session = None
                 if key in self._sessions and key not in self._aliases.values():
@@ -223,6 +226,7 @@ class SessionRegistry:
             keys = [k for k, s in self._sessions.items()
                     if s.detached_at is not None and now - s.detached_at > LIMITS.resume_ttl_seconds]
             sessions = [self._sessions.pop(k) for k in keys]
+            self.released += len(sessions)
             for key in keys:
                 self._remember(key, f"Your earlier session ended: its page was closed for more than "
                                     f"{LIMITS.resume_ttl_seconds / 60:g} minutes, so the server released its model.")
@@ -239,6 +243,7 @@ class SessionRegistry:
         while len(self._sessions) > LIMITS.max_sessions:
             key = next((k for k, s in self._sessions.items() if not _training(s)), next(iter(self._sessions)))
             old = self._sessions.pop(key)
+            self.released += 1
             self._remember(key, eviction_notice(old))
             old.stop_training()
 
@@ -250,6 +255,7 @@ class SessionRegistry:
     def close(self, page: str) -> None:
         with self._lock:
             session = self._sessions.pop(self._aliases.pop(page, page), None)
+            self.released += session is not None
         if session is not None:
             session.stop_training()
 

@@ -20,6 +20,7 @@ WEIGHT_SETS_KEPT = 4  # snapshot weights a run keeps for model B: at most 4 x --
 
 _slots_lock = threading.Lock()
 _active: "set[TrainingRun]" = set()  # runs holding a training slot, across all sessions
+_balance_lock = threading.Lock()  # one rebalance at a time, so thread counts reach each child in order
 
 
 def cores() -> int:
@@ -64,7 +65,7 @@ class TrainingRun:
             if len(_active) >= LIMITS.max_trainers:
                 raise UserError(busy_message())
             _active.add(self)
-            self.remote.threads = threads_per_run(len(_active))
+            self.remote.threads = threads_per_run(len(_running()))  # the child starts with it (RemoteTrainer.run)
         self.thread.start()
         rebalance_threads()
         return self
@@ -78,12 +79,14 @@ class TrainingRun:
         return self.thread.is_alive()
 
     def control(self, action: str) -> None:
-        """pause, resume or stop the child's training."""
+        """pause, resume or stop the child's training. A paused run leaves its cores to the others; a resumed one
+        is told its share before it resumes."""
         now = time.monotonic()
         self.last_action = now
         self.paused_at = now if action == "pause" else (None if action == "resume" else self.paused_at)
         if action == "stop":
             self.stop_requested_at = now
+        rebalance_threads()
         getattr(self.remote, action)()
 
     def heartbeat(self) -> None:
@@ -147,16 +150,27 @@ def thin(snapshots: list, keep: int) -> None:
 
 
 def threads_per_run(n_runs: int) -> int:
-    """Runs split the cores between them; the server's analysis threads win any contention by priority."""
+    """Runs that train split the cores between them, never more threads in all than cores: a run whose OpenMP
+    team outnumbers the cores it gets waits at every op for a thread that is not running (a second run that
+    started on every core beside one on 1 thread trained at 1-5 steps/s, the other at 20-79: bench.trainers).
+    The server's analysis wins any contention by priority."""
     return max(1, cores() // max(1, n_runs))
 
 
+def _running() -> "list[TrainingRun]":
+    """Runs holding a slot that are not paused (a paused run's threads sleep, so it needs no share)."""
+    return [run for run in _active if run.paused_at is None]
+
+
 def rebalance_threads() -> None:
-    with _slots_lock:
-        runs, n = list(_active), threads_per_run(len(_active))
-    for run in runs:
-        if run.remote.threads != n:
-            run.remote.set_threads(n)
+    """Tell every training run its share of the cores, after a run started, ended, paused or resumed."""
+    with _balance_lock:
+        with _slots_lock:
+            runs = _running()
+            n = threads_per_run(len(runs))
+        for run in runs:
+            if run.remote.threads != n:
+                run.remote.set_threads(n)
 
 
 def busy_message() -> str:

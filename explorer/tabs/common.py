@@ -7,8 +7,9 @@ from explorer.tabs.raw_inputs import RawSlider
 
 DEFAULT_PROMPT = "First Citizen:\nBefore we proceed any further, hear me speak."
 API = dict(api_visibility="public")
-# Light views (a forward pass and figures, ~0.1 s) share `analysis`; work that takes seconds (generation,
-# ablation maps, whole-text passes) queues in `heavy`, one at a time, so it never holds up the light views.
+# Light views (a forward pass and figures, ~0.02-0.1 s; generation with the KV cache, ~0.3-0.5 s for 4 x 150
+# tokens) share `analysis`; work that takes seconds (ablation maps, whole-text passes, model B) queues in `heavy`,
+# one at a time, so it never holds up the light views.
 ANALYSIS = dict(concurrency_limit=LIMITS.analysis_workers, concurrency_id="analysis")  # set before the UI is built
 HEAVY = dict(concurrency_limit=1, concurrency_id="heavy")
 

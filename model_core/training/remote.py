@@ -53,11 +53,13 @@ class RemoteTrainer:
                  weights_every: int = 0):
         self.local, self.sample_every, self.sample_tokens = local, sample_every, sample_tokens
         self.threads = threads  # torch threads in the child; 0 = torch's default (one per core)
+        self.child_threads = 0  # torch threads the child says it runs with (0: not started yet)
         self.weights_every = weights_every  # every k-th snapshot (and the last) brings metrics["weights"]; 0: none
         self.messages = CONTEXT.Queue()
         self.commands, child_commands = CONTEXT.Pipe()
+        self._job = self.job()  # sent when the child starts (run())
         self.process = CONTEXT.Process(target=child_main, daemon=True, name="trainer",
-                                       args=(self.job(), child_commands, self.messages))
+                                       args=(self._job, child_commands, self.messages))
         self._send_lock = threading.Lock()
 
     def job(self) -> dict:
@@ -99,7 +101,11 @@ class RemoteTrainer:
     def run(self, callback: Optional[Callable[[dict], None]] = None) -> str:
         """Start the child and mirror it until it ends; callback(metrics) as Trainer.run would call it."""
         self.local.state = "running"
+        # the thread count as of now: whoever starts the run may have set it since this object was built (a
+        # child that started on torch's default, every core, beside another run was the 79 vs 5 steps/s case)
+        self._job["threads"] = self.threads
         self.process.start()
+        self._job = None  # its copy of the weights went to the child
         _live.add(self)
         try:
             while True:
@@ -119,6 +125,8 @@ class RemoteTrainer:
                     self.local.model.load_state_dict({k: torch.from_numpy(v) for k, v in payload.items()})
                 elif kind == "state":
                     self.local.state = payload
+                elif kind == "threads":
+                    self.child_threads = payload
                 elif kind == "error":
                     raise TrainingError(payload)
                 elif kind == "done":
@@ -156,6 +164,7 @@ def child_main(job: dict, commands, messages) -> None:
     except Exception as err:  # noqa: BLE001 - reported to the parent, which raises it there
         outbox.put("error", error_text(err))
         return
+    outbox.put("threads", torch.get_num_threads())
     wanted_threads = [job["threads"]]  # set by obey(), applied between steps on this (the training) thread
     threading.Thread(target=obey, args=(trainer, commands, outbox, job["parent_pid"], wanted_threads),
                      daemon=True).start()
@@ -172,6 +181,7 @@ def child_main(job: dict, commands, messages) -> None:
             snapshots_seen[0] += 1
         if wanted_threads[0] and wanted_threads[0] != torch.get_num_threads():
             torch.set_num_threads(wanted_threads[0])  # OpenMP's thread count is per calling thread
+            outbox.put("threads", torch.get_num_threads())
         outbox.metrics(metrics)
 
     try:
