@@ -106,10 +106,10 @@ def test_a_paused_run_expires_after_the_idle_ttl_and_frees_its_slot(training_ses
 
 
 def test_an_unwatched_run_expires_but_a_watched_one_does_not(training_sessions, monkeypatch):
-    monkeypatch.setattr(LIMITS, "run_ttl_seconds", 1.0)
     a = training_sessions()
     train.start_training(a, "first-names", "char", 512, *train_values(max_steps=20_000))
-    wait_for_steps(a, 1)
+    wait_for_steps(a, 1)  # may take seconds on a loaded machine: the short TTL starts only once it trains
+    monkeypatch.setattr(LIMITS, "run_ttl_seconds", 1.0)
     a.run.heartbeat()
     training_run.expire_idle_runs()
     assert a.run.stop_requested_at is None  # just polled
