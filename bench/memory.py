@@ -17,7 +17,7 @@ os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 
 from gradio_client import Client, handle_file  # noqa: E402
 
-from bench.server_process import LaunchedApp, descendants, pss_bytes, rss_bytes  # noqa: E402
+from bench.server_process import LaunchedApp, MemorySampler, pss_bytes  # noqa: E402
 
 MB = 1e6
 SHAPES = [dict(n_layers=1, n_heads=2, d_model=32, block_size=32), dict(n_layers=2, n_heads=4, d_model=64, block_size=64),
@@ -36,36 +36,6 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0, help="seeds each session's model shape")
     p.add_argument("--app-args", default="", help="extra app.py flags")
     return p.parse_args(argv)
-
-
-class RssSampler:
-    """RSS of the server process and of its tree, every interval seconds; keeps the peaks and a series."""
-
-    def __init__(self, pid: int, interval: float = 0.25):
-        self.pid, self.interval = pid, interval
-        self.peak_server = self.peak_tree = 0
-        self.series: list[tuple[float, int, int]] = []  # (time, server RSS, tree RSS)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def now(self) -> tuple[int, int]:
-        server = rss_bytes(self.pid)
-        return server, server + sum(rss_bytes(p) for p in descendants(self.pid))
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            server, tree = self.now()
-            self.peak_server, self.peak_tree = max(self.peak_server, server), max(self.peak_tree, tree)
-            self.series.append((time.monotonic(), server, tree))
-            self._stop.wait(self.interval)
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join(timeout=5)
 
 
 class Burst:
@@ -121,17 +91,18 @@ def saved_model(url: str) -> str:
         client.close()
 
 
-def settled(sampler: RssSampler, seconds: float) -> tuple[int, int]:
+def settled(sampler: MemorySampler, seconds: float) -> tuple[int, int]:
     """Wait `seconds`, then -> the server's and the tree's RSS (the least of the last 3 s of samples)."""
     time.sleep(seconds)
-    tail = [s for s in sampler.series if s[0] >= time.monotonic() - 3.0] or [(0, *sampler.now())]
+    sampler.sample()
+    tail = [s for s in sampler.series if s[0] >= time.monotonic() - 3.0]
     return min(s[1] for s in tail), min(s[2] for s in tail)
 
 
 def main(argv=None) -> None:
     args = parse_args(argv)
     flags = ["--resume-ttl", str(args.resume_ttl), "--max-sessions", str(args.max_sessions), *args.app_args.split()]
-    with LaunchedApp(flags) as app, RssSampler(app.proc.pid) as rss:
+    with LaunchedApp(flags) as app, MemorySampler(app.proc.pid, interval=0.25) as rss:
         print(f"app on {app.url} (pid {app.proc.pid}, {' '.join(flags)}), log {app.log}", flush=True)
         api = Client(app.url, verbose=False)
         init_params = api.view_api(return_format="dict", print_info=False)["named_endpoints"]["/init_model"]["parameters"]
@@ -142,12 +113,12 @@ def main(argv=None) -> None:
         start = settled(rss, args.settle / 2)
         print(f"start: server {start[0] / MB:.0f} MB, tree {start[1] / MB:.0f} MB; burst of {args.sessions} sessions, "
               f"{args.parallel} at a time ...", flush=True)
-        rss.peak_server = rss.peak_tree = 0
+        rss.peak_server = rss.peak = 0
         began = time.monotonic()
         burst = Burst(app.url, args, init_params, upload)
         burst.run()
         took = time.monotonic() - began
-        peak = rss.peak_server, rss.peak_tree
+        peak = rss.peak_server, rss.peak
         after = settled(rss, args.settle)
         pss = pss_bytes(app.proc.pid)
     print(f"burst: {burst.calls} calls in {took:.0f} s, {len(burst.errors)} errors")

@@ -79,6 +79,8 @@ class MemorySampler:
     def __init__(self, root: int, interval: float = 0.5, max_samples: int = 100_000):
         self.root, self.interval, self.max_samples = root, interval, max_samples
         self.peak, self.peak_pss, self.peak_processes, self.samples = 0, 0, 0, 0
+        self.peak_server = 0  # the server process alone
+        self.series: list[tuple[float, int, int]] = []  # (time, server RSS, tree RSS) of every sample
         self.seen: dict[tuple[int, int], None] = {}  # every process of the tree we ever saw, in order
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="rss-sampler", daemon=True)
@@ -97,7 +99,10 @@ class MemorySampler:
             key = process_key(pid)
             if key:
                 self.seen.setdefault(key)
-        total = sum(rss_bytes(pid) for pid in pids)
+        server = rss_bytes(self.root)
+        total = server + sum(rss_bytes(pid) for pid in pids[1:])
+        self.peak_server = max(self.peak_server, server)
+        self.series.append((time.monotonic(), server, total))
         if total > self.peak:
             self.peak, self.peak_processes = total, len(pids)
         self.peak_pss = max(self.peak_pss, sum(pss_bytes(pid) for pid in pids))
