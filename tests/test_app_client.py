@@ -19,7 +19,8 @@ PUBLIC_ENDPOINTS = ("attention", "snapshot", "residual", "embeddings", "ffn", "n
                     "data", "train_start", "train_pause", "train_resume", "train_stop", "train_status",
                     "use_shipped_model", "save_model", "load_model", "ablate", "importance_map", "model_b_shipped",
                     "model_b_copy", "model_b_zip", "model_b_nanogpt", "swap_models", "compare_models",
-                    "heads", "head_examples", "head_training", "init_model", "blocks")
+                    "heads", "head_examples", "head_training", "init_model", "blocks", "logit_attribution",
+                    "activation_patching")
 TINY = dict(corpus="first-names", kind="char", n_layers=1, n_heads=2, d_model=16, block_size=8, batch_size=8,
             lr=0.01, warmup_steps=5, eval_interval=10)
 

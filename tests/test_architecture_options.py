@@ -63,7 +63,7 @@ def test_no_position_leaks_from_the_future(arch):
 
 
 def test_rotary_scores_depend_only_on_the_distance_between_positions():
-    rotary = Rotary(block_size=16, d_head=8)
+    rotary = Rotary(block_size=16, dims=8)
     q, k = torch.randn(8), torch.randn(8)
 
     def rotated(v, pos):

@@ -35,12 +35,15 @@ NORMAL = {
     "residual": [PROMPT, 0, "norm", False],
     "embeddings": [PROMPT, "2", 0, False],
     "ffn": [PROMPT, 0, 0, False],
-    "next_token": [PROMPT, 1.0, 0, 1.0, 0.0, False],
-    "compare": [PROMPT, TABLE, 5, 0, False],
-    "generate": [PROMPT, 1.0, 0, 1.0, 0.0, 5, 0, False],
+    "next_token": [PROMPT, 1.0, 0, 1.0, 0.0, False, False],
+    "compare": [PROMPT, TABLE, 5, 0, False, False],
+    "generate": [PROMPT, 1.0, 0, 1.0, 0.0, 5, 0, False, False],
     "snapshot": [1.0],
     "data": ["first-names", None, "char", 512, "10%"],
     "blocks": [PROMPT, 0, False],
+    "logit_attribution": [PROMPT, -1, "", "", False],
+    "activation_patching": ["VOLUMNIA:\nGood morrow.\n\nV", "VIRGILIA:\nGood morrow.\n\nV",
+                            "each head, all positions (layer × head)", 0, "", "", False],
 }
 # Position of every numeric parameter (test_every_numeric_parameter_is_covered checks this against the API).
 NUMERIC = {
@@ -54,6 +57,8 @@ NUMERIC = {
     "snapshot": {0: "progress"},
     "data": {3: "bpe_vocab"},
     "blocks": {1: "layer"},
+    "logit_attribution": {1: "position"},
+    "activation_patching": {3: "layer"},
 }
 TRAIN_NUMERIC = ("bpe_vocab", *(f for f in (*ARCH_FIELDS, *OPTIM_FIELDS) if f in FIELD_RULES))
 BAD_NUMBERS = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf, "negative": -1, "1e30": 1e30,
@@ -62,7 +67,8 @@ BAD_PROMPTS = {"empty": "", "spaces": "   \n\t ", "huge": "ROMEO: " * 15_000, "c
                "emoji": "ROMEO 🙂👍🏽", "surrogate": "ROMEO \ud83d", "unknown": "Ω≈ç√∫ ROMEO",
                "newlines": "\n" * 5000,
                "number": 12345, "list": ["ROMEO:"], "none": None}
-PROMPTED = ("attention", "residual", "embeddings", "ffn", "next_token", "compare", "generate", "blocks")
+PROMPTED = ("attention", "residual", "embeddings", "ffn", "next_token", "compare", "generate", "blocks",
+            "logit_attribution", "activation_patching")
 BAD_CHOICES = {("residual", 2): ["weird", 3, ["norm"]], ("embeddings", 1): ["4", 3.5, True, {"a": 1}],
                ("data", 0): ["nope", 7, ["first-names"]], ("data", 2): ["zzz", 1, ["char"]],
                ("data", 4): ["half", 0.5, ["none"]]}

@@ -72,6 +72,14 @@ def test_grid_caption_finds_previous_token_and_sink_heads():
         "The strongest previous-token head is L1·H2 (81%); L1·H0 spreads its attention most widely (3.2 bits).")
 
 
+def test_overview_caption_counts_each_habit():
+    prev, itself, first = np.full((2, 3), 0.1), np.full((2, 3), 0.2), np.full((2, 3), 0.6)
+    prev[1, 2], itself[0, 1] = 0.9, 0.8
+    assert C.overview_caption({"prev_token": prev, "self": itself, "first_token": first}, 1) == (
+        "Of the 6 heads, 4 put most of their attention on the first token, 1 on the previous token and 1 on "
+        "themselves; below, the patterns of layer 1's 3 heads.")
+
+
 def test_residual_captions():
     pre = np.array([[1.2, 1.2], [3.0, 3.0], [5.0, 5.0], [7.0, 7.0]])
     post = pre + np.array([[1.8], [2.0], [2.0], [0.9]])

@@ -10,6 +10,7 @@ import pytest
 
 from explorer import figures
 from explorer.teaching import captions as C
+from explorer.teaching import captions_attribution as CA
 from explorer.teaching import captions_experiments as CE
 from explorer.teaching import captions_roles as CR
 from model_core.analysis.heads import head_statistics
@@ -45,6 +46,8 @@ def residual_case():
 # figure function name -> () -> (caption computed from constructed data, text it must contain)
 CASES = {
     "attention_grid_figure": lambda: (C.grid_caption(head_statistics(grid_with_best_at(1, 2))), "L1·H2 (100%)"),
+    "attention_overview_figure": lambda: (C.overview_caption(head_statistics(grid_with_best_at(1, 2)), 1),
+                                          "the patterns of layer 1's 3 heads"),
     "live_attention_figure": lambda: (C.grid_caption(head_statistics(grid_with_best_at(0, 1))), "L0·H1 (100%)"),
     "head_statistics_figure": lambda: (C.grid_caption(head_statistics(grid_with_best_at(1, 0))), "L1·H0"),
     "attention_head_figure": lambda: (C.attention_head_caption(previous_token_pattern(), TOKENS, 1, 2),
@@ -113,6 +116,14 @@ CASES = {
                                        "they predict it equally well"),
     "attention_pair_figure": lambda: (CE.compare_caption(("x", "y"), (2.5, 2.0), [-1.0], ["0:a"], True),
                                       "B predicts it better; B is furthest ahead at 0:a"),
+    "attribution_figure": lambda: (
+        CA.attribution_caption("The logit of x", 3.0, 3.0, np.array([[0.5, -2.0], [0.1, 0.2]]),
+                               [("embeddings", 0.5), ("layer 0 attention", -1.5), ("layer 0 MLP", 4.0)]),
+        "The head that writes most is 0.1, -2.00 against it; the largest part overall is layer 0 MLP (+4.00)"),
+    "head_source_figure": lambda: (CA.source_caption("1.0", np.array([0.1, 0.9, 0.0]), TOKENS[:3]),
+                                   "gets 90% of its part from reading b (+0.90)"),
+    "patching_figure": lambda: (CA.patching_caption("a head's output", "layer 1, head 0", 0.71, 5.2, -1.3, "x", "y"),
+                                "restores at most 71% of that difference, at layer 1, head 0"),
 }
 
 

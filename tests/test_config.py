@@ -9,7 +9,7 @@ from tests.helpers import tiny_config
     (dict(d_model=0), "d_model must be a positive whole number"),
     (dict(n_layers=-1), "n_layers must be a positive whole number"),
     (dict(vocab_size=2.5), "vocab_size must be a positive whole number"),
-    (dict(activation="tanh"), "activation must be one of gelu, relu, relu2, swiglu"),
+    (dict(activation="tanh"), "activation must be one of gelu, gelu_tanh, relu, relu2, swiglu"),
     (dict(norm="batchnorm"), "norm must be one of layernorm, rmsnorm, none"),
     (dict(norm_placement="middle"), "norm_placement must be one of pre, post"),
     (dict(positional="rotary"), "positional must be one of learned, sinusoidal, rope, none"),

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import explorer.figures as F
+from explorer.figures.attention import attention_overview_figure
 from explorer.figures.common import figure_to_json, index_labels
 from explorer.figures.heads import HEAD_TABLE_COLUMNS
 from tests.helpers import assert_plotly_would_send_the_same
@@ -261,6 +262,7 @@ def every_figure() -> list:
     P = random_patterns(2, 2, T, T)
     return [
         F.attention_grid_figure(P, TOKENS), F.attention_head_figure(P[0, 0], TOKENS, 0, 0),
+        attention_overview_figure(random_stats(30, 9), random_patterns(1, 9, T, T)[0], TOKENS, (4, 2)),
         F.query_attention_bars_figure(P[0, 0], TOKENS, 3), F.head_statistics_figure(random_stats(2, 2)),
         F.residual_heatmap_figure(rng.normal(size=(3, T, 8)), TOKENS),
         F.next_token_figure(np.full(5, .2), np.full(5, .2), np.zeros(5, bool), list("abcde")),

@@ -95,7 +95,7 @@ def test_the_explicit_attention_path_agrees_with_a_cache(arch):
 
 
 def test_rotary_with_a_start_rotates_by_the_absolute_position():
-    rotary, x = Rotary(block_size=16, d_head=8), torch.randn(2, 10, 3, 8)
+    rotary, x = Rotary(block_size=16, dims=8), torch.randn(2, 10, 3, 8)
     torch.testing.assert_close(rotary(x[:, 6:], start=6), rotary(x)[:, 6:])
 
 

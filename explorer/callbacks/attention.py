@@ -2,10 +2,11 @@
 import re
 from typing import Optional
 
-from explorer.callbacks.common import analyse, clamp_head, clamp_layer, clamp_query
+from explorer.callbacks.common import all_layers, analyse, clamp_head, clamp_layer, clamp_query, layer_names
 from explorer.figures.attention import (
     attention_grid_figure,
     attention_head_figure,
+    attention_overview_figure,
     attention_steps_figure,
     query_attention_bars_figure,
 )
@@ -14,27 +15,32 @@ from explorer.figures.heads import head_statistics_table
 from explorer.state.session import Session
 from explorer.teaching import captions
 from model_core.analysis import head_statistics
+from model_core.analysis.scale import is_large
 
 
 def attention_view(session: Session, prompt: str, layer, head, query, drop_unknown: bool = False):
-    """-> grid, head, steps, bars figures, head-statistics rows, caption markdown."""
+    """-> grid, head, steps, bars figures, head-statistics rows, caption markdown. A large model's grid is an
+    overview of every head and the selected layer's heads (attention_overview_figure)."""
     layer, head = clamp_layer(session, layer), clamp_head(session, head)
-    a = analyse(session, prompt, drop_unknown)
+    n_layers = session.config.n_layers
+    a = analyse(session, prompt, drop_unknown, names=all_layers(n_layers, "pattern") + layer_names(
+        layer, "attn_scores_unmasked", "attn_scores", "z"))
     query = clamp_query(query, len(a.ids))
-    patterns = a.cache.stack("pattern")[:, 0].numpy()  # [L, H, T, T]
+    patterns = a.cache.stack("pattern")[:, 0].float().numpy()  # [L, H, T, T]
     stats = head_statistics(patterns)
     pattern = patterns[layer, head]
-    steps = attention_steps_figure(
-        a.cache["attn_scores_unmasked", layer][0, head].numpy(), a.cache["attn_scores", layer][0, head].numpy(),
-        pattern, a.cache["z", layer][0, :, head].numpy(), a.labels, layer, head)
+    scores = [a.cache[name, layer][0, head].float().numpy() for name in ("attn_scores_unmasked", "attn_scores")]
+    steps = attention_steps_figure(*scores, pattern, a.cache["z", layer][0, :, head].float().numpy(), a.labels,
+                                   layer, head)
+    large = is_large(session.config)
+    grid = (attention_overview_figure(stats, patterns[layer], a.labels, (layer, head)) if large
+            else attention_grid_figure(patterns, a.labels, selected=(layer, head)))
     caption = captions.chart_captions({
-        "All heads": captions.grid_caption(stats),
+        "All heads": captions.grid_caption(stats) + (" " + captions.overview_caption(stats, layer) if large else ""),
         "Selected head": captions.attention_head_caption(pattern, a.labels, layer, head),
         "Where one query looks": captions.query_attention_caption(pattern, a.labels, query),
-        "How the pattern is made": captions.attention_steps_caption(
-            a.cache["attn_scores", layer][0, head].numpy(), pattern, a.labels)})
-    return (attention_grid_figure(patterns, a.labels, selected=(layer, head)),
-            attention_head_figure(pattern, a.labels, layer, head), steps,
+        "How the pattern is made": captions.attention_steps_caption(scores[1], pattern, a.labels)})
+    return (grid, attention_head_figure(pattern, a.labels, layer, head), steps,
             query_attention_bars_figure(pattern, a.labels, query), head_statistics_table(stats), caption)
 
 
@@ -45,9 +51,15 @@ def attention_page_view(session: Session, prompt: str, layer, head, query, drop_
 
 
 HEAD_LABEL = re.compile(r"L(\d{1,3})·H(\d{1,3})")  # figures.common.head_label: the grid's trace names
+ROW_LABEL, COLUMN_LABEL = re.compile(r"L(\d{1,3})"), re.compile(r"H(\d{1,3})")  # the overview's axes
 
 
-def clicked_head(trace_name) -> Optional[tuple[int, int]]:
-    """A clicked grid trace's name ("L1·H2") -> (layer, head); None for anything else."""
+def clicked_head(trace_name, x=None, y=None) -> Optional[tuple[int, int]]:
+    """A clicked grid trace's name ("L1·H2"), or a clicked overview cell (x "H2", y "L1") -> (layer, head);
+    None for anything else."""
     match = HEAD_LABEL.fullmatch(trace_name) if isinstance(trace_name, str) else None
-    return (int(match[1]), int(match[2])) if match else None
+    if match:
+        return int(match[1]), int(match[2])
+    row = ROW_LABEL.fullmatch(y) if isinstance(y, str) else None
+    column = COLUMN_LABEL.fullmatch(x) if isinstance(x, str) else None
+    return (int(row[1]), int(column[1])) if row and column else None

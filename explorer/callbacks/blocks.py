@@ -2,7 +2,7 @@
 the activation functions GELU vs ReLU (vs SiLU)."""
 import numpy as np
 
-from explorer.callbacks.common import analyse, clamp_layer
+from explorer.callbacks.common import analyse, clamp_layer, layer_names
 from explorer.callbacks.ffn import ACTIVATION_NAMES
 from explorer.figures.building_blocks import (
     ACTIVATION_X,
@@ -35,7 +35,8 @@ def blocks_view(session: Session, prompt: str, layer, drop_unknown: bool = False
     """-> norm before/after figure, activation functions figure, caption markdown."""
     layer = clamp_layer(session, layer)
     cfg = session.model.cfg
-    a = analyse(session, prompt, drop_unknown)
+    a = analyse(session, prompt, drop_unknown,
+                names=layer_names(layer, "resid_pre", "attn_out", "resid_mid") + (f"blocks.{layer}.ln1.hook_normalized",))
     before, after = norm_input_output(a.cache, cfg, layer)
     norm = NORM_NAMES[cfg.norm]
     where = f"layer {layer}, {'after' if cfg.norm_placement == 'post' else 'before'} attention"

@@ -1,15 +1,44 @@
 """Helpers every analysis callback uses."""
+import gradio as gr
+
 from explorer.callbacks import validation
 from explorer.callbacks.prompting import encode_prompt, token_labels
 from explorer.state.session import Analysis, Session, require_model
+from model_core.analysis.scale import analysis_tokens, is_large
 
 
-def analyse(session: Session, prompt: str, drop_unknown: bool = False) -> Analysis:
-    """The session's cached activations for this prompt."""
+def analyse(session: Session, prompt: str, drop_unknown: bool = False, names=None) -> Analysis:
+    """The session's cached activations for this prompt. names (tuple of hook names): on a large model only
+    these are kept (every view asks for what it draws); a small model keeps every hook point."""
     require_model(session)
-    tok = session.tokenizer
-    ids = encode_prompt(tok, prompt, session.model.cfg.block_size, drop_unknown)
-    return session.analysis(prompt, ids, token_labels(tok, ids))
+    tok, cfg = session.tokenizer, session.config
+    ids = prompt_ids(session, prompt, drop_unknown)
+    return session.analysis(prompt, ids, token_labels(tok, ids), names=tuple(names or ()) if is_large(cfg) else None)
+
+
+def prompt_ids(session: Session, prompt: str, drop_unknown: bool = False) -> list[int]:
+    """The prompt's token ids, cropped (with a warning) to what the analysis tabs read on this model."""
+    cfg = session.config
+    ids = encode_prompt(session.tokenizer, prompt, cfg.block_size, drop_unknown)
+    cap = analysis_tokens(cfg)
+    if len(ids) > cap:
+        gr.Warning(f"The prompt is {len(ids)} tokens long; the analysis tabs read at most {cap} tokens of a model "
+                   f"this large (its activations over {cfg.n_layers} layers are big), so only the last {cap} are "
+                   "used. Shorten the prompt to choose which.")
+        ids = ids[-cap:]
+    return ids
+
+
+def layer_names(layer: int, *shorts: str) -> tuple[str, ...]:
+    """Full hook names of some short names at one layer: layer_names(3, 'pattern') -> ('blocks.3.attn.hook_pattern',)."""
+    from model_core.model.cache import full_name
+
+    return tuple(full_name((short, layer)) for short in shorts)
+
+
+def all_layers(n_layers: int, *shorts: str) -> tuple[str, ...]:
+    """layer_names for every layer."""
+    return tuple(name for layer in range(n_layers) for name in layer_names(layer, *shorts))
 
 
 def clamped_index(value, name: str, last: int, default: int = 0) -> int:

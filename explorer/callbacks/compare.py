@@ -30,6 +30,7 @@ from model_core.analysis.comparison import (
     pattern_differences,
     prompt_token_losses,
 )
+from model_core.analysis.scale import analysis_tokens, is_large
 from model_core.checkpoints.checkpoint import Checkpoint, CheckpointError, load_checkpoint_zip
 from model_core.checkpoints.nanogpt import convert_nanogpt
 from model_core.data.tokenization import UnknownTokenError, visible
@@ -172,7 +173,7 @@ def readable_text(prompt, checkpoints: list, drop_unknown: bool) -> str:
             c.tokenizer.encode(text)
         except UnknownTokenError as err:
             raise UserError(f"Model {label} cannot read this text: {err} Tick “Drop unknown characters”.") from None
-    while any(len(c.tokenizer.encode(text)) > c.model.cfg.block_size for c in checkpoints):
+    while any(len(c.tokenizer.encode(text)) > analysis_tokens(c.model.cfg) for c in checkpoints):
         text = text[max(1, len(text) // 16):]
     if len(text) < 2:
         raise UserError("Nothing of the text is left that both models can read; type something else.")
@@ -191,6 +192,9 @@ def scored(checkpoint: Checkpoint, text: str):
 
 def attention_pair(checkpoints: list, text: str, names: tuple):
     """-> A's and B's attention grids on the text side by side, a sentence on the head that differs most."""
+    if any(is_large(c.model.cfg) for c in checkpoints):
+        return None, ("Attention: one of the models has too many heads to draw every head's pattern side by side; "
+                      "open it on the Attention tab, which shows an overview of its heads and one layer at a time.")
     ids = [c.tokenizer.encode(text) for c in checkpoints]
     pa, pb = (attention_patterns(c.model, i) for c, i in zip(checkpoints, ids))
     la, lb = (token_labels(c.tokenizer, i) for c, i in zip(checkpoints, ids))

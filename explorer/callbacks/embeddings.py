@@ -2,7 +2,7 @@
 import torch
 
 from explorer.callbacks import validation
-from explorer.callbacks.common import analyse, clamped_index
+from explorer.callbacks.common import analyse, clamped_index, layer_names
 from explorer.figures.embeddings import (
     embedding_norms_figure,
     no_positions_figure,
@@ -12,17 +12,23 @@ from explorer.figures.embeddings import (
 from explorer.state.session import Session
 from explorer.teaching import captions
 from model_core.analysis import hidden_state_pca, positional_pca, token_embedding_pca, token_plus_position_pca
+from model_core.analysis.scale import is_large
+
+PCA_TOKENS = 2000  # a large vocabulary's PCA shows its first 2,000 tokens (49k points: slow to fit and to draw)
 
 
 def embeddings_view(session: Session, prompt: str, dims, layer, drop_unknown: bool = False):
     """-> token PCA, positional PCA, token+position PCA, hidden-state PCA, positional heatmap, norms, caption."""
     k = int(validation.choice(dims or "2", "PCA dimensions", ("2", "3")))
     layer = clamped_index(layer, "Hidden-state layer", session.model.cfg.n_layers)
-    a = analyse(session, prompt, drop_unknown)
+    cfg = session.config
+    a = analyse(session, prompt, drop_unknown, names=("blocks.0.hook_resid_pre",) if layer == 0 else
+                layer_names(layer - 1, "resid_post"))
     model, tok = session.model, session.tokenizer
-    vocab = [tok.token_label(i) for i in range(model.cfg.vocab_size)]
+    shown = PCA_TOKENS if is_large(cfg) and cfg.vocab_size > PCA_TOKENS else cfg.vocab_size
+    vocab = [tok.token_label(i) for i in range(shown)]
     has_positions = model.cfg.has_position_vectors  # rope and none add no position vectors
-    tok_pca = token_embedding_pca(model, k)
+    tok_pca = token_embedding_pca(model, k, rows=shown)
     pos_pca = positional_pca(model, k) if has_positions else None
     both = token_plus_position_pca(model, a.ids, k)
     hidden = hidden_state_pca(a.cache, layer, k) if len(a.ids) >= 2 else both
@@ -33,7 +39,8 @@ def embeddings_view(session: Session, prompt: str, dims, layer, drop_unknown: bo
         pos_table = model.position_embeddings(model.cfg.block_size).detach().cpu()
         pos_norms = pos_table[: len(a.ids)].norm(dim=-1).numpy()
     return (
-        pca_scatter_figure(tok_pca.coords, vocab, None, "Token embeddings (one point per vocabulary entry)",
+        pca_scatter_figure(tok_pca.coords, vocab, None, "Token embeddings (one point per vocabulary entry)"
+                           if shown == cfg.vocab_size else f"Token embeddings (tokens 0 to {shown - 1})",
                            tok_pca.explained_variance_ratio),
         pca_scatter_figure(pos_pca.coords, pos_labels, pos_pca.positions, "Position embeddings",
                            pos_pca.explained_variance_ratio)
@@ -46,7 +53,10 @@ def embeddings_view(session: Session, prompt: str, dims, layer, drop_unknown: bo
         else no_positions_figure(model.cfg.positional, "Positional embeddings"),
         embedding_norms_figure(tok_norms, pos_norms, a.labels),
         captions.chart_captions({
-            "Token embeddings": captions.embedding_caption(tok_pca.explained_variance_ratio),
+            "Token embeddings": captions.embedding_caption(tok_pca.explained_variance_ratio) + (
+                f" Only the first {shown:,} of the {cfg.vocab_size:,} tokens are drawn: a BPE tokenizer numbers "
+                "its pieces in the order it learned them, so these are the most common ones."
+                if shown < cfg.vocab_size else ""),
             "Position embeddings": captions.positional_caption(pos_table.numpy()) if has_positions else "",
             "Token + position": captions.embedding_caption(both.explained_variance_ratio),
             "Hidden states": captions.embedding_caption(hidden.explained_variance_ratio),

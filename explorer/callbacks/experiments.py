@@ -5,8 +5,7 @@ import re
 import torch
 
 from explorer.callbacks import validation
-from explorer.callbacks.common import clamp_query
-from explorer.callbacks.prompting import encode_prompt
+from explorer.callbacks.common import clamp_query, prompt_ids
 from explorer.callbacks.sampling import new_tokens, settings
 from explorer.common.errors import UserError
 from explorer.figures.common import index_labels
@@ -15,6 +14,7 @@ from explorer.state.session import Session, require_model
 from explorer.teaching.captions_experiments import ablation_caption, importance_caption
 from model_core.analysis.ablation import (
     ABLATION_MODES,
+    EVAL_WINDOWS,
     Ablation,
     ablated_generation,
     ablated_logits,
@@ -25,6 +25,8 @@ from model_core.analysis.ablation import (
     token_losses,
     validation_loss,
 )
+from model_core.analysis.attribution_patching import importance_estimate
+from model_core.analysis.scale import LARGE_EVAL_WINDOWS, is_large, window_tokens
 from model_core.data.corpora import CORPORA
 from model_core.data.tokenization import visible
 
@@ -32,6 +34,7 @@ MAX_UNITS = 64  # units knocked out at once: enough for any experiment, and a bo
 CONTEXT_TOKENS = 3  # tokens of context shown before a hard-hit token in the caption
 PAIR = re.compile(r"^(\d{1,6})\.(\d{1,6})$")
 LAYER = re.compile(r"^\d{1,6}$")
+FALLBACK_CORPUS = "shakespeare"  # the evaluation text of a large model trained elsewhere (SmolLM2)
 
 
 # ---------------------------------------------------------------- what to knock out
@@ -97,6 +100,9 @@ def validation_source(session: Session) -> tuple[str, torch.Tensor]:
     data = session.data
     if data is not None and data.tokenizer.to_dict() == session.tokenizer.to_dict():
         return data.name, data.val
+    if is_large(session.config):  # a pretrained model: any English text it was not trained on here will do
+        return (f"{FALLBACK_CORPUS} (a text this pretrained model was not trained on here)",
+                corpus_validation_ids(FALLBACK_CORPUS, session.tokenizer))
     raise UserError("This model's validation text is unknown (it was not trained on a built-in corpus): prepare "
                     "its text on the Data tab with the same tokenizer, then try again.")
 
@@ -108,7 +114,8 @@ def evaluation_set(session: Session) -> dict:
     cached = session.experiments.get("eval")
     if cached is None or cached["key"] != key:
         name, ids = validation_source(session)
-        windows = eval_windows(ids, session.model.cfg.block_size)
+        cfg = session.config
+        windows = eval_windows(ids, window_tokens(cfg), LARGE_EVAL_WINDOWS if is_large(cfg) else EVAL_WINDOWS)
         cached = {"key": key, "name": name, "windows": windows, "means": None, "maps": {}}
         session.experiments["eval"] = cached
     return cached
@@ -134,7 +141,7 @@ def ablation_view(session: Session, prompt, heads, attn_layers, mlp_layers, neur
     mode, knobs = ablation_mode(mode), settings(temperature, 0, 1.0, 0.0)
     n, seed = new_tokens(max_new_tokens), validation.seed(seed)
     model, tok = session.model, session.tokenizer
-    ids = encode_prompt(tok, prompt, model.cfg.block_size, drop_unknown)
+    ids = prompt_ids(session, prompt, drop_unknown)
     if len(ids) < 2:
         raise UserError("Type at least two tokens: the loss at a position needs a next token to compare with.")
     query = clamp_query(position, len(ids))
@@ -190,8 +197,8 @@ def numbers_table(evaluation: dict, val_before: float, val_after: float, prompt_
 def cached_importance_map(session: Session, mode: str):
     evaluation = evaluation_set(session)
     if mode not in evaluation["maps"]:
-        evaluation["maps"][mode] = importance_map(session.model, evaluation["windows"], mode,
-                                                  means_for(session, mode))
+        measure = importance_estimate if is_large(session.config) else importance_map  # 300 real ablations: minutes
+        evaluation["maps"][mode] = measure(session.model, evaluation["windows"], mode, means_for(session, mode))
     return evaluation["maps"][mode]
 
 
@@ -201,7 +208,7 @@ def importance_view(session: Session, mode):
     mode = ablation_mode(mode)
     imap = cached_importance_map(session, mode)
     return (importance_figure(imap.head_increase, imap.mlp_increase, mode),
-            importance_caption(imap.base_loss, imap.head_increase, imap.mlp_increase))
+            importance_caption(imap.base_loss, imap.head_increase, imap.mlp_increase, imap.estimated))
 
 
 def top_head_inputs(session: Session, mode):

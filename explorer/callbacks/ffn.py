@@ -1,12 +1,12 @@
 """FFN tab: activation histograms, neuron sparsity, dead neurons, the tokens that excite a neuron."""
 from explorer.callbacks import validation
-from explorer.callbacks.common import analyse, clamp_layer
+from explorer.callbacks.common import all_layers, analyse, clamp_layer, layer_names
 from explorer.figures.ffn import ffn_histograms_figure, neuron_sparsity_figure, top_tokens_table
 from explorer.state.session import Session
 from explorer.teaching import captions
 from model_core.analysis import ffn_statistics, top_activating_positions
 
-ACTIVATION_NAMES = {"gelu": "GELU", "relu": "ReLU", "relu2": "ReLU squared", "swiglu": "SwiGLU (SiLU gate)"}
+ACTIVATION_NAMES = {"gelu": "GELU", "gelu_tanh": "GELU (tanh approximation)", "relu": "ReLU", "relu2": "ReLU squared", "swiglu": "SwiGLU (SiLU gate)"}
 
 
 def ffn_view(session: Session, prompt: str, layer, neuron, drop_unknown: bool = False):
@@ -14,9 +14,9 @@ def ffn_view(session: Session, prompt: str, layer, neuron, drop_unknown: bool = 
     layer = clamp_layer(session, layer)
     cfg = session.model.cfg
     neuron = validation.whole_number(neuron, "Neuron", minimum=0, maximum=cfg.d_mlp - 1, default=0)
-    a = analyse(session, prompt, drop_unknown)
+    a = analyse(session, prompt, drop_unknown, names=all_layers(cfg.n_layers, "pre") + layer_names(layer, "post"))
     stats = ffn_statistics(a.cache, layer)
-    positions, values = top_activating_positions(a.cache["post", layer][0].numpy(), neuron, k=10)
+    positions, values = top_activating_positions(a.cache["post", layer][0].float().numpy(), neuron, k=10)
     return (
         ffn_histograms_figure(stats.pre_hist, stats.pre_edges, stats.post_hist, stats.post_edges, layer,
                               ACTIVATION_NAMES[cfg.activation]),

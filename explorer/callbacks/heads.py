@@ -31,11 +31,13 @@ from explorer.figures.roles import (
 from explorer.state.session import Session, require_model
 from explorer.teaching import captions_roles
 from model_core.analysis.probes import ProbeError, head_report
+from model_core.analysis.scale import is_large, window_tokens
 from model_core.analysis.top_examples import TopExamples, top_examples
 
 CONTEXT_BEFORE, CONTEXT_AFTER = 24, 8  # tokens of context shown around an example
 SHARED_MODELS = 4  # shipped models whose results stay shared between sessions
 EXAMPLE_KINDS = ("neuron", "head")
+LARGE_EXAMPLE_TOKENS = 2048  # a large model scans the first 2,048 tokens of the text (about 10 s on 2 cores)
 
 _per_session: dict[int, tuple[int, dict]] = {}  # id(session) -> (model version, {"report": ..., "examples": ...})
 _shared: "OrderedDict[str, dict]" = OrderedDict()  # shipped model key -> results
@@ -75,7 +77,8 @@ def report_of(session: Session):
         name, ids = _validation_ids(session)
         source = f"windows of the validation text of {name}" if name else "the validation text"
         try:
-            results["report"] = head_report(session.model, ids, text_source=source)
+            results["report"] = head_report(session.model, ids, text_source=source,
+                                            window=window_tokens(session.config))
         except ProbeError as err:
             raise UserError(str(err)) from None
     return results["report"]
@@ -109,8 +112,13 @@ def examples_of(session: Session, progress=None) -> tuple[TopExamples, torch.Ten
     results = _results(session)
     if "examples" not in results:
         report = (lambda f: progress(f, desc="Scanning the validation text")) if progress else None
-        results["examples"] = top_examples(session.model, ids, progress=report)
-    return results["examples"], ids
+        if is_large(session.config):  # the first tokens only, in short windows and small batches: bounded memory
+            ids = ids[:LARGE_EXAMPLE_TOKENS]
+            results["examples"] = top_examples(session.model, ids, progress=report, batch_tokens=256,
+                                               window=window_tokens(session.config))
+        else:
+            results["examples"] = top_examples(session.model, ids, progress=report)
+    return results["examples"], ids[:results["examples"].n_tokens]
 
 
 def examples_view(session: Session, kind, layer, index, progress=None):
@@ -127,6 +135,8 @@ def examples_view(session: Session, kind, layer, index, progress=None):
         index = validation.whole_number(index, "Head", minimum=0, maximum=cfg.n_heads - 1, default=0)
     examples, ids = examples_of(session, progress)
     label = session.tokenizer.token_label
+    note = (f" Only the first {examples.n_tokens:,} tokens of the text were scanned: this model is large."
+            if is_large(cfg) else "")
     if kind == "neuron":
         values, positions = examples.neuron_values[layer, index], examples.neuron_positions[layer, index]
         rows = [_row(ids, label, int(p), None, float(v), "the token where the neuron fires") for p, v in
@@ -134,13 +144,13 @@ def examples_view(session: Session, kind, layer, index, progress=None):
         caption = captions_roles.neuron_examples_caption(
             layer, index, values, float(examples.firing_rate[layer, index]), examples.n_tokens,
             [r["focus"] for r in rows], examples.seconds)
-        return examples_html(rows), caption, captions_roles.dead_neurons_caption(examples.firing_rate)
+        return examples_html(rows), caption + note, captions_roles.dead_neurons_caption(examples.firing_rate)
     values, queries, keys = (examples.head_values[layer, index], examples.head_queries[layer, index],
                              examples.head_keys[layer, index])
     rows = [_row(ids, label, int(q), int(k), float(v), "the query") for q, k, v in zip(queries, keys, values)]
     dead = captions_roles.dead_neurons_caption(examples.firing_rate) if examples.firing_rate is not None else ""
     return (examples_html(rows), captions_roles.head_examples_caption(layer, index, values, queries - keys,
-                                                                      examples.seconds), dead)
+                                                                      examples.seconds) + note, dead)
 
 
 def examples_html(rows: list[dict]) -> str:

@@ -5,7 +5,8 @@ from pathlib import Path
 from explorer.common.errors import UserError
 from explorer.common.limits import LIMITS
 from explorer.common.tempfiles import new_temp_dir
-from explorer.state.session import Session
+from explorer.state.session import Session, refuse_pretrained
+from model_core.analysis.scale import analysis_tokens
 from model_core.checkpoints.checkpoint import CheckpointError, load_checkpoint_zip, save_checkpoint_zip
 from model_core.checkpoints.load_limits import UPLOAD_LIMITS, LoadLimits
 
@@ -34,7 +35,7 @@ def slider_maxima(session: Session) -> dict[str, int]:
     """Largest valid value per slider kind for the inspected model."""
     cfg = session.config
     return {"layer": cfg.n_layers - 1, "hidden": cfg.n_layers, "head": cfg.n_heads - 1,
-            "query": cfg.block_size - 1}
+            "query": analysis_tokens(cfg) - 1}  # a large model's analysis reads at most 256 tokens
 
 
 def pick_shipped(session: Session, name: str) -> str:
@@ -45,7 +46,9 @@ def pick_shipped(session: Session, name: str) -> str:
 
 
 def save_zip(session: Session) -> str:
-    """Path of a .zip holding the inspected model (config, weights, tokenizer, history)."""
+    """Path of a .zip holding the inspected model (config, weights, tokenizer, history). Not for a pretrained
+    model: 540 MB per click on the server's disk, for weights every user already has in the app."""
+    refuse_pretrained(session.held, "Saving it as a .zip")
     slug = "".join(ch if ch.isalnum() else "-" for ch in session.model_name)[:40].strip("-") or "model"
     path = new_temp_dir() / f"{slug}.zip"  # swept by age and removed at exit
     save_checkpoint_zip(session.checkpoint, path)

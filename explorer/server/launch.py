@@ -75,11 +75,12 @@ def main(argv=None) -> None:
 
 def warm_up(torch_threads: int, default_model: str) -> None:
     """Once the server answers, load what the first page needs first (torch, the default model, the Attention
-    tab's code), then the rest: the other shipped models, the Train tab's default data, scikit-learn. A class
-    that arrives at once then does not queue behind the first student to ask for them."""
+    tab's code), then the rest: the other shipped models but the pretrained ones, the Train tab's default data,
+    scikit-learn. A class that arrives at once then does not queue behind the first student to ask for them."""
     import torch
 
     torch.set_num_threads(torch_threads)
+    from explorer.common.shipped_list import is_pretrained
     from explorer.state.shipped import shipped_models, shipped_template
 
     shipped_template(default_model)
@@ -89,7 +90,8 @@ def warm_up(torch_threads: int, default_model: str) -> None:
     from model_core.data.tokenization import BPE_DEFAULT_VOCAB
 
     for name in shipped_models():
-        shipped_template(name)
+        if not is_pretrained(name):  # a pretrained model (540 MB, ~10 s) loads when someone first picks it
+            shipped_template(name)
     choose_data(new_session(), "shakespeare", None, "char", BPE_DEFAULT_VOCAB)  # the Train tab's defaults
     import sklearn.decomposition  # noqa: F401  (the Embeddings tab's PCA; 1-2 s)
 
@@ -100,8 +102,10 @@ def release_memory(demo) -> None:
     from explorer.common.limits import LIMITS
     from explorer.server.memory import start_sweeper
     from explorer.state.session import REGISTRY
+    from explorer.state.shipped import models_loaded
 
-    start_sweeper(demo.state_holder, lambda: LIMITS.resume_ttl_seconds, lambda: REGISTRY.released)
+    # trimmed after sessions go and after a model loads (a pretrained model's loader leaves ~200 MB free)
+    start_sweeper(demo.state_holder, lambda: LIMITS.resume_ttl_seconds, lambda: REGISTRY.released + models_loaded())
 
 
 def shutdown(*_signal) -> None:

@@ -16,6 +16,7 @@ import torch
 
 from explorer.common.errors import UserError
 from explorer.common.limits import LIMITS
+from explorer.common.shipped_list import read_only_sentence
 from explorer.common.tempfiles import sweep
 from explorer.state.shipped import shipped_template
 from explorer.state.training_run import TrainingRun, expire_idle_runs
@@ -23,6 +24,7 @@ from model_core.checkpoints.checkpoint import Checkpoint
 
 REAP_SECONDS = 5.0  # how often idle runs and old downloads are looked for
 EVICTED_REMEMBERED = 256  # evicted sessions whose users are told why when they come back
+ANALYSIS_KEEP_BYTES = 8_000_000  # a hook-filtered analysis larger than this is recomputed, not kept
 
 
 @dataclass
@@ -32,7 +34,7 @@ class Analysis:
     prompt: str
     ids: list[int]
     labels: list[str]  # display label per position
-    logits: torch.Tensor  # [T, V]
+    logits: torch.Tensor  # [T, V]; [1, V] (the last position) when only some hook points were kept
     cache: object  # ActivationCache
 
 
@@ -77,7 +79,7 @@ class Session:
         if self.shares_model:
             with self.lock:
                 if self.shares_model:
-                    self.held = replace(self.held, model=copy.deepcopy(self.held.model))
+                    self.held = replace(self.held, model=self.held.model.copy())
                     self.shares_model = False
         return self.held
 
@@ -110,14 +112,22 @@ class Session:
         """Inspect a shipped model (shared until this session first uses it)."""
         self.use(shipped_template(name), name, shared_key=f"shipped:{name}", shares_model=True)
 
-    def analysis(self, prompt: str, ids: list[int], labels: list[str]) -> Analysis:
-        """The cached full-activation run for this prompt (recomputed only when prompt or model change)."""
-        key = (self.version, tuple(ids))
+    def analysis(self, prompt: str, ids: list[int], labels: list[str], names: Optional[tuple] = None) -> Analysis:
+        """The cached full-activation run for this prompt (recomputed only when prompt or model change).
+        names: only these hook points and the last position's logits (a large model's views ask for what they
+        draw), in float16; such a run is kept only up to ANALYSIS_KEEP_BYTES, so 30 sessions of a 135M model stay
+        small."""
+        key = (self.version, tuple(ids), names)
         with self.lock:
             if key not in self._analysis:
-                logits, cache = self.model.run_with_cache(torch.tensor([ids]))
+                logits, cache = self.model.run_with_cache(torch.tensor([ids]), names_filter=names)
+                if names is not None:  # half the bytes, the same whether this run is kept or not
+                    cache.store = {name: t.to(torch.float16) for name, t in cache.store.items()}
+                run = Analysis(prompt, ids, labels, logits[0] if names is None else logits[0, -1:].clone(), cache)
                 self._analysis.clear()  # keep one: caches of long prompts are megabytes
-                self._analysis[key] = Analysis(prompt, ids, labels, logits[0], cache)
+                if names is None or sum(t.nbytes for t in cache.store.values()) <= ANALYSIS_KEEP_BYTES:
+                    self._analysis[key] = run
+                return run
             return self._analysis[key]
 
     def adopt_training_model(self) -> None:
@@ -313,6 +323,12 @@ def new_session(model_name: Optional[str] = None) -> Session:
 def require_model(session: Session) -> None:
     if session.held is None or session.tokenizer is None:
         raise UserError("No model is loaded: pick a shipped model or train one on the Train tab.")
+
+
+def refuse_pretrained(checkpoint: Checkpoint, doing: str) -> None:
+    """UserError if the checkpoint's model is a frozen pretrained one (read-only: every session shares it)."""
+    if checkpoint is not None and checkpoint.model.frozen:
+        raise UserError(read_only_sentence(doing))
 
 
 REGISTRY = SessionRegistry()

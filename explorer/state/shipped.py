@@ -1,10 +1,9 @@
 """The demo models that ship in explorer/assets/models/, and a fallback when they are missing."""
-import copy
 import functools
 
 import torch
 
-from explorer.common.shipped_list import MODELS_DIR, check_model_name, shipped_models
+from explorer.common.shipped_list import MODELS_DIR, PRETRAINED, check_model_name, pretrained_path, shipped_models
 from model_core import GPT
 from model_core.checkpoints.checkpoint import Checkpoint, load_checkpoint
 from model_core.data.corpora import load_corpus
@@ -17,7 +16,7 @@ def load_shipped(name: str) -> Checkpoint:
     history and snapshots with every other session that opened it; an untrained classroom model on
     Shakespeare if the assets are missing."""
     template = _loaded(name)
-    return Checkpoint(copy.deepcopy(template.model), template.tokenizer, template.train_config, template.history,
+    return Checkpoint(template.model.copy(), template.tokenizer, template.train_config, template.history,
                       template.evals, template.snapshots, template.corpus, template.versions)
 
 
@@ -30,7 +29,26 @@ def shipped_template(name: str) -> Checkpoint:
 @functools.lru_cache(maxsize=8)
 def _loaded(name: str) -> Checkpoint:
     check_model_name(name)
+    if name in PRETRAINED:
+        return load_pretrained(name)
     return load_checkpoint(MODELS_DIR / name) if name in shipped_models() else untrained_default()
+
+
+def models_loaded() -> int:
+    """How many shipped models this process has loaded so far (a pretrained one's loader frees ~200 MB of
+    temporaries that the server's sweeper then hands back to the kernel)."""
+    return _loaded.cache_info().currsize
+
+
+def load_pretrained(name: str) -> Checkpoint:
+    """A pretrained language model from the file its installed package carries (dequantised to float32)."""
+    from model_core.checkpoints.gguf import load_gguf
+
+    entry = PRETRAINED[name]
+    ckpt = load_gguf(pretrained_path(name), block_size=entry.block_size)
+    ckpt.corpus = f"pretrained: {entry.title}"
+    ckpt.model.freeze()  # never trained here: every session's copy shares these weights
+    return ckpt
 
 
 def untrained_default() -> Checkpoint:

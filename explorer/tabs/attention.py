@@ -25,7 +25,8 @@ def build_attention_tab(prompt, drop):
         head = model_slider("head", "Head")
         query = model_slider("query", "Query position for the bars (-1 = last)")
     note = caption()
-    gr.Markdown("**All heads (layer × head)**: click one to select it.")
+    gr.Markdown("**All heads (layer × head)**: click one to select it. A large model shows an overview of every "
+                "head (click a cell) and the selected layer's heads.")
     grid = live_plot(400, clickable=True, elem_id="attention-grid")
     with gr.Row():
         big = gr.Plot(label="Selected head")
@@ -52,5 +53,6 @@ def build_attention_tab(prompt, drop):
 
 def _select_clicked_head(evt: gr.EventData):
     """A click on the grid -> the layer and head sliders move to the clicked head (nothing for other clicks)."""
-    picked = clicked_head(evt._data.get("name") if isinstance(evt._data, dict) else None)
+    data = evt._data if isinstance(evt._data, dict) else {}
+    picked = clicked_head(data.get("name"), data.get("x"), data.get("y"))
     return (gr.skip(), gr.skip()) if picked is None else picked

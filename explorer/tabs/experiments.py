@@ -2,6 +2,7 @@
 import gradio as gr
 
 from explorer.common.shipped_list import shipped_models
+from explorer.tabs.attribution import build_attribution_section
 from explorer.tabs.binding import bind
 from explorer.tabs.common import ANALYSIS, API, HEAVY, caption, model_slider, run_button
 from explorer.tabs.export_button import data_button
@@ -73,6 +74,7 @@ def build_experiments_tab(model_info, prompt, drop):
     top_go.click(bind(top_head_inputs), [mode], units, api_visibility="private", **ANALYSIS).then(
         bind(ablation_view), inputs, outputs, api_visibility="private", **HEAVY)
     data_button("experiments", [losses, dist, numbers, note, imap, map_note], inputs)
+    build_attribution_section(prompt, drop)
     build_compare_section(prompt, drop, model_info)
 
 

@@ -17,6 +17,8 @@ def build_sampling_tab(prompt, drop):
     gr.Markdown("The model gives a probability to every possible next token. Sampling settings decide "
                 "which of them may be picked.")
     run = run_button("Show next-token distribution")
+    chat = gr.Checkbox(False, label="Chat format: wrap the prompt in the model's chat template (a pretrained chat "
+                       "model such as smollm2-135m answers it, and generation stops where its answer ends)")
     with gr.Row():
         temperature = RawSlider(0, 3, value=1.0, step=0.05, label="Temperature (0 = always the top token)")
         top_k = RawSlider(0, 100, value=0, step=1, label="Top-k (0 = off)")
@@ -28,9 +30,10 @@ def build_sampling_tab(prompt, drop):
         temp = gr.Plot(label="Softmax sensitivity to temperature")
     knobs = [temperature, top_k, top_p, min_p]
     fn = bind(distribution_view, shared=True)
-    run.click(fn, [prompt, *knobs, drop], [dist, temp, note], api_name="next_token", **API, **ANALYSIS)
+    inputs = [prompt, *knobs, drop, chat]
+    run.click(fn, inputs, [dist, temp, note], api_name="next_token", **API, **ANALYSIS)
     for k in knobs:
-        k.release(fn, [prompt, *knobs, drop], [dist, temp, note], api_visibility="private", **ANALYSIS)
+        k.release(fn, inputs, [dist, temp, note], api_visibility="private", **ANALYSIS)
 
     gr.Markdown("### Side by side\nEach row is one setting; all columns start from the same prompt and seed.")
     with gr.Row():
@@ -41,16 +44,16 @@ def build_sampling_tab(prompt, drop):
             seed = RawNumber(0, label="Seed", precision=0)
             go = gr.Button("Compare", variant="primary")
     columns = gr.HTML(label="Generations")
-    go.click(bind(comparison_view, shared=True), [prompt, table, length, seed, drop], columns, api_name="compare", **API,
-             **ANALYSIS)
+    go.click(bind(comparison_view, shared=True), [prompt, table, length, seed, drop, chat], columns, api_name="compare",
+             **API, **ANALYSIS)
 
     gr.Markdown("### Step by step\nGenerate with the knobs above; each token is shaded by its probability.")
     step_go = gr.Button("Generate step by step")
     text = gr.HTML()
     rows = gr.Dataframe(headers=GENERATION_TABLE_HEADERS,
                         interactive=False, label="Steps")
-    step_go.click(bind(steps_view, shared=True), [prompt, *knobs, length, seed, drop], [rows, text], api_name="generate",
-                  **API, **ANALYSIS)
-    data_button("sampling", [dist, temp, note, rows], [prompt, *knobs, drop, table, length, seed])
-    named = dict(temperature=temperature, top_k=top_k, top_p=top_p, min_p=min_p, seed=seed)
-    return (fn, [prompt, *knobs, drop], [dist, temp, note]), named
+    step_go.click(bind(steps_view, shared=True), [prompt, *knobs, length, seed, drop, chat], [rows, text],
+                  api_name="generate", **API, **ANALYSIS)
+    data_button("sampling", [dist, temp, note, rows], [prompt, *knobs, drop, chat, table, length, seed])
+    named = dict(temperature=temperature, top_k=top_k, top_p=top_p, min_p=min_p, seed=seed, chat_format=chat)
+    return (fn, inputs, [dist, temp, note]), named

@@ -86,6 +86,18 @@ def grid_caption(stats: dict[str, np.ndarray]) -> str:
     return text + f"; {head_label(*wide)} spreads its attention most widely ({float(entropy[wide]):.1f} bits)."
 
 
+def overview_caption(stats: dict[str, np.ndarray], layer: int) -> str:
+    """{stat: [L, H]} -> how many heads mostly look at the previous token, themselves or the first token, and
+    which layer is drawn in detail (the large-model overview)."""
+    shares = np.stack([np.asarray(stats[k]) for k in ("prev_token", "self", "first_token")])  # [3, L, H]
+    habit = np.argmax(shares, axis=0)
+    counts = [int((habit == i).sum()) for i in range(3)]
+    n_layers, n_heads = habit.shape
+    return (f"Of the {n_layers * n_heads} heads, {counts[2]} put most of their attention on the first token, "
+            f"{counts[0]} on the previous token and {counts[1]} on themselves; below, the patterns of layer "
+            f"{layer}'s {n_heads} heads.")
+
+
 def residual_caption(resid_pre, resid_post, attn_out) -> str:
     """[L, T] norms -> 'The residual stream grows from 1.2 to 7.9 across 4 layers; attention updates are 14% ...'"""
     start, end = float(np.mean(resid_pre[0])), float(np.mean(resid_post[-1]))
@@ -165,6 +177,9 @@ def positional_caption(W_pos) -> str:
 def embedding_norms_caption(tok_norms, pos_norms) -> str:
     """[T] norms -> which embedding dominates the model's input."""
     tok, pos = float(np.mean(tok_norms)), float(np.mean(pos_norms))
+    if pos < 1e-9:  # rotary or no positions: nothing is added to the token vectors
+        return (f"This model adds no position vectors to its input (its positions act inside attention), so the "
+                f"input is the token embeddings alone (mean size {tok:.2f}).")
     bigger, smaller, ratio = ("Token", "position", tok / max(pos, 1e-12)) if tok >= pos else \
         ("Position", "token", pos / max(tok, 1e-12))
     return (f"{bigger} embeddings are {ratio:.1f}× the size of {smaller} embeddings on average "

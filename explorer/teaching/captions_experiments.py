@@ -28,8 +28,9 @@ def ablation_caption(what: str, mode: str, val_before: float, val_after: float, 
     return text + f"; on this prompt the tokens that got hardest to predict are {hit}."
 
 
-def importance_caption(base_loss: float, head_increase, mlp_increase=None) -> str:
-    """Names the head whose removal hurts most (and the MLP layer), and how many heads barely matter."""
+def importance_caption(base_loss: float, head_increase, mlp_increase=None, estimated: bool = False) -> str:
+    """Names the head whose removal hurts most (and the MLP layer), and how many heads barely matter; estimated:
+    the changes are first-order estimates (attribution patching), and the caption says so."""
     heads = np.asarray(head_increase, dtype=np.float64)
     layer, head = np.unravel_index(int(np.argmax(heads)), heads.shape)
     text = (f"Knocking out head {layer}.{head} hurts most: the validation loss rises by {heads[layer, head]:.3f} "
@@ -42,6 +43,10 @@ def importance_caption(base_loss: float, head_increase, mlp_increase=None) -> st
     quiet = int((np.abs(heads) < SMALL_CHANGE).sum())
     text += (f". {quiet} of {heads.size} heads change it by less than {SMALL_CHANGE}. Type {layer}.{head} in "
              f"“Heads” above (or press “Knock out the most important head”) to see what it does.")
+    if estimated:
+        text += (f" These {heads.size} numbers are estimates (attribution patching: activation change × gradient, "
+                 "from one forward and one backward pass), since knocking out every unit of a model this large one "
+                 "at a time would take minutes; the knock-out above measures a head for real.")
     return text
 
 

@@ -192,6 +192,7 @@ class ImportanceMap:
     head_increase: np.ndarray  # [layer, head]
     mlp_increase: Optional[np.ndarray]  # [layer]; None for an attention-only model
     mode: str
+    estimated: bool = False  # first-order estimates (model_core.analysis.attribution_patching), not real ablations
 
     def top_head(self) -> tuple[int, int]:
         layer, head = np.unravel_index(int(np.argmax(self.head_increase)), self.head_increase.shape)

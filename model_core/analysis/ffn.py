@@ -27,7 +27,7 @@ def ffn_statistics(cache: ActivationCache, layer: int, bins: int = 60) -> FFNSta
     """Histograms and sparsity for one layer; sparsity for all layers."""
     if ("pre", 0) not in cache:
         raise ValueError("this model is attention-only: it has no feed-forward neurons to inspect.")
-    pre, post = cache["pre", layer].numpy().ravel(), cache["post", layer].numpy().ravel()
+    pre, post = cache["pre", layer].float().numpy().ravel(), cache["post", layer].float().numpy().ravel()
     pre_hist, pre_edges = np.histogram(pre, bins=bins)
     post_hist, post_edges = np.histogram(post, bins=bins)
     active = _active(cache, layer)

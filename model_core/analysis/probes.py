@@ -124,9 +124,10 @@ def induction_probe(model, probe: Optional[RepeatProbe] = None) -> InductionResu
 
 
 def head_report(model, val_ids: Optional[torch.Tensor] = None, text_source: str = "the validation text",
-                seed: int = 0) -> HeadReport:
+                seed: int = 0, window: Optional[int] = None) -> HeadReport:
     """Role scores and labels for every head. Without validation text the text scores are measured on the
-    repeated probe instead, and the report says so."""
+    repeated probe instead, and the report says so. window: text windows' length (default block_size; a large
+    model's attention maps over 512 tokens would be gigabytes)."""
     was_training = model.training
     model.eval()
     try:
@@ -136,7 +137,7 @@ def head_report(model, val_ids: Optional[torch.Tensor] = None, text_source: str 
                                                         pool=pool))
         notes = [induction.probe.note] if induction.probe.note else []
         if has_text:
-            pattern, _ = patterns_and_logits(model, text_windows(val_ids, model.cfg.block_size))
+            pattern, _ = patterns_and_logits(model, text_windows(val_ids, window or model.cfg.block_size))
         else:
             pattern, _ = patterns_and_logits(model, induction.probe.ids)
             text_source = "the repeated random probe (no validation text was available)"

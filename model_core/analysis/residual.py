@@ -20,12 +20,12 @@ class ResidualStats:
 
 
 def _norm(cache: ActivationCache, short: str) -> np.ndarray:
-    return cache.stack(short)[:, 0].norm(dim=-1).numpy()  # [L, T]
+    return cache.stack(short)[:, 0].float().norm(dim=-1).numpy()  # [L, T] (float: a cache may be kept in float16)
 
 
 def residual_statistics(cache: ActivationCache) -> ResidualStats:
     """Norms and variances of the residual stream and its updates, per layer and position."""
-    attn = cache.stack("attn_out")[:, 0]  # [L, T, D]
+    attn = cache.stack("attn_out")[:, 0].float()  # [L, T, D]
     has_mlp = ("mlp_out", 0) in cache
     return ResidualStats(
         resid_pre=_norm(cache, "resid_pre"),
@@ -33,12 +33,12 @@ def residual_statistics(cache: ActivationCache) -> ResidualStats:
         resid_post=_norm(cache, "resid_post"),
         attn_out=attn.norm(dim=-1).numpy(),
         mlp_out=_norm(cache, "mlp_out") if has_mlp else np.zeros(attn.shape[:2], dtype=np.float32),
-        resid_var=cache.stack("resid_pre")[:, 0].var(dim=-1, unbiased=False).numpy(),
+        resid_var=cache.stack("resid_pre")[:, 0].float().var(dim=-1, unbiased=False).numpy(),
         attn_var=attn.var(dim=-1, unbiased=False).numpy(),
     )
 
 
 def residual_stream(cache: ActivationCache) -> np.ndarray:
     """[L+1, T, D]: the stream after the embeddings (row 0) and after each layer (seed 003's heatmap)."""
-    first = cache["blocks.0.hook_resid_pre"][0:1]  # [1, T, D]
-    return np.concatenate([first.numpy(), cache.stack("resid_post")[:, 0].numpy()], axis=0)
+    first = cache["blocks.0.hook_resid_pre"][0:1].float()  # [1, T, D]
+    return np.concatenate([first.numpy(), cache.stack("resid_post")[:, 0].float().numpy()], axis=0)

@@ -121,7 +121,9 @@ def head_roles(scores: dict[str, np.ndarray]) -> list[HeadRole]:
 
 def head_role_of(scores: dict[str, np.ndarray], layer: int, head: int) -> HeadRole:
     at = {name: float(np.asarray(value)[layer, head]) for name, value in scores.items()}
-    if at["sink"] >= SINK_REST:
+    if at["sink"] >= SINK_REST and at.get("induction", 0.0) >= ROLE_MIN:  # idle on plain text, copies on repeats
+        label, score = "induction", at["induction"]
+    elif at["sink"] >= SINK_REST:
         label, score = "resting on the sink", at["sink"]
     else:
         label, score = max(((r, at[r]) for r in SPECIFIC_ROLES if r in at), key=lambda item: item[1])

@@ -88,11 +88,14 @@ class _Running:
 
 @torch.inference_mode()
 def top_examples(model, ids: torch.Tensor, k: int = TOP_K, progress: Optional[Callable[[float], None]] = None,
-                 min_context: int = HEAD_MIN_CONTEXT) -> TopExamples:
-    """One pass over ids (a 1-D token split): the top-k places of every neuron and head."""
+                 min_context: int = HEAD_MIN_CONTEXT, window: Optional[int] = None,
+                 batch_tokens: int = BATCH_TOKENS) -> TopExamples:
+    """One pass over ids (a 1-D token split): the top-k places of every neuron and head. window: tokens per
+    window (default block_size); batch_tokens: tokens per forward pass (a large model's activations of 8,192
+    tokens would be gigabytes)."""
     start_time = time.perf_counter()
     cfg = model.cfg
-    T = min(cfg.block_size, len(ids))
+    T = min(window or cfg.block_size, len(ids))
     if T < 2:
         raise ValueError(f"the text has {len(ids)} tokens: at least 2 are needed to look for examples.")
     has_ffn = not cfg.attn_only
@@ -102,7 +105,7 @@ def top_examples(model, ids: torch.Tensor, k: int = TOP_K, progress: Optional[Ca
         names |= {f"blocks.{L}.mlp.hook_{h}" for L in range(cfg.n_layers) for h in ("pre", "post")}
     n_windows = len(ids) // T  # the last incomplete window is covered by one more window ending at the end
     starts = torch.tensor(sorted(set(list(range(0, n_windows * T, T)) + [len(ids) - T])))
-    per_batch = max(1, BATCH_TOKENS // T)
+    per_batch = max(1, batch_tokens // T)
     for first in range(0, len(starts), per_batch):
         batch_starts = starts[first: first + per_batch]
         windows = torch.stack([ids[s: s + T] for s in batch_starts.tolist()]).long()  # [b, T]

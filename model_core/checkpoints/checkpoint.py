@@ -286,9 +286,7 @@ def model_with_weights(cfg: GPTConfig, data: bytes) -> GPT:
     for name, tensor in tensors.items():
         if not torch.isfinite(tensor).all():
             raise ValueError(f"weight {name} contains NaN or infinity; the model is unusable.")
-    model = GPT(cfg)
-    model.load_state_dict(tensors, strict=False)  # a tied unembed.weight follows embed.weight
-    return model.eval()
+    return GPT.with_weights(cfg, tensors)  # the header check made sure every weight is there
 
 
 def parse_snapshots(data: Optional[bytes], cfg: GPTConfig, limits: LoadLimits) -> list[Snapshot]:

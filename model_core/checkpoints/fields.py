@@ -181,6 +181,8 @@ def check_tokenizer(d, max_vocab: int) -> Optional[dict]:
     kind = d.get("kind")
     if kind == "bpe":
         check_text(d.get("tokenizer_json"), "tokenizer.tokenizer_json", max_chars=64_000_000)
+        if d.get("chat_template") is not None:
+            check_text(d["chat_template"], "tokenizer.chat_template", max_chars=100_000)
         return d
     if kind not in ("char", "word"):
         raise ValueError(f"tokenizer.kind must be \"char\", \"word\" or \"bpe\", got {describe(kind)}.")

@@ -117,8 +117,9 @@ class BPETokenizer:
 
     kind = "bpe"
 
-    def __init__(self, hf_tokenizer):
+    def __init__(self, hf_tokenizer, chat_template: Optional[str] = None):
         self.hf = hf_tokenizer
+        self.chat_template = chat_template  # a pretrained chat model's Jinja template (model_core.data.chat)
 
     @classmethod
     def train(cls, text: str, vocab_size: int = BPE_DEFAULT_VOCAB) -> "BPETokenizer":
@@ -155,6 +156,8 @@ class BPETokenizer:
     def token_label(self, token_id: int) -> str:
         """The token's text: byte-level markers (Ġ, Ċ) turned back into bytes, whitespace made visible."""
         token = self.hf.id_to_token(token_id)
+        if not all(ch in byte_decoder() for ch in token):  # not byte-level (SentencePiece style: '▁the', '<0x0A>')
+            return visible(token.replace("▁", " "))
         raw = bytes(byte_decoder()[ch] for ch in token)
         try:
             return visible(raw.decode("utf-8"))
@@ -162,7 +165,10 @@ class BPETokenizer:
             return "".join(f"<0x{b:02X}>" for b in raw)
 
     def to_dict(self) -> dict:
-        return {"kind": self.kind, "tokenizer_json": self.hf.to_str()}
+        d = {"kind": self.kind, "tokenizer_json": self.hf.to_str()}
+        if self.chat_template:
+            d["chat_template"] = self.chat_template
+        return d
 
 
 NEWLINE_THEN_TEXT = re.compile(r"\n(?=\S)")
@@ -224,7 +230,7 @@ def tokenizer_from_dict(d: dict):
         if kind == "bpe":
             from tokenizers import Tokenizer
 
-            return BPETokenizer(Tokenizer.from_str(d["tokenizer_json"]))
+            return BPETokenizer(Tokenizer.from_str(d["tokenizer_json"]), d.get("chat_template"))
     except Exception as err:  # KeyError, TypeError, or the HF parser's own error
         raise TokenizerError(f"the saved {kind} tokenizer is damaged ({err}); retrain or re-save the model.") from None
     raise TokenizerError(f"saved tokenizer kind {kind!r} is unknown; expected one of {', '.join(TOKENIZER_KINDS)}.")

@@ -2,7 +2,7 @@
 from dataclasses import asdict, dataclass, fields
 from typing import Optional
 
-ACTIVATIONS = ("gelu", "relu", "relu2", "swiglu")
+ACTIVATIONS = ("gelu", "gelu_tanh", "relu", "relu2", "swiglu")
 NORMS = ("layernorm", "rmsnorm", "none")
 NORM_PLACEMENTS = ("pre", "post")
 POSITIONALS = ("learned", "sinusoidal", "rope", "none")
@@ -18,20 +18,31 @@ class GPTConfig:
     vocab_size: int = 65  # number of distinct tokens
     block_size: int = 64  # longest context the model can attend over
     d_model: int = 128  # width of the residual stream
-    n_heads: int = 4  # attention heads per layer; d_head = d_model // n_heads
+    n_heads: int = 4  # attention (query) heads per layer; d_head = d_model // n_heads
+    # key/value heads per layer; None: n_heads. Fewer is grouped-query attention (Llama, SmolLM2): each
+    # key/value head serves n_heads // n_kv_heads consecutive query heads
+    n_kv_heads: Optional[int] = None
     n_layers: int = 4  # number of transformer blocks
     d_mlp: Optional[int] = None  # FFN hidden width; None: 4*d_model (8/3*d_model for swiglu)
-    activation: str = "gelu"  # FFN non-linearity: gelu | relu | relu2 (relu squared) | swiglu
+    # FFN non-linearity: gelu | gelu_tanh (GPT-2's approximation) | relu | relu2 (relu squared) | swiglu
+    activation: str = "gelu"
     norm: str = "layernorm"  # layernorm | rmsnorm | none (seed 002 has no norm at all)
     norm_placement: str = "pre"  # pre: x + f(norm(x)) (GPT-2); post: norm(x + f(x)) (2017 paper)
+    norm_eps: float = 1e-5  # added to the variance (mean square for rmsnorm) before the square root
+    # attention and FFN read the same input and both add to the stream: x + attn(ln1(x)) + mlp(ln2(x)) (GPT-NeoX)
+    parallel_blocks: bool = False
     # learned table | fixed sinusoidal vectors | rope (rotary: rotate q and k by position) | none (only the
     # causal mask tells positions apart)
     positional: str = "learned"
+    rope_base: float = 10000.0  # rope: pair m of a head turns rope_base**(-2m / rotary_dims) radians per position
+    rotary_dims: Optional[int] = None  # rope: rotate the first rotary_dims of each head (Pythia: d_head / 4); None: all
     qk_norm: bool = False  # RMSNorm on each head's q and k before the dot product (keeps scores bounded)
     tie_weights: bool = True  # unembedding shares the token embedding matrix
     attn_only: bool = False  # blocks without FFN (StatQuest seed)
     dropout: float = 0.0  # dropout on attention weights and residual updates while training
     bias: bool = True  # biases in linear layers and LayerNorm
+    qkv_bias: Optional[bool] = None  # biases on q, k and v; None: as bias (Qwen2 has them with bias=False)
+    unembed_bias: Optional[bool] = None  # a bias on the logits; None: bias and not tie_weights (nanoGPT's rule)
 
     def __post_init__(self):
         self.validate()
@@ -41,6 +52,24 @@ class GPTConfig:
     @property
     def d_head(self) -> int:
         return self.d_model // self.n_heads
+
+    @property
+    def kv_heads(self) -> int:
+        """Key/value heads per layer (n_heads unless grouped-query attention)."""
+        return self.n_kv_heads or self.n_heads
+
+    @property
+    def rotated_dims(self) -> int:
+        """Dimensions of each head that rope rotates."""
+        return self.rotary_dims or self.d_head
+
+    @property
+    def has_qkv_bias(self) -> bool:
+        return self.bias if self.qkv_bias is None else self.qkv_bias
+
+    @property
+    def has_unembed_bias(self) -> bool:
+        return (self.bias and not self.tie_weights) if self.unembed_bias is None else self.unembed_bias
 
     @property
     def has_position_vectors(self) -> bool:
@@ -59,6 +88,10 @@ class GPTConfig:
                 f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads}): "
                 f"use n_heads={lower} or a d_model that is a multiple of {self.n_heads}."
             )
+        kv = self.n_kv_heads
+        if kv is not None and (isinstance(kv, bool) or not isinstance(kv, int) or kv < 1 or self.n_heads % kv):
+            raise ConfigError(f"n_kv_heads must be a whole number that divides n_heads ({self.n_heads}) or None, "
+                              f"got {kv!r}: each key/value head serves the same number of query heads.")
         if self.d_mlp is not None and (isinstance(self.d_mlp, bool) or not isinstance(self.d_mlp, int) or self.d_mlp < 1):
             raise ConfigError(f"d_mlp must be a positive whole number or None (automatic), got {self.d_mlp!r}.")
         _check_choice("activation", self.activation, ACTIVATIONS)
@@ -72,11 +105,23 @@ class GPTConfig:
                 f"rope rotates pairs of dimensions, so d_head (d_model / n_heads = {self.d_head}) must be even: "
                 f"use d_model={self.n_heads * (self.d_head + 1)} or positional='learned'."
             )
+        if self.rotary_dims is not None and (isinstance(self.rotary_dims, bool) or not isinstance(self.rotary_dims, int)
+                                             or self.rotary_dims < 2 or self.rotary_dims % 2
+                                             or self.rotary_dims > self.d_head):
+            raise ConfigError(f"rotary_dims must be an even whole number from 2 to d_head ({self.d_head}) or None, "
+                              f"got {self.rotary_dims!r}.")
+        for name in ("rope_base", "norm_eps"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+                raise ConfigError(f"{name} must be a positive number, got {value!r}.")
         if not isinstance(self.dropout, (int, float)) or not 0.0 <= self.dropout < 1.0:
             raise ConfigError(f"dropout must be in [0, 1), got {self.dropout!r}: 0.0 to 0.2 is typical.")
-        for name in ("tie_weights", "attn_only", "bias", "qk_norm"):
+        for name in ("tie_weights", "attn_only", "bias", "qk_norm", "parallel_blocks"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"{name} must be true or false, got {getattr(self, name)!r}.")
+        for name in ("qkv_bias", "unembed_bias"):
+            if getattr(self, name) is not None and not isinstance(getattr(self, name), bool):
+                raise ConfigError(f"{name} must be true, false or None (automatic), got {getattr(self, name)!r}.")
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -12,7 +12,7 @@ so one step in block_size // 2 + 1 re-encodes half a block (1 in 33 for block_si
 one token. (A sliding window, always the last block_size tokens, would re-encode a whole block every step:
 every position shifts.) The trade for the speed: past block_size the model sees between block_size // 2
 and block_size tokens of context, not always block_size."""
-from typing import Sequence
+from typing import Optional, Sequence
 
 import torch
 
@@ -41,15 +41,18 @@ class LayerKV:
 class KVCache:
     """A LayerKV per block, all at the same length: GPT.extend fills them layer by layer."""
 
-    def __init__(self, cfg, batch: int, device=None, dtype=torch.float32):
-        shape = (batch, cfg.n_heads, cfg.block_size, cfg.d_head)  # (B, H, block, dh)
+    def __init__(self, cfg, batch: int, device=None, dtype=torch.float32, capacity: Optional[int] = None):
+        """capacity: the most positions it will hold (block_size by default; a generation that needs fewer
+        asks for fewer: a 2,048-token block of a 30-layer model is 100 MB per row)."""
+        capacity = cfg.block_size if capacity is None else max(1, min(capacity, cfg.block_size))
+        shape = (batch, cfg.kv_heads, capacity, cfg.d_head)  # (B, Hkv, capacity, dh)
         self.layers = [LayerKV(shape, device, dtype) for _ in range(cfg.n_layers)]
 
     @classmethod
-    def for_model(cls, model, batch: int) -> "KVCache":
+    def for_model(cls, model, batch: int, capacity: Optional[int] = None) -> "KVCache":
         """An empty cache on the model's device, in its parameters' dtype."""
         p = next(model.parameters())
-        return cls(model.cfg, batch, p.device, p.dtype)
+        return cls(model.cfg, batch, p.device, p.dtype, capacity)
 
     @property
     def length(self) -> int:
@@ -92,12 +95,16 @@ class NextTokenLogits:
     feed the others, whatever the positional scheme, so the cache is emptied and the kept half re-encoded
     once. python -m bench.generation measures both kinds of step."""
 
-    def __init__(self, model, rows: int, prompt_len: int, use_cache: bool = True):
+    def __init__(self, model, rows: int, prompt_len: int, use_cache: bool = True,
+                 max_new_tokens: Optional[int] = None):
         self.model, self.block, self.prompt_len = model, model.cfg.block_size, prompt_len
         self.device = next(model.parameters()).device
         # hooks (ablations, probes) would see only the new positions: with any attached, run forward() as before
         hooked = any(h.has_hooks() for h in model.hook_dict.values())
-        self.cache = KVCache.for_model(model, rows) if use_cache and not hooked else None
+        if not hooked:  # a pretrained model generates with its bfloat16 twin (GPT.for_generation)
+            model = self.model = model.for_generation()
+        capacity = None if max_new_tokens is None else prompt_len + max_new_tokens  # the longest window read
+        self.cache = KVCache.for_model(model, rows, capacity) if use_cache and not hooked else None
         self.start = 0  # first token of the window the cache holds
 
     def __call__(self, rows: Sequence[Sequence[int]]) -> torch.Tensor:

@@ -68,15 +68,17 @@ class Step:
     prob: float  # its probability in the filtered distribution it was drawn from
     model_prob: float  # its probability under the model's own (unfiltered, T=1) distribution
     logprob: float  # running sum of log model_prob over the generated tokens
-    probs: np.ndarray = field(repr=False)  # [V] filtered distribution
-    removed: np.ndarray = field(repr=False)  # [V] tokens the filters cut
+    probs: Optional[np.ndarray] = field(repr=False)  # [V] filtered distribution (None: not kept)
+    removed: Optional[np.ndarray] = field(repr=False)  # [V] tokens the filters cut (None: not kept)
 
 
 @torch.inference_mode()
 def generate(model, prompt_ids: Sequence[int], max_new_tokens: int, temperature: float = 1.0,
              top_k: Optional[int] = None, top_p: float = 1.0, min_p: float = 0.0,
-             seed: Optional[int] = None, stop_token: Optional[int] = None, use_cache: bool = True) -> Iterator[Step]:
-    """Yield one Step per new token. Same seed, same output.
+             seed: Optional[int] = None, stop_token: Optional[int] = None, use_cache: bool = True,
+             keep_distributions: bool = True) -> Iterator[Step]:
+    """Yield one Step per new token. Same seed, same output. keep_distributions False: Step.probs and .removed
+    are None (at a 49k vocabulary they are 245 KB a step, 120 MB for a 500-token list of steps).
 
     Context past block_size: the model reads a window of the tokens so far (model_core.model.kv_cache
     window_start): the prompt's last block_size tokens at first; when the window would exceed block_size it
@@ -92,7 +94,7 @@ def generate(model, prompt_ids: Sequence[int], max_new_tokens: int, temperature:
     was_training = model.training
     model.eval()
     try:
-        next_logits = NextTokenLogits(model, 1, len(prompt_ids), use_cache)
+        next_logits = NextTokenLogits(model, 1, len(prompt_ids), use_cache, max_new_tokens)
         for _ in range(max_new_tokens):
             logits = next_logits([ids])[0]  # (V,)
             probs, removed = filter_logits(logits, temperature, top_k, top_p, min_p)
@@ -100,7 +102,8 @@ def generate(model, prompt_ids: Sequence[int], max_new_tokens: int, temperature:
             model_prob = float(torch.softmax(logits, -1)[token])
             total += math.log(max(model_prob, 1e-30))
             ids.append(token)
-            yield Step(token, float(probs[token]), model_prob, total, probs.numpy(), removed.numpy())
+            kept = (probs.numpy(), removed.numpy()) if keep_distributions else (None, None)
+            yield Step(token, float(probs[token]), model_prob, total, *kept)
             if stop_token is not None and token == stop_token:
                 return
     finally:
@@ -134,7 +137,7 @@ def compare(model, prompt_ids: Sequence[int], settings: Sequence[SamplingSetting
     was_training = model.training
     model.eval()
     try:
-        next_logits = NextTokenLogits(model, len(settings), len(prompt_ids), use_cache)
+        next_logits = NextTokenLogits(model, len(settings), len(prompt_ids), use_cache, max_new_tokens)
         for _ in range(max_new_tokens):
             logits = next_logits([rows[b] for b in live])  # (len(live), V)
             for i, b in enumerate(live):

@@ -50,9 +50,15 @@ def lr_at(step: int, cfg: TrainConfig, time_fraction: Optional[float] = None) ->
     return cfg.final_lr + 0.5 * (1.0 + math.cos(math.pi * progress)) * (cfg.lr - cfg.final_lr)
 
 
+FROZEN_MODEL = ("this model is frozen (a pretrained model, shared read-only): it is inspected, never trained; "
+                "train a model built from a config instead.")
+
+
 class Trainer:
     def __init__(self, model, train_data: torch.Tensor, val_data: Optional[torch.Tensor], cfg: TrainConfig,
                  tokenizer=None):
+        if getattr(model, "frozen", False):  # GPT.freeze(): a pretrained model shared read-only, never trained
+            raise ValueError(FROZEN_MODEL)
         self.cfg, self.tokenizer = cfg, tokenizer
         self.block_size = model.cfg.block_size
         check_long_enough(train_data, self.block_size, "training")

@@ -1,0 +1,104 @@
+"""Experiments tab, "Who wrote the answer?": direct logit attribution on the shared prompt, and activation
+patching between a clean and a corrupted prompt."""
+from explorer.callbacks import validation
+from explorer.callbacks.common import clamp_query, prompt_ids
+from explorer.common.controls import PATCH_CHOICES
+from explorer.common.errors import UserError
+from explorer.figures.attribution import attribution_figure, head_source_figure, patching_figure
+from explorer.figures.common import index_labels
+from explorer.state.session import Session, require_model
+from explorer.teaching.captions_attribution import attribution_caption, patching_caption, source_caption
+from explorer.teaching.prompt_pairs import prompt_pair
+from model_core.analysis.attribution import logit_attribution
+from model_core.analysis.patching import PATCH_KINDS, patching_sweep
+
+PATCHED = {  # sweep kind -> (what is copied, rows, columns)
+    "resid_pre": ("the residual stream", "layer", "position"),
+    "z": ("a head's output", "layer", "head"),
+    "z_pos": ("a head's output at one position", "head", "position"),
+    "mlp_out": ("an MLP layer's output", "layer", "position"),
+}
+assert set(PATCHED) == set(PATCH_KINDS) == set(PATCH_CHOICES.values())
+
+
+def token_choice(session: Session, text, name: str):
+    """A token typed as its text (' Paris', with its leading space): its id; empty: None (automatic)."""
+    if text is None or text == "":
+        return None
+    if not isinstance(text, str) or len(text) > 100:
+        raise UserError(f"{name}: type the token's text, such as “ Paris” (with its leading space).")
+    ids = session.tokenizer.encode(text) if text else []
+    if len(ids) != 1:
+        labels = " | ".join(session.tokenizer.token_label(i) for i in ids[:8])
+        raise UserError(f"{name}: “{text}” is {len(ids)} tokens ({labels}), not one; type a single token, with its "
+                        "leading space if it has one, or leave it empty for the model's own top token.")
+    return ids[0]
+
+
+def logit_name(session: Session, target: int, baseline) -> str:
+    label = session.tokenizer.token_label
+    return f"the logit of {label(target)}" + (f" minus that of {label(baseline)}" if baseline is not None else "")
+
+
+def logit_attribution_view(session: Session, prompt: str, position=-1, target: str = "", baseline: str = "",
+                           drop_unknown: bool = False):
+    """-> parts figure, the top head by source position, numbers, caption."""
+    require_model(session)
+    ids = prompt_ids(session, prompt, drop_unknown)
+    position = clamp_query(position, len(ids))
+    target_id, baseline_id = token_choice(session, target, "Answer"), token_choice(session, baseline, "Against")
+    attribution, run = logit_attribution(session.model, ids, position, target_id, baseline_id)
+    cfg = session.config
+    parts = [("embeddings", attribution.embed)]
+    for layer in range(cfg.n_layers):
+        parts.append((f"layer {layer} attention", float(attribution.heads[layer].sum())))
+        if attribution.mlps is not None:
+            parts.append((f"layer {layer} MLP", float(attribution.mlps[layer])))
+    parts.append(("biases", attribution.bias))
+    what = logit_name(session, attribution.target, attribution.baseline)
+    labels = index_labels([session.tokenizer.token_label(i) for i in ids])
+    layer, head = attribution.top_head()
+    sources = run.head_by_source(layer, head, attribution.target, attribution.baseline)
+    where = f"after {labels[position]}"
+    numbers = (f"| | value |\n|---|---:|\n| {what} {where} | {attribution.logit:.4f} |\n"
+               f"| sum of the parts | {attribution.total:.4f} |\n| difference | "
+               f"{attribution.total - attribution.logit:+.1e} |")
+    return (attribution_figure(attribution.heads, parts, what),
+            head_source_figure(sources, labels[:position + 1], f"{layer}.{head}", what),
+            numbers,
+            attribution_caption(f"{what[0].upper()}{what[1:]} {where}", attribution.logit, attribution.total,
+                                attribution.heads, parts) + " " + source_caption(f"{layer}.{head}", sources,
+                                                                                 labels[:position + 1]))
+
+
+def activation_patching_view(session: Session, clean: str, corrupted: str,
+                             kind: str = "residual stream (layer × position)", layer=0, target: str = "",
+                             baseline: str = "", drop_unknown: bool = False):
+    """-> heatmap of the share of the clean answer each patch restores, caption."""
+    require_model(session)
+    sweep = PATCH_CHOICES[validation.choice(kind, "What to patch", list(PATCH_CHOICES))]
+    copied, rows, cols = PATCHED[sweep]
+    clean_ids = prompt_ids(session, clean, drop_unknown)
+    corrupted_ids = prompt_ids(session, corrupted, drop_unknown)
+    layer = min(max(validation.whole_number(layer, "Layer", default=0), 0), session.config.n_layers - 1)
+    result = patching_sweep(session.model, clean_ids, corrupted_ids, sweep, layer, token_choice(session, target, "Answer"),
+                            token_choice(session, baseline, "Against"))
+    label = session.tokenizer.token_label
+    positions = index_labels([f"{label(a)}" if a == b else f"{label(a)}/{label(b)}"
+                              for a, b in zip(clean_ids, corrupted_ids)])
+    axis = {"layer": [f"layer {i}" for i in range(session.config.n_layers)],
+            "head": [f"head {i}" for i in range(session.config.n_heads)], "position": positions}
+    row, col = result.best()
+    best = f"{axis[rows][row]}, {axis[cols][col]}" + (f" (layer {layer})" if sweep == "z_pos" else "")
+    title = (f"Patching {copied}: share of {label(result.target)} over {label(result.baseline)} restored"
+             + (f" (layer {layer})" if sweep == "z_pos" else ""))
+    x_title = "position (clean/corrupted token where they differ)" if cols == "position" else cols
+    return (patching_figure(result.restored, axis[rows], axis[cols], title, x_title, rows),
+            patching_caption(copied, best, float(result.restored[row, col]), result.clean_diff, result.corrupted_diff,
+                             label(result.target), label(result.baseline)))
+
+
+def example_pair(session: Session):
+    """-> clean and corrupted prompts of the built-in pair for the inspected model, and what the pair shows."""
+    clean, corrupted, shows = prompt_pair(session.model_name)
+    return clean, corrupted, f"Example pair: {shows}."

@@ -1,0 +1,33 @@
+"""Captions for direct logit attribution and activation patching, computed from the numbers."""
+import numpy as np
+
+
+def attribution_caption(what: str, logit: float, total: float, heads, layer_parts: list[tuple[str, float]]) -> str:
+    """'The logit of ␣Paris is 13.69; the parts below sum to 13.69. Head 29.0 writes most of it (+4.1), ...'"""
+    heads = np.asarray(heads, dtype=np.float64)
+    layer, head = np.unravel_index(int(np.abs(heads).argmax()), heads.shape)
+    names, values = zip(*layer_parts)
+    top = int(np.argmax(np.abs(values)))
+    sign = "for" if heads[layer, head] > 0 else "against"
+    return (f"{what} is {logit:.2f}; the parts sum to {total:.2f} (the final norm's scale is frozen at this run's "
+            f"value, which makes the split exact). The head that writes most is {layer}.{head}, "
+            f"{heads[layer, head]:+.2f} {sign} it; the largest part overall is {names[top]} ({values[top]:+.2f}). "
+            f"Below: that head's part split by the position it read from.")
+
+
+def source_caption(head: str, values, sources: list[str]) -> str:
+    values = np.asarray(values, dtype=np.float64)
+    if values.size == 0:
+        return ""
+    i = int(np.abs(values).argmax())
+    share = abs(values[i]) / max(np.abs(values).sum(), 1e-12)
+    return (f"Head {head} gets {share:.0%} of its part from reading {sources[i]} ({values[i]:+.2f}): what it "
+            "copies from there pushes the prediction.")
+
+
+def patching_caption(kind_name: str, best: str, restored: float, clean_diff: float, corrupted_diff: float,
+                     answer: str, alternative: str) -> str:
+    """'Patching head 29.0 restores 71 % of the logit difference between ␣Paris and ␣Rome (clean 5.2, corrupted -1.3).'"""
+    return (f"The clean prompt prefers {answer} over {alternative} by {clean_diff:+.2f} logits, the corrupted one by "
+            f"{corrupted_diff:+.2f}. Copying {kind_name} from the clean run into the corrupted one restores at most "
+            f"{restored:.0%} of that difference, at {best}: the information that decides the answer is there.")
