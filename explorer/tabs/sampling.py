@@ -3,7 +3,7 @@ import gradio as gr
 
 from explorer.common.controls import COMPARE_HEADERS, DEFAULT_COMPARISON, GENERATION_TABLE_HEADERS
 from explorer.tabs.binding import bind
-from explorer.tabs.common import ANALYSIS, API, caption, run_button
+from explorer.tabs.common import ANALYSIS, API, GENERATION, caption, run_button
 from explorer.tabs.export_button import data_button
 from explorer.tabs.lazy import callbacks
 from explorer.tabs.raw_inputs import RawNumber, RawSlider, RawTable
@@ -45,7 +45,7 @@ def build_sampling_tab(prompt, drop):
             go = gr.Button("Compare", variant="primary")
     columns = gr.HTML(label="Generations")
     go.click(bind(comparison_view, shared=True), [prompt, table, length, seed, drop, chat], columns, api_name="compare",
-             **API, **ANALYSIS)
+             **API, **GENERATION)
 
     gr.Markdown("### Step by step\nGenerate with the knobs above; each token is shaded by its probability.")
     step_go = gr.Button("Generate step by step")
@@ -53,7 +53,7 @@ def build_sampling_tab(prompt, drop):
     rows = gr.Dataframe(headers=GENERATION_TABLE_HEADERS,
                         interactive=False, label="Steps")
     step_go.click(bind(steps_view, shared=True), [prompt, *knobs, length, seed, drop, chat], [rows, text],
-                  api_name="generate", **API, **ANALYSIS)
+                  api_name="generate", **API, **GENERATION)
     data_button("sampling", [dist, temp, note, rows], [prompt, *knobs, drop, chat, table, length, seed])
     named = dict(temperature=temperature, top_k=top_k, top_p=top_p, min_p=min_p, seed=seed, chat_format=chat)
     return (fn, inputs, [dist, temp, note]), named
