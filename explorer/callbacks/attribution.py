@@ -27,7 +27,7 @@ def token_choice(session: Session, text, name: str):
         return None
     if not isinstance(text, str) or len(text) > 100:
         raise UserError(f"{name}: type the token's text, such as “ Paris” (with its leading space).")
-    ids = session.tokenizer.encode(text) if text else []
+    ids = session.tokenizer.encode(text)
     if len(ids) != 1:
         labels = " | ".join(session.tokenizer.token_label(i) for i in ids[:8])
         raise UserError(f"{name}: “{text}” is {len(ids)} tokens ({labels}), not one; type a single token, with its "

@@ -156,9 +156,10 @@ class BPETokenizer:
     def token_label(self, token_id: int) -> str:
         """The token's text: byte-level markers (Ġ, Ċ) turned back into bytes, whitespace made visible."""
         token = self.hf.id_to_token(token_id)
-        if not all(ch in byte_decoder() for ch in token):  # not byte-level (SentencePiece style: '▁the', '<0x0A>')
+        try:
+            raw = bytes(byte_decoder()[ch] for ch in token)
+        except KeyError:  # not byte-level (SentencePiece style: '▁the', '<0x0A>')
             return visible(token.replace("▁", " "))
-        raw = bytes(byte_decoder()[ch] for ch in token)
         try:
             return visible(raw.decode("utf-8"))
         except UnicodeDecodeError:  # a fragment of a multi-byte character
