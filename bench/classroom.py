@@ -11,6 +11,7 @@ models (half switch to first-names, so another model's result shows as cross-tal
 First one session alone runs the same calls on its own model (the default model with --shared-model), then
 the class. Each gradio_client.Client is one browser session (one session_hash per Client), in its own thread."""
 import argparse
+import contextlib
 import json
 import os
 import random
@@ -41,7 +42,8 @@ from bench.server_process import LaunchedApp, MemorySampler, descendants, pss_by
 NOISE = 0.05
 
 
-def parse_args(argv=None) -> argparse.Namespace:
+def parser() -> argparse.ArgumentParser:
+    """The class's flags (bench.teacher adds its own to them)."""
     p = argparse.ArgumentParser(description="Drive the launched app like a class and report latencies.")
     p.add_argument("--sessions", type=int, default=30, help="browser sessions in the class, trainers included")
     p.add_argument("--trainers", type=int, default=2, help="sessions that train (the Train tab's default run)")
@@ -58,7 +60,11 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="own models: noise added to each weight tensor, as a fraction of that tensor's std")
     p.add_argument("--json", metavar="PATH", help="also write the numbers to this file")
     p.add_argument("--app-args", default="", help="extra app.py flags, e.g. \"--torch-threads 2 --analysis-workers 4\"")
-    return p.parse_args(argv)
+    return p
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    return parser().parse_args(argv)
 
 
 def payload_bytes(result) -> int:
@@ -294,8 +300,9 @@ def own_models(args: argparse.Namespace, folder: Path) -> list[Path]:
     return own_model_zips(MODELS[0], count, folder, seed=args.seed, noise=args.noise)
 
 
-def measure(args: argparse.Namespace, uploads: list[Path]) -> dict:
-    """Launch the app, run one session alone and then the class; every number the report shows."""
+def measure(args: argparse.Namespace, uploads: list[Path], beside=None) -> dict:
+    """Launch the app, run one session alone and then the class; every number the report shows.
+    beside(url): a context manager held open around the class (bench.teacher's teacher polls in it)."""
     server_flags = ["--max-trainers", str(max(2, args.trainers)), "--max-sessions", str(max(64, args.sessions + 8)),
                     *args.app_args.split()]
     memory_at = {}
@@ -312,20 +319,27 @@ def measure(args: argparse.Namespace, uploads: list[Path]) -> dict:
                                     uploads[0] if uploads else None)
             memory_at["before the class"] = tree_memory(app.proc.pid)
             print(f"class: {args.sessions} sessions ({args.trainers} training) for {args.seconds:g} s ...", flush=True)
-            class_tally = run_class(Classroom(app.url, args, defaults, references, answers), uploads[1:])
+            with beside(app.url) if beside else contextlib.nullcontext():
+                class_tally = run_class(Classroom(app.url, args, defaults, references, answers), uploads[1:])
             memory_at["after the class"] = tree_memory(app.proc.pid)
         finally:
             app.remember(memory.seen)
     return summary(args, class_tally, alone_tally, memory, memory_at, len(app.outlived))
 
 
-def main(argv=None) -> dict:
-    args = parse_args(argv)
+def run(args: argparse.Namespace, beside=None) -> dict:
+    """Make the models, measure, print the report; the numbers. beside: as measure's."""
     if not 0 <= args.trainers <= args.sessions:
         raise SystemExit("--trainers must be between 0 and --sessions")
     with tempfile.TemporaryDirectory(prefix="classroom-models-") as folder:
-        numbers = measure(args, [] if args.shared_model else own_models(args, Path(folder)))
+        numbers = measure(args, [] if args.shared_model else own_models(args, Path(folder)), beside)
     print_report(numbers)
+    return numbers
+
+
+def main(argv=None) -> dict:
+    args = parse_args(argv)
+    numbers = run(args)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(numbers, f, indent=1)

@@ -7,7 +7,8 @@ half-window rule. Past block_size the window jumps back to the newest block_size
 would exceed block_size, so one step in 33 (block 64) re-encodes 32 tokens and the others feed one token;
 the uncached path runs forward() on the whole window (32 to 64 tokens) every step. The app's default prompt
 takes 60 of the 64 positions: 146 of its 150 steps are past the block. The per-step table shows what each
-kind of step costs."""
+kind of step costs. python -m bench.generation_ab times the same calls against a git revision, side by
+side."""
 import argparse
 import os
 import statistics

@@ -7,6 +7,8 @@ from explorer.callbacks.reload import detach_session, resume_session  # Gradio r
 from explorer.tabs.attention import build_attention_tab
 from explorer.tabs.binding import bind
 from explorer.tabs.blocks import build_blocks_tab
+from explorer.tabs.class_notice import CSS as CLASS_CSS
+from explorer.tabs.class_notice import build_class_notice, wire_class_notice
 from explorer.tabs.common import ANALYSIS, RANGE_CLASS, shared_prompt
 from explorer.tabs.data import build_data_tab
 from explorer.tabs.embeddings import build_embeddings_tab
@@ -33,7 +35,7 @@ CSS = """
 .te-gen { white-space: pre-wrap; font-family: ui-monospace, monospace; font-size: 0.95rem; margin: 0; }
 .te-metrics { margin-top: 6px; font-size: 0.9rem; color: var(--body-text-color-subdued); }
 .te-examples mark { color: #111827; }  /* dark text on the light highlight, in both themes */
-"""
+""" + CLASS_CSS
 
 
 # id, label, builder (-> (view, inputs, outputs), {name: control}), whether it reads the shared prompt
@@ -52,6 +54,7 @@ def build_app() -> gr.Blocks:
         gr.Markdown("# Transformer Explorer\nTrain a tiny GPT and look inside it: every head, the residual "
                     "stream, the embeddings, the FFN neurons and the sampling knobs.")
         model_info = gr.Markdown()
+        notice = build_class_notice()  # what the teacher pushes (explorer.classroom)
         player = build_lesson_player()  # wired below, once every tab has registered its controls
         prompt, drop = shared_prompt()
         link_note, copy, link = link_row()
@@ -67,6 +70,7 @@ def build_app() -> gr.Blocks:
         wire_copy_link(copy, link, wire_model_name(model_info))
         loaded = wire_link_on_load(resumed, model_info, link_note, lesson, views)
         wire_lesson_player(player, loaded, lesson, model_info, views)
+        wire_class_notice(demo, notice, player, model_info, loaded, views)
         dispatch, inputs, outputs = selected_view(views)
         prompt.submit(dispatch, [TAB_TRACKER[0], *inputs], outputs, api_visibility="private", **ANALYSIS)
         _resize_sliders_with_model(demo, model_info)

@@ -11,6 +11,7 @@ import pytest
 from explorer import figures
 from explorer.teaching import captions as C
 from explorer.teaching import captions_attribution as CA
+from explorer.teaching import captions_classroom as CC
 from explorer.teaching import captions_experiments as CE
 from explorer.teaching import captions_roles as CR
 from model_core.analysis.heads import head_statistics
@@ -122,6 +123,10 @@ CASES = {
         "The head that writes most is 0.1, -2.00 against it; the largest part overall is layer 0 MLP (+4.00)"),
     "head_source_figure": lambda: (CA.source_caption("1.0", np.array([0.1, 0.9, 0.0]), TOKENS[:3]),
                                    "gets 90% of its part from reading b (+0.90)"),
+    "class_loss_figure": lambda: (CC.class_caption(
+        [{"name": "Ana", "steps": [1, 2, 300], "loss": [4.0, 3.0, 2.0]},
+         {"name": "Ben", "steps": [1, 2, 200], "loss": [4.0, 3.5, 3.0]}]),
+        "Lowest loss now: Ana (3.00 at step 300); highest: Ben (3.50 at step 200)"),
     "patching_figure": lambda: (CA.patching_caption("a head's output", "layer 1, head 0", 0.71, 5.2, -1.3, "x", "y"),
                                 "restores at most 71% of that difference, at layer 1, head 0"),
 }

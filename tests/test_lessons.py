@@ -9,7 +9,7 @@ from explorer.lessons import checked_lesson_file
 from explorer.server.launch import parse_args
 from explorer.state.session import REGISTRY
 from explorer.teaching import view_params
-from explorer.teaching.lessons import FILE_KEY, LessonError, parse_lesson, read_lesson, shipped_lessons
+from explorer.teaching.lessons import FILE_KEY, LessonError, Question, parse_lesson, read_lesson, shipped_lessons
 
 GOOD = '''# A tiny lesson
 simple: yes
@@ -70,6 +70,63 @@ def test_malformed_lessons_name_their_line(text, line, words):
     assert str(caught.value).startswith(f"mine.md: line {line}: ") and words in str(caught.value)
 
 
+def step_with(*settings: str):
+    """The single step of a lesson whose step has these setting lines."""
+    return parse_lesson("# T\n\n## S\n" + "\n".join(settings) + "\n\ntext", source="mine.md").steps[0]
+
+
+def test_a_step_may_ask_a_question_with_or_without_choices():
+    free = step_with("layer: 1", "question: Why would it be cheating?")
+    assert free.question == Question("Why would it be cheating?") and free.question.free
+    assert free.settings == {"layer": "1"}  # question and choices are not link parameters
+    picked = step_with("question: Where is the square?", 'choices: " on the diagonal |left of it|T: the first "')
+    assert picked.question.choices == ("on the diagonal", "left of it", "T: the first") and not picked.question.free
+    assert picked.settings == {}
+    assert step_with("choices: a | b", "question: Either order?").question.choices == ("a", "b")
+    assert step_with("layer: 1").question is None
+    eight = " | ".join("abcdefgh")
+    assert len(step_with("question: q", f"choices: {eight}").question.choices) == 8
+
+
+def test_question_and_choices_never_reach_the_validator():
+    asked = []
+
+    def validate(key: str, value: str) -> None:  # records what it is asked; None: the value is fine
+        asked.append(key)
+
+    parse_lesson("# T\n## S\nlayer: 1\nquestion: q?\nchoices: a | b\n\ntext", validate)
+    assert asked == ["layer"]
+
+
+# (setting lines of a step, starting on line 4; line the error must name; words the message must contain)
+BAD_QUESTIONS = [
+    (["choices: a | b"], 4, "'choices' needs a 'question'"),
+    (["layer: 1", "choices: a | b"], 5, "'choices' needs a 'question'"),
+    (["question: q", "choices: only one"], 5, "2 to 8 answers separated by '|' (found 1)"),
+    (["question: q", "choices: " + " | ".join("abcdefghi")], 5, "2 to 8 answers separated by '|' (found 9)"),
+    (["question: q", "choices: a | b | a"], 5, "the choice 'a' is there twice"),
+    (["question: q", "choices: a | | b"], 5, "a choice is empty"),
+    (["question: q", "choices: a |"], 5, "a choice is empty"),
+    (["question: q", "choices: a | " + "b" * 81], 5, "at most 80 characters"),
+    (["question: " + "w" * 301], 4, "a question is at most 300 characters (this one has 301)"),
+    (['question: "  "'], 4, "the question is empty"),
+    (["question: q", "question: r"], 5, "'question' is set twice"),
+]
+
+
+@pytest.mark.parametrize("settings, line, words", BAD_QUESTIONS)
+def test_bad_questions_name_their_line(settings, line, words):
+    with pytest.raises(LessonError) as caught:
+        step_with(*settings)
+    assert caught.value.line == line and words in caught.value.problem
+    assert str(caught.value).startswith(f"mine.md: line {line}: ")
+
+
+def test_bounds_are_inclusive():
+    assert len(step_with("question: " + "w" * 300).question.text) == 300
+    assert step_with("question: q", "choices: a | " + "b" * 80).question.choices[1] == "b" * 80
+
+
 @pytest.fixture(scope="module")
 def app():
     """The built app: its registered controls are what lesson settings are checked against."""
@@ -108,7 +165,17 @@ def test_shipped_lessons_are_valid(app):
         assert lesson.steps and all(s.text.strip() for s in lesson.steps), slug
         if slug in general:
             assert lesson.title == general[slug] and lesson.simple
-            assert all("?" in s.text for s in lesson.steps), f"{slug}: every step asks the student a question"
+            asked = all(s.question or "?" in s.text for s in lesson.steps)
+            assert asked, f"{slug}: every step asks the student a question"
+
+
+def test_attention_basics_asks_its_questions_in_the_lesson_box(app):
+    lesson = read_lesson(shipped_lessons()["attention-basics"], lessons.app_validator())
+    assert all(s.question for s in lesson.steps)
+    assert not any("**Question" in s.text for s in lesson.steps)  # asked once, in the box, not again in the text
+    assert lesson.steps[0].question.choices == ("on the diagonal (the character itself)", "just left of the diagonal")
+    assert sum(not s.question.free for s in lesson.steps) >= 2 and sum(s.question.free for s in lesson.steps) >= 2
+    assert "tab" in lesson.steps[0].settings and "question" not in lesson.steps[0].settings
 
 
 def test_check_command_reports_each_file(app, tmp_path, capsys):

@@ -4,6 +4,8 @@ import torch
 
 from model_core.model.kv_cache import window_start
 from model_core.model.sampling import (
+    RowFilter,
+    RowSampler,
     SamplingError,
     SamplingSettings,
     compare,
@@ -58,6 +60,32 @@ def test_min_p_is_relative_to_the_best_token():
 def test_temperature_sharpens_and_flattens():
     cold, hot = filter_logits(LOGITS, temperature=0.5)[0], filter_logits(LOGITS, temperature=2.0)[0]
     assert cold[0] > torch.softmax(LOGITS, -1)[0] > hot[0]
+
+
+MIXED = [SamplingSettings(0.0), SamplingSettings(1.0), SamplingSettings(0.7, top_k=3),
+         SamplingSettings(1.5, top_p=0.6), SamplingSettings(1.0, min_p=0.3),
+         SamplingSettings(1.2, top_k=4, top_p=0.9, min_p=0.05)]
+
+
+def test_each_row_is_filtered_with_its_own_settings_as_if_alone():
+    logits = torch.randn(len(MIXED), 6, generator=torch.Generator().manual_seed(0)) * 2
+    probs, removed = RowFilter(MIXED, 6)(logits)
+    for i, s in enumerate(MIXED):
+        alone, alone_removed = filter_logits(logits[i], s.temperature, s.top_k, s.top_p, s.min_p)
+        assert torch.equal(probs[i], alone) and torch.equal(removed[i], alone_removed)
+
+
+def test_each_row_draws_what_torch_multinomial_draws_with_its_own_generator():
+    """The batched draw keeps torch.multinomial's random stream: a seed gives the tokens it always gave."""
+    sampler, gens = RowSampler(MIXED, 6, seed=3), [torch.Generator().manual_seed(3) for _ in MIXED]
+    for step in range(25):
+        logits = torch.randn(len(MIXED), 6, generator=torch.Generator().manual_seed(step)) * 2
+        draw = sampler(logits)
+        for i, s in enumerate(MIXED):
+            probs, _ = filter_logits(logits[i], s.temperature, s.top_k, s.top_p, s.min_p)
+            alone = int(torch.multinomial(probs, 1, generator=gens[i])) if s.temperature > 0 else int(probs.argmax())
+            assert int(draw.tokens[i]) == alone
+            assert float(draw.model_probs[i]) == float(torch.softmax(logits[i], -1)[alone])
 
 
 @pytest.mark.parametrize("kwargs, message", [
@@ -159,3 +187,9 @@ def test_diversity_measures():
     assert distinct_n([1, 2, 3, 4], 2) == 1.0
     assert repetition_rate([1, 2, 3, 1, 2, 3]) == pytest.approx(1 / 4)
     assert repetition_rate([1, 2]) == 0.0
+
+
+def test_probabilities_that_are_not_numbers_are_a_clear_error():
+    logits = torch.tensor([[0.0, float("nan"), 1.0]])
+    with pytest.raises(SamplingError, match="not numbers"):
+        RowSampler([SamplingSettings(1.0)], 3, seed=0)(logits)

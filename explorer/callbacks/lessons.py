@@ -30,13 +30,22 @@ def load_lesson(key: str) -> Lesson:
         raise UserError(f"This lesson file has a mistake: {LessonError(err.line, err.problem, Path(path).name)}") from None
 
 
-def open_lesson(session: Session, key: str) -> list:
-    """Picker or page load -> the player on step 1 of lesson key (closed and cleared when key is empty)."""
+def open_lesson(session: Session, key: str, index: int = 0) -> list:
+    """Picker, page load or the teacher's push -> the player on step index of lesson key (closed and cleared when
+    key is empty)."""
     if not key:
         return [None, gr.skip(), gr.skip(), False, gr.skip(), "", "", NO_LESSON, *_buttons(0, 0),
-                *view_params.updates_for({})]
+                *_question_view(session, None, None), *view_params.updates_for({})]
     lesson = load_lesson(key)
-    return [*_step_view(session, key, lesson, 0, opening=True)]
+    return [*_step_view(session, key, lesson, min(max(index, 0), len(lesson.steps) - 1), opening=True)]
+
+
+PLAYER_OUTPUTS = 15  # state, accordion, picker, simple, model info, heading, counter, text, back, next, question x 5
+
+
+def player_skips() -> list:
+    """No change to any of the player's own outputs (the controls after them are not included)."""
+    return [gr.skip()] * PLAYER_OUTPUTS
 
 
 def move(session: Session, state, delta: int) -> list:
@@ -54,7 +63,7 @@ def lesson_for_page(session: Session, requested: str) -> list:
     key = requested if requested in shipped_lessons() else FILE_KEY if app_state.lesson_file else ""
     if key:
         return open_lesson(session, key)
-    return [gr.skip(), gr.skip(), gr.Dropdown(choices=lesson_choices()), *[gr.skip()] * 7,
+    return [gr.skip(), gr.skip(), gr.Dropdown(choices=lesson_choices()), *[gr.skip()] * (PLAYER_OUTPUTS - 3),
             *view_params.updates_for({})]
 
 
@@ -67,9 +76,27 @@ def _step_view(session: Session, key: str, lesson: Lesson, index: int, opening: 
         if opening else [gr.skip()] * 3
     intro = f"{lesson.intro}\n\n" if index == 0 and lesson.intro else ""
     notes = "".join(f"\n\n*Note: {note}*" for note in notes)  # e.g. a layer this model does not have
-    return [{"lesson": key, "step": index}, *opened, summary, f"### {lesson.title}",
+    state = {"lesson": key, "step": index}
+    return [state, *opened, summary, f"### {lesson.title}",
             f"**Step {index + 1} of {len(lesson.steps)}: {step.title}**", intro + step.text + notes,
-            *_buttons(index, len(lesson.steps)), *view_params.updates_for(values)]
+            *_buttons(index, len(lesson.steps)), *_question_view(session, state, step.question),
+            *view_params.updates_for(values)]
+
+
+def _question_view(session: Session, state, question) -> list:
+    """The question box of a step: its question, the choices (or a text box) with the answer this session sent
+    already, the Send button and a note; all hidden for a step without a question."""
+    if question is None:
+        return [gr.Markdown("", visible=False), gr.Radio(visible=False, value=None), gr.Textbox(visible=False, value=""),
+                gr.Button(visible=False), ""]
+    kept = session.answers.get((state["lesson"], state["step"]))
+    answer = kept.answer if kept else None
+    sent = f"Your answer is with the teacher: **{kept.answer}**. Change it and send again if you like." if kept else ""
+    choices = list(question.choices)
+    return [gr.Markdown(f"**Question:** {question.text}", visible=True),
+            gr.Radio(choices=choices, value=answer if answer in choices else None, visible=bool(choices)),
+            gr.Textbox(value="" if choices else answer or "", visible=not choices),
+            gr.Button(visible=True), sent]
 
 
 def _buttons(index: int, n_steps: int) -> list:

@@ -13,7 +13,9 @@ def apply_link(session: Session, query: dict) -> tuple[str, list[str], dict]:
 
     A named shipped model is opened first, so layer, head and query are checked against that model."""
     own = {name: text for name, text in dict(query).items() if not name.startswith("__")}  # Gradio's: ?__theme=dark
+    opened = open_read_only_copy(session, own.pop("open")) if "open" in own else []
     values, notes = view_params.parse_params(own)
+    notes = opened + notes
     if "preset" in values:  # the preset's controls, then the settings given beside it
         values = {**preset_settings(values["preset"]), **values}
     name = values.get("model")
@@ -21,6 +23,20 @@ def apply_link(session: Session, query: dict) -> tuple[str, list[str], dict]:
         pick_shipped(session, name)
     notes += fit_to_model(session, values)
     return model_summary(session), notes, values
+
+
+def open_read_only_copy(session: Session, token) -> list[str]:
+    """?open=TOKEN, written by the teacher page: inspect the student's model copy it names; -> [a note] when the
+    token is unknown, used or expired."""
+    from explorer.classroom.room import ROOM
+
+    found = ROOM.copies.take(token)
+    if found is None:
+        return ["This link to a student's model was used already or has expired: open it again from the teacher "
+                "page."]
+    session.use(*found)
+    session.teacher = True
+    return []
 
 
 def fit_to_model(session: Session, values: dict) -> list[str]:

@@ -14,7 +14,8 @@ from explorer.figures.sampling import generation_steps_table, next_token_figure,
 from explorer.state.session import Session
 from explorer.teaching import captions
 from model_core.data.chat import chat_end, chat_prompt
-from model_core.model.sampling import SamplingSettings, compare, filter_logits, generate
+from model_core.model.sampling import SamplingSettings, filter_logits, generate
+from model_core.training.sampling_workers import compare_in_worker
 
 ROW_DEFAULTS = [1.0, 0, 1.0, 0.0]  # a short row is completed with these (no filtering)
 MAX_COMPARED = 6  # columns side by side; each one is a full generation
@@ -93,7 +94,7 @@ def comparison_view(session: Session, prompt: str, settings, max_new_tokens, see
     table, n, seed = parse_table(settings), new_tokens(max_new_tokens), validation.seed(seed)
     tok, cfg = session.tokenizer, session.model.cfg
     ids = encode_prompt(tok, model_text(session, prompt, chat_format), cfg.block_size, drop_unknown)
-    results = compare(session.model, ids, table, n, seed=seed, stop_token=stop_token(tok, chat_format))
+    results = compare_in_worker(session.model, ids, table, n, seed=seed, stop_token=stop_token(tok, chat_format))
     cells = []
     for r in results:
         s = r.settings

@@ -13,6 +13,7 @@ class Limits:
     run_ttl_seconds: float = 300.0  # a run paused, or not watched by its page, this long is stopped
     session_data_mb: float = 48.0  # a session's prepared training data (token ids) at most
     analysis_workers: int = 2  # analysis requests served at once (app.py --analysis-workers)
+    generation_workers: int = 2  # processes that run Compare (app.py --generation-workers; 0: in the server)
     resume_ttl_seconds: float = 600.0  # a closed or reloaded page's session is kept this long for its return
     snapshots_kept: int = 60  # training snapshots a session keeps (spread over the run)
 

@@ -53,8 +53,9 @@ def _unknown_function(scope, path: str, err: Exception):
 
 
 def guarded_app_kwargs() -> dict:
-    """app_kwargs for Blocks.launch() that install ApiGuard (and the page-configuration cache) in the FastAPI
-    app Gradio builds."""
+    """app_kwargs for Blocks.launch() that install ApiGuard, the page-configuration cache and the class's routes
+    (explorer.server.class_routes: /teacher, /class/latest) in the FastAPI app Gradio builds."""
+    from explorer.server.class_routes import ClassRoutes
     from explorer.server.config_cache import ConfigCache
 
-    return {"middleware": [Middleware(ConfigCache), Middleware(ApiGuard)]}
+    return {"middleware": [Middleware(ConfigCache), Middleware(ApiGuard), Middleware(ClassRoutes)]}

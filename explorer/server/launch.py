@@ -2,6 +2,7 @@
 import argparse
 import os
 import signal
+import threading
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -25,6 +26,13 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="a lesson file (format: docs/lessons.md) that every new page opens on step 1")
     p.add_argument("--torch-threads", type=int, default=1,
                    help="torch threads per analysis request in the server (see docs/classroom.md)")
+    p.add_argument("--generation-workers", type=int, default=2,
+                   help="processes that run Compare's generations (0: in the server process; docs/classroom.md)")
+    p.add_argument("--teacher-key", metavar="KEY", default=None,
+                   help="the teacher page's key (/teacher?key=KEY); default: a new one, printed at start-up")
+    p.add_argument("--class-db", metavar="PATH", default=None,
+                   help="keep the answers to lesson questions in this SQLite file (they survive a restart); "
+                        "default: in memory only")
     return p.parse_args(argv)
 
 
@@ -45,11 +53,13 @@ def main(argv=None) -> None:
     for name in ("max_params", "max_steps", "max_upload_mb", "max_trainers", "max_sessions", "analysis_workers"):
         setattr(LIMITS, name, getattr(args, name))
     LIMITS.run_ttl_seconds, LIMITS.resume_ttl_seconds = args.run_ttl, args.resume_ttl
+    LIMITS.generation_workers = max(0, args.generation_workers)
     try:
         check_model_name(args.model)  # fail now, with a clear message, if the model does not exist
     except ValueError as err:
         raise SystemExit(f"--model: {err}") from None
     app_state.default_model = args.model
+    room = _class_room(args)
     from explorer.ui import CSS, build_app
 
     gradio_sessions.install()  # a new browser session costs ~1 ms instead of 0.1-0.5 s of the server's time
@@ -65,12 +75,30 @@ def main(argv=None) -> None:
         demo.launch(server_name=args.host, server_port=args.port, css=CSS, theme="soft", enable_monitoring=False,
                     max_file_size=f"{args.max_upload_mb:g}mb", state_session_capacity=args.max_sessions,
                     show_error=False, footer_links=["api"], app_kwargs=guarded_app_kwargs(), prevent_thread_lock=True)
+        print(f"Teacher page: {_teacher_link(args.host, args.port, room.gate.key)}", flush=True)
         warm_up(args.torch_threads, app_state.default_model)
         release_memory(demo)
         demo.block_thread()
     # show_error=False: our own messages are gr.Error and always shown; Gradio's internal ones are not
     finally:
         shutdown()
+
+
+def _class_room(args):
+    """The class (explorer.classroom): its teacher key and answers file; a file it cannot open stops the launch."""
+    from explorer.classroom.room import configure
+
+    if args.teacher_key is not None and len(args.teacher_key) < 8:
+        raise SystemExit("--teacher-key: use at least 8 characters (students must not guess it).")
+    try:
+        return configure(args.teacher_key, args.class_db)
+    except ValueError as err:
+        raise SystemExit(f"--class-db: {err}") from None
+
+
+def _teacher_link(host: str, port: int, key: str) -> str:
+    shown = "<this machine's address>" if host in ("0.0.0.0", "::") else host
+    return f"http://{shown}:{port}/teacher?key={key}"
 
 
 def warm_up(torch_threads: int, default_model: str) -> None:
@@ -80,6 +108,7 @@ def warm_up(torch_threads: int, default_model: str) -> None:
     import torch
 
     torch.set_num_threads(torch_threads)
+    from explorer.common.limits import LIMITS
     from explorer.common.shipped_list import is_pretrained
     from explorer.state.shipped import shipped_models, shipped_template
 
@@ -88,11 +117,15 @@ def warm_up(torch_threads: int, default_model: str) -> None:
     from explorer.callbacks.data import choose_data
     from explorer.state.session import new_session
     from model_core.data.tokenization import BPE_DEFAULT_VOCAB
+    from model_core.training import sampling_workers
 
     for name in shipped_models():
         if not is_pretrained(name):  # a pretrained model (540 MB, ~10 s) loads when someone first picks it
             shipped_template(name)
     choose_data(new_session(), "shakespeare", None, "char", BPE_DEFAULT_VOCAB)  # the Train tab's defaults
+    sampling_workers.WORKERS = LIMITS.generation_workers
+    if sampling_workers.WORKERS:  # Compare's processes, started beside the rest (a signal never lands inside it)
+        threading.Thread(target=sampling_workers.start, name="sampling-workers", daemon=True).start()
     import sklearn.decomposition  # noqa: F401  (the Embeddings tab's PCA; 1-2 s)
 
 
@@ -116,8 +149,10 @@ def shutdown(*_signal) -> None:
     from explorer.common.tempfiles import remove_all
     from explorer.state.session import REGISTRY
     from model_core.training.remote import shutdown_all
+    from model_core.training.sampling_workers import shutdown as stop_sampling_workers
 
     REGISTRY.close_all()
+    stop_sampling_workers(final=True)
     shutdown_all(timeout=2.0)
     remove_all()
     print("Transformer Explorer stopped: training processes ended, temp files removed.", flush=True)

@@ -72,6 +72,12 @@ class Session:
     # held.model is a shipped model every session shares until one needs its own: hooks are per model object,
     # so the first use through .checkpoint or .model copies it (a class arriving at once copies nothing)
     shares_model: bool = False
+    # the class (explorer.classroom): the name the student shows the teacher, a pseudonymous id (never the
+    # session's secret key) and their answers to lesson questions {(lesson, step): Answer}
+    display_name: str = ""
+    student_id: str = field(default_factory=lambda: secrets.token_hex(4))
+    answers: dict = field(default_factory=dict)
+    teacher: bool = False  # has opened a student's model from the teacher page (listed as the teacher's)
 
     @property
     def checkpoint(self) -> Checkpoint:
@@ -278,6 +284,11 @@ class SessionRegistry:
 
     def __len__(self) -> int:
         return len(self._sessions)
+
+    def sessions(self) -> "list[Session]":
+        """Every session held now, least recently used first (a snapshot: the teacher page reads it)."""
+        with self._lock:
+            return list(self._sessions.values())
 
     def _start_reaper(self) -> None:
         with self._lock:

@@ -16,6 +16,7 @@ from explorer.teaching import view_params
 from explorer.teaching.lessons import NO_LESSON, lesson_choices
 
 lesson_for_page, move, open_lesson = callbacks("lessons", "lesson_for_page", "move", "open_lesson")
+send_answer, set_name = callbacks("classroom", "send_answer", "set_name")
 
 ADVANCED_CLASS = "te-advanced"
 # Simple view: a class on <body> and one CSS rule (added here, so the app's stylesheet needs no entry). A
@@ -43,7 +44,18 @@ class LessonPlayer:
     text: gr.Markdown
     back: gr.Button
     next: gr.Button
+    question: gr.Markdown  # the step's question (hidden without one), answered with choice or free, sent by send
+    choice: gr.Radio
+    free: gr.Textbox
+    send: gr.Button
+    sent: gr.Markdown
+    name: gr.Textbox  # the name the teacher sees
     state: gr.State  # {"lesson": picker key, "step": index} of the open lesson, or None
+
+    def own_outputs(self) -> list:
+        """The player's components a step sets, in the order explorer.callbacks.lessons returns them."""
+        return [self.state, self.box, self.picker, self.simple, None, self.heading, self.counter, self.text,
+                self.back, self.next, self.question, self.choice, self.free, self.send, self.sent]
 
 
 def build_lesson_player() -> LessonPlayer:
@@ -52,14 +64,25 @@ def build_lesson_player() -> LessonPlayer:
         with gr.Row(equal_height=True):
             picker = gr.Dropdown(lesson_choices(), value="", label="Open a lesson",
                                  scale=3)
+            name = gr.Textbox(label="Your name (your teacher sees it beside your answers)", max_lines=1,
+                              max_length=40, scale=2, elem_id="te-student-name")
             simple = gr.Checkbox(False, label="Simple view (hide advanced controls)", scale=1)
         heading = gr.Markdown()
         counter = gr.Markdown()
         text = gr.Markdown(NO_LESSON)
+        with gr.Group(elem_id="te-question"):
+            question = gr.Markdown(visible=False)
+            choice = gr.Radio([], label="Your answer", visible=False, elem_id="te-answer-choice")
+            free = gr.Textbox(label="Your answer", lines=2, max_length=500, visible=False, elem_id="te-answer-text")
+        with gr.Row():
+            send = gr.Button("Send my answer", size="sm", visible=False, elem_id="te-answer-send", scale=0,
+                             min_width=180)
+            sent = gr.Markdown(elem_id="te-answer-sent")
         with gr.Row():
             back = gr.Button("← Back", interactive=False)
             forward = gr.Button("Next →", variant="primary", interactive=False)
-    return LessonPlayer(box, picker, simple, heading, counter, text, back, forward, gr.State(None))
+    return LessonPlayer(box, picker, simple, heading, counter, text, back, forward, question, choice, free, send,
+                        sent, name, gr.State(None))
 
 
 def wire_lesson_player(player: LessonPlayer, page_load, requested: gr.State, model_info: gr.Markdown,
@@ -70,24 +93,36 @@ def wire_lesson_player(player: LessonPlayer, page_load, requested: gr.State, mod
     for component in view_params.advanced_components():
         component.elem_classes = [*(component.elem_classes or []), ADVANCED_CLASS]
     p = player
-    outputs = [p.state, p.box, p.picker, p.simple, model_info, p.heading, p.counter, p.text, p.back, p.next,
-               *view_params.components()]
+    outputs = player_outputs(p, model_info)
     quiet = dict(api_visibility="private", concurrency_limit=None)
     p.simple.change(None, p.simple, None, js=SIMPLE_VIEW_JS, **quiet)
-    dispatch, inputs, redrawn = selected_view(views)
-
-    def redraw(request: gr.Request, state, *values):
-        """The selected tab's view, when a lesson step was just applied."""
-        return dispatch(request, *values) if state else [gr.skip()] * len(redrawn)
-
+    p.send.click(bind(send_answer), [p.state, p.choice, p.free], p.sent, **quiet)
+    for event in (p.name.submit, p.name.blur):
+        event(bind(set_name), p.name, p.name, **quiet)
     events = [page_load.then(bind(lesson_for_page), requested, outputs, **quiet),
               p.picker.input(bind(open_lesson), p.picker, outputs, **quiet),
               p.back.click(bind(_back), p.state, outputs, **quiet),
               p.next.click(bind(_next), p.state, outputs, **quiet)]
-    for event in events:
-        event.then(redraw, [p.state, view_params.TAB_TRACKER[0], *inputs], redrawn, api_visibility="private",
-                   **ANALYSIS)
+    redraw_after(events, p, views)
     return events
+
+
+def player_outputs(player: LessonPlayer, model_info: gr.Markdown) -> list:
+    """Outputs of every event that moves the player (a step sets the player, the model and the controls)."""
+    return [model_info if c is None else c for c in player.own_outputs()] + view_params.components()
+
+
+def redraw_after(events: list, player: LessonPlayer, views: dict, always: bool = False) -> None:
+    """After each event, draw the selected tab's view when a lesson step was just applied (always: after every
+    one, as after a pushed link)."""
+    dispatch, inputs, redrawn = selected_view(views)
+
+    def redraw(request: gr.Request, state, *values):
+        return dispatch(request, *values) if state or always else [gr.skip()] * len(redrawn)
+
+    for event in events:
+        event.then(redraw, [player.state, view_params.TAB_TRACKER[0], *inputs], redrawn, api_visibility="private",
+                   **ANALYSIS)
 
 
 def _back(session, state):

@@ -99,7 +99,7 @@ def build_train_tab(data_inputs, model_info):
     preset.input(bind(apply_preset), preset, [*arch, *optim, corpus, kind, bpe_vocab, val_split], **quiet)
     preset.change(bind(preset_note), preset, note, **quiet)
     with gr.Row():
-        start = gr.Button("Start", variant="primary")
+        start = gr.Button("Start", variant="primary", elem_id="te-train-start")
         pause, resume, stop = gr.Button("Pause"), gr.Button("Resume"), gr.Button("Stop", variant="stop")
         untrained = gr.Button("Use the untrained model (random weights)")
     status = gr.Markdown("No training run yet: set the controls and press **Start**.")

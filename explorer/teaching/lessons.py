@@ -2,7 +2,8 @@
 
 A lesson is a title, optional lesson-wide settings, an optional intro, then steps. Each step is a "## "
 heading, zero or more "key: value" lines (the same names and values a link's query string takes), a blank
-line, and the Markdown text the student reads. The format is documented in docs/lessons.md.
+line, and the Markdown text the student reads. A step may also ask a question ("question:", "choices:"): those
+two keys are the step's own, not link parameters. The format is documented in docs/lessons.md.
 Parsing is pure: which setting names and values are valid is asked of a `validate(key, value)` callable,
 which the app builds from its registered controls (settings_validator)."""
 import re
@@ -15,6 +16,8 @@ from explorer.common import app_state
 LESSONS_DIR = Path(__file__).resolve().parents[1] / "assets" / "lessons"
 LESSON_SETTINGS = {"simple": ("yes", "no")}  # lesson-wide settings, before the first step
 NOT_IN_STEPS = {"lesson"}  # link parameters a step may not set (a lesson cannot open another lesson)
+QUESTION_KEYS = ("question", "choices")  # a step's own keys, never link parameters: not validated, not in settings
+MAX_QUESTION, MAX_CHOICE, CHOICES_RANGE = 300, 80, (2, 8)  # characters, characters, how many choices
 SETTING = re.compile(r"^([a-z][a-z0-9_]*)\s*:(.*)$")  # "layer: 2"; a key is a lower-case name
 QUOTED = re.compile(r'"((?:[^"\\]|\\.)*)"')  # a double-quoted value; backslash escapes the next character
 SLUG = re.compile(r"^[a-z0-9][a-z0-9-]*$")
@@ -32,11 +35,22 @@ class LessonError(ValueError):
 
 
 @dataclass(frozen=True)
+class Question:
+    text: str  # what the student is asked, shown in the lesson box
+    choices: tuple = ()  # of str, the answers to pick from; none: the answer is free text
+
+    @property
+    def free(self) -> bool:
+        return not self.choices
+
+
+@dataclass(frozen=True)
 class Step:
     title: str
     settings: dict  # parameter name -> value text, applied on entering the step; unnamed controls keep theirs
     text: str  # Markdown the student reads
     line: int  # line number of the step's "## " heading
+    question: Optional[Question] = None  # what the student answers in the lesson box (answers go to the teacher)
 
 
 @dataclass(frozen=True)
@@ -90,11 +104,54 @@ def _step(lines: list, i: int, validate: Optional[Validate]) -> tuple:
     title = lines[i][3:].strip()
     if not title:
         raise LessonError(heading, "a step heading needs a title after '## '")
-    settings, i = _settings_block(lines, i + 1, lambda n, k, v: _step_setting(n, k, v, validate), strict=True)
+    where = {}  # key -> its line number, for what can only be checked once the block is read
+
+    def check(line: int, key: str, value: str) -> None:
+        where[key] = line
+        _step_setting(line, key, value, validate)
+
+    settings, i = _settings_block(lines, i + 1, check, strict=True)
+    question = _question(settings, where)
     text, i = _text_block(lines, i)
     if not text:
         raise LessonError(heading, f"step {title!r} needs text to read (at least one line after its settings)")
-    return Step(title, settings, text, heading), i
+    links = {key: value for key, value in settings.items() if key not in QUESTION_KEYS}
+    return Step(title, links, text, heading, question), i
+
+
+def _question(settings: dict, where: dict) -> Optional[Question]:
+    """The step's "question:" and "choices:" settings -> its Question (None when it asks none)."""
+    if "question" not in settings:
+        if "choices" in settings:
+            raise LessonError(where["choices"], "'choices' needs a 'question' in the same step")
+        return None
+    text = settings["question"].strip()
+    if not text:
+        raise LessonError(where["question"], "the question is empty")
+    if len(text) > MAX_QUESTION:
+        raise LessonError(where["question"], f"a question is at most {MAX_QUESTION} characters (this one has "
+                                             f"{len(text)})")
+    choices = _choices(settings["choices"], where["choices"]) if "choices" in settings else ()
+    return Question(text, choices)
+
+
+def _choices(value: str, line: int) -> tuple:
+    """"A | B | C" -> ("A", "B", "C"); LessonError unless there are 2 to 8 distinct, short, non-empty choices."""
+    choices = tuple(choice.strip() for choice in value.split("|"))
+    fewest, most = CHOICES_RANGE
+    if not fewest <= len(choices) <= most:
+        raise LessonError(line, f"'choices' needs {fewest} to {most} answers separated by '|' "
+                                f"(found {len(choices)}); leave it out for a free-text answer")
+    if not all(choices):
+        raise LessonError(line, "a choice is empty (two '|' in a row, or one at an end)")
+    too_long = next((c for c in choices if len(c) > MAX_CHOICE), None)
+    if too_long:
+        raise LessonError(line, f"a choice is at most {MAX_CHOICE} characters: {too_long[:20]!r}... has "
+                                f"{len(too_long)}")
+    twice = next((c for i, c in enumerate(choices) if c in choices[:i]), None)
+    if twice:
+        raise LessonError(line, f"the choice {twice!r} is there twice")
+    return choices
 
 
 def _settings_block(lines: list, i: int, check, strict: bool = False) -> tuple:
@@ -142,6 +199,8 @@ def _lesson_setting(line: int, key: str, value: str) -> None:
 def _step_setting(line: int, key: str, value: str, validate: Optional[Validate]) -> None:
     if key in NOT_IN_STEPS or key in LESSON_SETTINGS:
         raise LessonError(line, f"a step cannot set {key!r}")
+    if key in QUESTION_KEYS:  # the step's own: checked by _question, never a link parameter
+        return
     problem = validate(key, value) if validate else None
     if problem:
         raise LessonError(line, problem)
@@ -190,7 +249,7 @@ def lesson_title(path) -> str:
 def settings_validator(names, parse_params) -> Validate:
     """validate(key, value) for lesson steps: key must be one of names, and parse_params({key: value}) -- the
     link parser -- must accept the value without a note."""
-    known = sorted(set(names) - NOT_IN_STEPS)
+    known = sorted(set(names) - NOT_IN_STEPS - set(QUESTION_KEYS))
 
     def validate(key: str, value: str) -> Optional[str]:
         if key not in known:

@@ -37,27 +37,100 @@ def filter_logits(logits, temperature=1.0, top_k=None, top_p=1.0, min_p=0.0):
     """logits [..., V] -> (probs [..., V] summing to 1 over kept tokens, removed [..., V] bool).
 
     Order: temperature, then top-k, top-p and min-p on the tempered distribution."""
-    SamplingSettings(temperature, top_k, top_p, min_p).validate()
+    s = SamplingSettings(temperature, top_k, top_p, min_p).validate()
     logits = torch.as_tensor(logits, dtype=torch.float32)
-    V = logits.size(-1)
-    if temperature == 0:  # greedy: all mass on the argmax
-        keep = torch.zeros_like(logits, dtype=torch.bool).scatter_(-1, logits.argmax(-1, keepdim=True), True)
-        return keep.float(), ~keep
-    probs = torch.softmax(logits / temperature, dim=-1)
-    removed = torch.zeros_like(probs, dtype=torch.bool)
-    if top_k:
-        kth = probs.topk(min(int(top_k), V), dim=-1).values[..., -1:]
-        removed |= probs < kth
-    if top_p < 1.0:
-        sorted_p, order = probs.sort(dim=-1, descending=True)
-        before = sorted_p.cumsum(-1) - sorted_p  # mass of strictly better tokens
-        cut = before > top_p
-        cut[..., 0] = False  # the best token always survives (top_p = 0 keeps only it)
-        removed |= torch.zeros_like(cut).scatter(-1, order, cut)
-    if min_p > 0.0:
-        removed |= probs < min_p * probs.max(dim=-1, keepdim=True).values
-    kept = probs.masked_fill(removed, 0.0)
-    return kept / kept.sum(-1, keepdim=True), removed
+    rows = logits.reshape(-1, logits.size(-1))  # (B, V)
+    probs, removed = RowFilter([s] * rows.size(0), rows.size(-1))(rows)
+    return probs.view_as(logits), removed.view_as(logits)
+
+
+def column(values) -> torch.Tensor:
+    """Per-row values -> a (B, 1) float32 column that broadcasts over a row's V entries."""
+    return torch.tensor(values, dtype=torch.float32).unsqueeze(1)
+
+
+class RowFilter:
+    """Each row's sampling settings as (B, 1) columns, built once: filters (B, V) logits, every row with its
+    own temperature, top-k, top-p and min-p, in one set of tensor ops. A filter no row uses costs nothing, and
+    an unused one in a row is a no-op there (top_k V, top_p inf, min_p 0)."""
+
+    def __init__(self, settings: Sequence[SamplingSettings], vocab_size: int):
+        V = vocab_size
+        self.greedy = torch.tensor([[s.temperature == 0] for s in settings])  # (B, 1) bool
+        self.temperature = column([s.temperature or 1.0 for s in settings])  # (B, 1); greedy rows: unused
+        self.kth = torch.tensor([[min(int(s.top_k or V), V) - 1] for s in settings])  # (B, 1) rank of the k-th best
+        self.top_p = column([s.top_p if s.top_p < 1.0 else math.inf for s in settings])  # (B, 1)
+        self.min_p = column([s.min_p for s in settings])  # (B, 1)
+        self.uses_greedy = any(s.temperature == 0 for s in settings)
+        self.uses_top_k = any(s.top_k for s in settings)
+        self.uses_top_p = any(s.top_p < 1.0 for s in settings)
+        self.uses_min_p = any(s.min_p > 0.0 for s in settings)
+
+    def __call__(self, logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """logits (B, V) -> (probs (B, V) summing to 1 over each row's kept tokens, removed (B, V) bool)."""
+        probs = torch.softmax(logits / self.temperature, dim=-1)  # (B, V)
+        removed = torch.zeros_like(probs, dtype=torch.bool)
+        if self.uses_top_k or self.uses_top_p:
+            sorted_p, order = probs.sort(dim=-1, descending=True)  # (B, V)
+        if self.uses_top_k:
+            removed |= probs < sorted_p.gather(-1, self.kth)  # below the k-th best
+        if self.uses_top_p:
+            before = sorted_p.cumsum(-1) - sorted_p  # mass of strictly better tokens
+            cut = before > self.top_p
+            cut[:, 0] = False  # the best token always survives (top_p = 0 keeps only it)
+            removed |= torch.zeros_like(cut).scatter(-1, order, cut)
+        if self.uses_min_p:
+            removed |= probs < self.min_p * probs.max(dim=-1, keepdim=True).values
+        kept = probs.masked_fill(removed, 0.0)
+        probs = kept / kept.sum(-1, keepdim=True)
+        if self.uses_greedy:  # all mass on the argmax
+            best = torch.zeros_like(removed).scatter_(-1, logits.argmax(-1, keepdim=True), True)  # (B, V)
+            probs, removed = torch.where(self.greedy, best.float(), probs), torch.where(self.greedy, ~best, removed)
+        return probs, removed
+
+
+@dataclass
+class Draw:
+    """One step's tokens, one per row."""
+
+    tokens: torch.Tensor  # (B,) the drawn tokens
+    probs: torch.Tensor  # (B, V) the filtered distributions they were drawn from
+    removed: torch.Tensor  # (B, V) bool, the tokens the filters cut
+    model_probs: torch.Tensor  # (B,) each drawn token's probability under the model (unfiltered, T=1)
+
+
+class RowSampler:
+    """Draws the next token of every row, each row with its own settings and its own generator seeded with
+    seed, in a few batched tensor ops. A row draws what torch.multinomial(probs, 1, generator) draws alone:
+    torch's one-sample algorithm is argmax(probs / q) with q ~ Exp(1) filled from the generator, done here for
+    all rows at once. So a row's tokens do not depend on the rows beside it (compare() == generate())."""
+
+    def __init__(self, settings: Sequence[SamplingSettings], vocab_size: int, seed: int):
+        gens = [torch.Generator(device="cpu").manual_seed(seed) for _ in settings]
+        self.rows(list(settings), gens, torch.ones(len(settings), vocab_size))
+
+    def rows(self, settings: list[SamplingSettings], gens: list[torch.Generator], noise: torch.Tensor) -> None:
+        """Sample these rows from now on: their settings, generators and (B, V) noise buffer."""
+        self.settings, self.gens, self.noise = settings, gens, noise  # noise: each row's Exp(1) draws
+        self.filter = RowFilter(settings, noise.size(1))
+        # a greedy row draws nothing: its noise stays 1, so argmax(probs / q) is its argmax
+        self.drawn = [(row, gen) for row, gen, s in zip(noise, gens, settings) if s.temperature > 0]
+
+    def __call__(self, logits: torch.Tensor) -> Draw:
+        """logits (B, V) -> the Draw of every row."""
+        probs, removed = self.filter(logits)
+        if not bool(probs.isfinite().all()):  # torch.multinomial would refuse them too
+            raise SamplingError("the model's next-token probabilities are not numbers (NaN or infinite): its "
+                                "weights are broken, for example by a training run that diverged.")
+        for row, gen in self.drawn:
+            row.exponential_(generator=gen)
+        tokens = (probs / self.noise).argmax(-1)  # (B,)
+        model_probs = torch.softmax(logits, -1).gather(-1, tokens.unsqueeze(1)).squeeze(1)  # (B,)
+        return Draw(tokens, probs, removed, model_probs)
+
+    def keep_rows(self, rows: Sequence[int]) -> None:
+        """Continue with these rows only (indices into the rows of the last call)."""
+        self.rows([self.settings[i] for i in rows], [self.gens[i] for i in rows], self.noise[list(rows)])
 
 
 @dataclass
@@ -86,22 +159,21 @@ def generate(model, prompt_ids: Sequence[int], max_new_tokens: int, temperature:
     half a block and a block of context (not always a full block): most steps feed one token to the KV cache
     and one in block_size // 2 + 1 re-encodes half a block. use_cache=False re-runs forward() on the whole
     window every step: the reference the KV cache must match, token for token."""
-    SamplingSettings(temperature, top_k, top_p, min_p).validate()
+    s = SamplingSettings(temperature, top_k, top_p, min_p).validate()
     if len(prompt_ids) == 0:
         raise SamplingError("the prompt is empty: type at least one character.")
-    gen = torch.Generator(device="cpu").manual_seed(seed if seed is not None else torch.seed())
+    sampler = RowSampler([s], model.cfg.vocab_size, seed if seed is not None else torch.seed())
     ids, total = list(prompt_ids), 0.0
     was_training = model.training
     model.eval()
     try:
         next_logits = NextTokenLogits(model, 1, len(prompt_ids), use_cache, max_new_tokens)
         for _ in range(max_new_tokens):
-            logits = next_logits([ids])[0]  # (V,)
-            probs, removed = filter_logits(logits, temperature, top_k, top_p, min_p)
-            token = int(torch.multinomial(probs, 1, generator=gen)) if temperature > 0 else int(probs.argmax())
-            model_prob = float(torch.softmax(logits, -1)[token])
+            draw = sampler(next_logits([ids]))
+            token, model_prob = int(draw.tokens[0]), float(draw.model_probs[0])
             total += math.log(max(model_prob, 1e-30))
             ids.append(token)
+            probs, removed = draw.probs[0], draw.removed[0]  # (V,)
             kept = (probs.numpy(), removed.numpy()) if keep_distributions else (None, None)
             yield Step(token, float(probs[token]), model_prob, total, *kept)
             if stop_token is not None and token == stop_token:
@@ -132,22 +204,22 @@ def compare(model, prompt_ids: Sequence[int], settings: Sequence[SamplingSetting
         raise SamplingError("the prompt is empty: type at least one character.")
     rows = [list(prompt_ids) for _ in settings]  # every row grows by one token per step: same length
     tokens, logprobs = [[] for _ in settings], [0.0 for _ in settings]
-    gens = [torch.Generator(device="cpu").manual_seed(seed) for _ in settings]
+    sampler = RowSampler(settings, model.cfg.vocab_size, seed)
     live = list(range(len(settings)))  # settings still generating, in batch-row order
     was_training = model.training
     model.eval()
     try:
         next_logits = NextTokenLogits(model, len(settings), len(prompt_ids), use_cache, max_new_tokens)
         for _ in range(max_new_tokens):
-            logits = next_logits([rows[b] for b in live])  # (len(live), V)
-            for i, b in enumerate(live):
-                token, model_prob = next_token(logits[i], settings[b], gens[b])
+            draw = sampler(next_logits([rows[b] for b in live]))  # one row per live setting
+            for b, token, model_prob in zip(live, draw.tokens.tolist(), draw.model_probs.tolist()):
                 rows[b].append(token)
                 tokens[b].append(token)
                 logprobs[b] += math.log(max(model_prob, 1e-30))
             going = [i for i, b in enumerate(live) if stop_token is None or tokens[b][-1] != stop_token]
             if len(going) < len(live):  # a setting that drew the stop token ends; the others go on
                 next_logits.keep_rows(going)
+                sampler.keep_rows(going)
                 live = [live[i] for i in going]
             if not live:
                 break
@@ -155,13 +227,6 @@ def compare(model, prompt_ids: Sequence[int], settings: Sequence[SamplingSetting
         model.train(was_training)
     return [Completion(s, t, lp / len(t) if t else 0.0, distinct_n(t, 2), repetition_rate(t))
             for s, t, lp in zip(settings, tokens, logprobs)]
-
-
-def next_token(logits: torch.Tensor, s: SamplingSettings, gen: torch.Generator) -> tuple[int, float]:
-    """logits (V,) -> (the drawn token, its probability under the unfiltered model)."""
-    probs, _ = filter_logits(logits, s.temperature, s.top_k, s.top_p, s.min_p)
-    token = int(torch.multinomial(probs, 1, generator=gen)) if s.temperature > 0 else int(probs.argmax())
-    return token, float(torch.softmax(logits, -1)[token])
 
 
 def distinct_n(tokens: Sequence[int], n: int = 2) -> float:

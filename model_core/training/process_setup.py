@@ -2,6 +2,7 @@
 import ctypes
 import os
 import signal
+from pathlib import Path
 
 import torch
 
@@ -39,10 +40,19 @@ def warm_allocator() -> None:
 
 
 def process_alive(pid: int) -> bool:
+    """Whether pid runs: an exited process its parent has not reaped yet (a zombie) counts as gone, so a child
+    watching it ends even while that parent waits on the child's output."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:  # exists, owned by someone else
         return True
-    return True
+    return not zombie(pid)
+
+
+def zombie(pid: int) -> bool:
+    try:
+        return (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return False

@@ -1,0 +1,58 @@
+"""A student's side of the class: the name the teacher sees, "Go there" on what the teacher pushed, and answers to
+lesson questions (explorer.classroom holds the class; the teacher's side is explorer.server.teacher_page)."""
+import time
+
+from explorer.callbacks.lessons import load_lesson, open_lesson, player_skips
+from explorer.callbacks.links import apply_link
+from explorer.classroom.answers import Answer, check_answer
+from explorer.classroom.room import ROOM
+from explorer.classroom.roster import clean_name
+from explorer.common.errors import UserError
+from explorer.state.session import Session
+from explorer.teaching import view_params
+
+
+def set_name(session: Session, name: str) -> str:
+    """The name the teacher sees for this session ('' to show none); -> the name kept (trimmed, at most 40
+    characters)."""
+    session.display_name = clean_name(name)
+    return session.display_name
+
+
+def name_of(session: Session) -> str:
+    return session.display_name
+
+
+def apply_push(session: Session, push_id: str) -> list:
+    """"Go there" on a push -> the lesson player's outputs: a lesson step opened, or a link's (or class run's)
+    settings applied; a message changes nothing."""
+    push = ROOM.broadcast.get(push_id)
+    if push is None:
+        raise UserError("That notice is too old: the teacher has sent newer ones since.")
+    if push.kind == "step":
+        return open_lesson(session, push.lesson, push.step)
+    if push.kind in ("link", "run"):
+        summary, notes, values = apply_link(session, push.query)
+        skips = player_skips()
+        skips[4] = summary
+        return [*skips, *view_params.updates_for(values)]
+    return [*player_skips(), *view_params.updates_for({})]
+
+
+def send_answer(session: Session, state, choice, text) -> str:
+    """The answer to the open lesson step's question, kept with the session (and in --class-db) -> a note."""
+    if not state:
+        raise UserError("Open a lesson first.")
+    lesson, step = state["lesson"], state["step"]
+    steps = load_lesson(lesson).steps
+    question = steps[step].question if 0 <= step < len(steps) else None
+    if question is None:
+        raise UserError("This step asks no question.")
+    answer = check_answer(question, choice if question.choices else text)
+    kept = Answer(session.student_id, session.display_name, lesson, step, question.text, answer, time.time())
+    session.answers[(lesson, step)] = kept
+    if ROOM.store is not None:
+        ROOM.store.record(kept)
+    if not session.display_name:
+        return "Sent. Type your name in the box above, so your teacher knows which answer is yours."
+    return f"Sent as **{session.display_name}** ({time.strftime('%H:%M')}). Change it and send again if you like."

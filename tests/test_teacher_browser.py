@@ -1,0 +1,140 @@
+"""The teacher's view in headless Chromium, played by a teacher and three students on one server of their own
+(pushes reach every page, so it is not the shared app of the other browser tests):
+
+- the teacher page refuses a browser without the key, opens with /teacher?key=KEY and lists the students by name;
+- a pushed lesson step shows as a notice; "Go there" opens it with its question; answers reach the teacher's tally;
+- a class run starts on every student's "Go there" as slots allow, its curves and leaderboard show on the teacher
+  page, "Stop all runs" ends them;
+- "Open model" opens a student's model read-only in the teacher's own explorer, the student's page untouched;
+- a message shows without a "Go there" button.
+
+Writes tests/screenshots/teacher.png (the teacher page with the class's curves and the tally) for the README."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import ROOT, free_port, wait_for_app
+from tests.test_app_browser import ERROR_TOAST, SCREENSHOTS, TIMEOUT_MS, browser  # noqa: F401 - browser: a fixture
+
+pytestmark = pytest.mark.browser
+KEY = "test-teacher-key-7f3a"
+NAMES = ("Ana", "Ben", "Chloé")
+
+
+@pytest.fixture(scope="module")
+def class_url(tmp_path_factory):
+    port, folder = free_port(), tmp_path_factory.mktemp("class")
+    env = {**os.environ, "GRADIO_ANALYTICS_ENABLED": "False", "HF_HUB_DISABLE_TELEMETRY": "1"}
+    with open(folder / "app.log", "w") as log:
+        proc = subprocess.Popen([sys.executable, "app.py", "--port", str(port), "--max-trainers", "2",
+                                 "--teacher-key", KEY, "--class-db", str(folder / "answers.db")],
+                                cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        wait_for_app(port, proc)
+    except Exception:
+        proc.kill()
+        raise RuntimeError((folder / "app.log").read_text()[-3000:]) from None
+    yield f"http://127.0.0.1:{port}/"
+    proc.terminate()
+    proc.wait(timeout=15)
+
+
+def student_pages(browser, url, names):
+    """One browser context per student (their own session); the pages load side by side."""
+    pages = [browser.new_context(viewport={"width": 1300, "height": 900}).new_page() for _ in names]
+    for page in pages:
+        page.set_default_timeout(TIMEOUT_MS)
+        page.goto(url, wait_until="commit")
+    for page, name in zip(pages, names):
+        page.get_by_text("Inspecting").first.wait_for()
+        page.get_by_text("Lesson", exact=True).first.click()  # the accordion holds the name box
+        box = page.locator("#te-student-name textarea, #te-student-name input").first
+        box.fill(name)
+        box.press("Enter")
+    return pages
+
+
+def go_there(page, expected_text):
+    notice = page.locator("#te-class-notice").first
+    notice.get_by_text(expected_text).wait_for()
+    notice.get_by_role("button", name="Go there").click()
+    notice.wait_for(state="hidden")
+
+
+def teacher_says(teacher, text):
+    teacher.locator("#feedback").get_by_text(text).wait_for()
+
+
+def test_teacher_and_three_students(browser, class_url):
+    locked = browser.new_context().new_page()
+    reply = locked.goto(class_url + "teacher")
+    assert reply.status == 403 and "needs its key" in locked.content()
+    assert locked.goto(class_url + "teacher?key=not-the-key").status == 403
+
+    teacher_context = browser.new_context(viewport={"width": 1500, "height": 1300})
+    teacher = teacher_context.new_page()
+    teacher.set_default_timeout(TIMEOUT_MS)
+    assert teacher.goto(class_url + "teacher?key=" + KEY).ok
+    assert "key=" not in teacher.url  # the key leaves the address bar; a cookie keeps the door open
+    students = student_pages(browser, class_url, NAMES)
+    for name in NAMES:
+        teacher.locator("#students").get_by_text(name, exact=True).wait_for()
+
+    # a lesson step with a choice question: every student goes there, answers; the teacher sees the tally
+    teacher.locator("#lesson").select_option("attention-basics")
+    teacher.locator("#step").select_option("0")
+    teacher.locator("#send-step").click()
+    teacher_says(teacher, "Sent to the class")
+    choices = ("just left of the diagonal", "just left of the diagonal", "on the diagonal")
+    for page, choice in zip(students, choices):
+        go_there(page, "step 1: How to read an attention map")
+        page.get_by_text("Step 1 of 7: How to read an attention map").wait_for()
+        page.locator("#te-answer-choice").get_by_text(choice, exact=False).first.click()
+        page.locator("#te-answer-send").click()
+        page.locator("#te-answer-sent").get_by_text("Sent as").wait_for()
+    question = teacher.locator("#answers .question")
+    question.get_by_text("Chloé").wait_for()
+    tally = {row.locator(".label").inner_text(): int(row.locator(".count").inner_text())
+             for row in question.locator(".tally").all()}
+    assert sorted(tally.values(), reverse=True)[:2] == [2, 1] and sum(tally.values()) == 3, tally
+    csv_text = teacher.evaluate("() => fetch('/teacher/api/answers.csv').then(r => r.text())")
+    assert csv_text.splitlines()[0].startswith("name,student,lesson,step") and len(csv_text.splitlines()) == 4
+
+    # a class run: each "Go there" fills the Train tab with the preset and starts it, as the 2 slots allow (the
+    # third student is told when one frees); curves reach the teacher
+    teacher.locator("#preset").select_option("names")
+    teacher.locator("#send-run").click()
+    teacher_says(teacher, "Sent to the class")
+    for page in students:
+        go_there(page, "Class run")
+    students[2].get_by_text("training slots of this server are in use").first.wait_for()
+    teacher.wait_for_function("() => document.querySelectorAll('#curves .xy').length >= 2")
+    teacher.locator("#students").get_by_text("running").first.wait_for()
+    teacher.locator("#leaderboard").get_by_text("Ana").wait_for()  # ranked by validation loss once evaluated
+
+    teacher.once("dialog", lambda dialog: dialog.accept())
+    teacher.locator("#stop-all").click()
+    teacher_says(teacher, "Stopped")
+    teacher.wait_for_function("() => !document.querySelector('#students').textContent.includes('running')")
+
+    # open Ana's model read-only in the teacher's own explorer tab
+    row = teacher.locator("#students tr", has_text="Ana")
+    with teacher_context.expect_page() as opened:
+        row.get_by_role("button", name="Open model").click()
+    explorer = opened.value
+    explorer.set_default_timeout(TIMEOUT_MS)
+    explorer.get_by_text("Ana's model, a read-only copy").first.wait_for()
+    assert students[0].get_by_text("read-only copy").count() == 0
+    teacher.locator("#students").get_by_text("you (the teacher)").wait_for()
+    SCREENSHOTS.mkdir(exist_ok=True)
+    teacher.screenshot(path=str(SCREENSHOTS / "teacher.png"), full_page=True)
+
+    teacher.locator("#message").fill("Pens down: look at the board.")
+    teacher.locator("#send-message").click()
+    for page in students:
+        notice = page.locator("#te-class-notice").first
+        notice.get_by_text("Pens down").wait_for()
+        assert not notice.get_by_role("button", name="Go there").is_visible()
+        assert page.locator(ERROR_TOAST).count() == 0
