@@ -1,6 +1,7 @@
 """The teacher page's figure: every run's loss curve as small multiples on one shared step axis and one shared
 loss axis, so runs are compared by eye (a curve above its neighbours learned less)."""
 import math
+from html import escape
 
 from explorer.figures.common import BLUE, FONT_SIZE, ORANGE, SMALL_FONT, compact, style_figure
 from explorer.figures.plain import Figure, scatter
@@ -17,16 +18,16 @@ def class_loss_figure(curves: list[dict], columns: int = 5) -> Figure:
     fig = Figure()
     for i, curve in enumerate(curves):
         x, y = _cell_axes(fig, i, len(curves), cols)
-        name = curve["name"]
+        name = escape(curve["name"], quote=False)  # a student's name is text: Plotly reads <b> and <a> in labels
         fig.add_trace(scatter(x=curve["steps"], y=compact(curve["loss"]), mode="lines", xaxis=x, yaxis=y,
-                              line=dict(color=BLUE, width=1.2), name=name, showlegend=False,
-                              hovertemplate=f"{_escape(name)}<br>step %{{x}}<br>batch loss %{{y:.3f}}<extra></extra>"))
+                              line=dict(color=BLUE, width=1.2), name=curve["name"], showlegend=False,
+                              hovertemplate=f"{name}<br>step %{{x}}<br>batch loss %{{y:.3f}}<extra></extra>"))
         if len(curve["val_steps"]):
             fig.add_trace(scatter(x=curve["val_steps"], y=compact(curve["val_loss"]), mode="markers", xaxis=x,
-                                  yaxis=y, marker=dict(color=ORANGE, size=6), name=f"{name} (validation)",
-                                  showlegend=False, hovertemplate=f"{_escape(name)}<br>step %{{x}}<br>validation "
+                                  yaxis=y, marker=dict(color=ORANGE, size=6), name=f"{curve['name']} (validation)",
+                                  showlegend=False, hovertemplate=f"{name}<br>step %{{x}}<br>validation "
                                                                   "loss %{y:.3f}<extra></extra>"))
-        fig.add_annotation(text=f"<b>{_escape(name)}</b>", x=0.5, y=1.0, xref=f"{x} domain", yref=f"{y} domain",
+        fig.add_annotation(text=f"<b>{name}</b>", x=0.5, y=1.0, xref=f"{x} domain", yref=f"{y} domain",
                            xanchor="center", yanchor="bottom", showarrow=False, font=dict(size=FONT_SIZE - 1))
     title = "Every run's loss (shared axes; blue: each batch, orange: validation)"
     return style_figure(fig, title, height=rows * CELL_HEIGHT + 90, margin=dict(l=60, r=20, t=70, b=50),
@@ -51,8 +52,3 @@ def _cell_axes(fig: Figure, i: int, n: int, cols: int) -> tuple[str, str]:
         xaxis["title_text"], yaxis["title_text"] = "step", "loss"
     fig.update_layout({f"xaxis{suffix}": xaxis, f"yaxis{suffix}": yaxis})
     return f"x{suffix}", f"y{suffix}"
-
-
-def _escape(text: str) -> str:
-    """A student's name, shown as text (Plotly reads <b> and <a> in labels)."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

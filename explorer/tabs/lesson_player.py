@@ -52,11 +52,6 @@ class LessonPlayer:
     name: gr.Textbox  # the name the teacher sees
     state: gr.State  # {"lesson": picker key, "step": index} of the open lesson, or None
 
-    def own_outputs(self) -> list:
-        """The player's components a step sets, in the order explorer.callbacks.lessons returns them."""
-        return [self.state, self.box, self.picker, self.simple, None, self.heading, self.counter, self.text,
-                self.back, self.next, self.question, self.choice, self.free, self.send, self.sent]
-
 
 def build_lesson_player() -> LessonPlayer:
     """The player's components, in a closed "Lesson" accordion (opened when a lesson starts)."""
@@ -108,8 +103,11 @@ def wire_lesson_player(player: LessonPlayer, page_load, requested: gr.State, mod
 
 
 def player_outputs(player: LessonPlayer, model_info: gr.Markdown) -> list:
-    """Outputs of every event that moves the player (a step sets the player, the model and the controls)."""
-    return [model_info if c is None else c for c in player.own_outputs()] + view_params.components()
+    """Outputs of every event that moves the player (a step sets the player, the model and the controls), in the
+    order explorer.callbacks.lessons returns them."""
+    p = player
+    return [p.state, p.box, p.picker, p.simple, model_info, p.heading, p.counter, p.text, p.back, p.next, p.question,
+            p.choice, p.free, p.send, p.sent, *view_params.components()]
 
 
 def redraw_after(events: list, player: LessonPlayer, views: dict, always: bool = False) -> None:
