@@ -68,6 +68,31 @@ def generation(session, tokens: int, threads: int) -> dict:
             "answer": tok.decode(answer).strip()}
 
 
+CHAT_PROMPTS = (QUESTION, "Name three colours.", "What is 2+2?", "Write a haiku about the sea.",
+                "Who wrote Romeo and Juliet?", "What is the largest planet?", "Translate 'cat' to French.",
+                "Say hello.", "Why is the sky blue?", "List the days of the week.")
+
+
+def twin_agreement(session, tokens: int = 40) -> list[int]:
+    """For each chat prompt: how many greedy tokens the bfloat16 generation twin draws before it first differs
+    from the float32 model (a hook attached makes generation run the model itself, uncached)."""
+    from explorer.callbacks.sampling import model_text
+    from model_core.model.sampling import generate
+
+    tok, model = session.tokenizer, session.model
+    agree = []
+    for question in CHAT_PROMPTS:
+        ids = tok.encode(model_text(session, question, True))
+        twin = [s.token for s in generate(model, ids, tokens, 0.0, keep_distributions=False)]
+        handle = model.hook_dict["ln_final.hook_normalized"].add_hook(lambda tensor, hook: tensor)
+        try:
+            plain = [s.token for s in generate(model, ids, tokens, 0.0, keep_distributions=False)]
+        finally:
+            handle.remove()
+        agree.append(next((i for i, (a, b) in enumerate(zip(twin, plain)) if a != b), tokens))
+    return agree
+
+
 def class_session(url: str, errors: list, opened: list, lock: threading.Lock) -> None:
     """One student: pick the model, run Attention, generate 20 tokens (the generation twin is built once, for
     all); the client stays open (its session kept) until the end."""
@@ -122,6 +147,9 @@ def main(argv=None) -> None:
              f"{gen['cpu_tokens_per_s']:.1f} tokens per CPU-second x {args.threads} threads"],
             [f"greedy chat answer to {QUESTION!r}", repr(gen["answer"][:60]), "names Paris",
              "yes" if "Paris" in gen["answer"] else "NO"]]
+    agree = twin_agreement(opening["session"])
+    rows.append([f"greedy chat answers equal to float32's ({len(agree)} prompts x 40 tokens)",
+                 f"{sum(a == 40 for a in agree)} of {len(agree)}", "", f"tokens before the first difference: {agree}"])
     if not args.skip_server:
         mem = server_memory(args)
         rows += [["server RSS at start (model not loaded)", f"{mem['start'] / MB:.0f} MB", "", ""],

@@ -15,6 +15,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 APP_PIDS: dict[str, int] = {}  # app_url -> the app's process id (for RSS and process checks)
+_SHARED_APP: dict = {}  # the app_url fixture's process and log, for shared_app_alive
 
 
 def rss_mb(pid: int) -> float:
@@ -37,6 +38,7 @@ def app_url(tmp_path_factory):
                                 cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/"
     APP_PIDS[url] = proc.pid
+    _SHARED_APP.update(proc=proc, log=log_path)
     try:
         wait_for_app(port, proc)
     except Exception:
@@ -49,3 +51,14 @@ def app_url(tmp_path_factory):
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
+
+
+@pytest.fixture(autouse=True)
+def shared_app_alive(request):
+    """A test that used the shared app fails with the app's exit code and log if the app has gone, instead of
+    every later test failing to connect with no word of why."""
+    yield
+    proc = _SHARED_APP.get("proc")
+    if "app_url" in request.fixturenames and proc is not None and proc.poll() is not None:
+        pytest.fail(f"the shared app exited with code {proc.returncode}; the end of its log:\n"
+                    f"{_SHARED_APP['log'].read_text()[-4000:]}", pytrace=False)

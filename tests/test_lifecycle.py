@@ -289,3 +289,17 @@ def test_a_failed_shared_computation_is_not_stored_and_the_next_caller_computes(
     with pytest.raises(ValueError):
         shared.get_or_compute("k", fail)
     assert shared.get_or_compute("k", lambda: 42) == 42 and shared.misses == 2
+
+
+def test_a_failed_warm_up_is_told_and_the_server_serves_on(monkeypatch, capsys):
+    """The warm-up runs inside launch's try/finally, whose shutdown() leaves with os._exit: a warm-up error used to
+    end a serving app with exit code 0 and no word of why."""
+    from explorer.server import launch
+
+    def broken(torch_threads, default_model):
+        raise ImportError("cannot import name 'x' from partially initialized module 'y'")
+
+    monkeypatch.setattr(launch, "warm_up", broken)
+    launch.warm_up_or_say_why(1, "shakespeare")  # returns: the server goes on
+    out = capsys.readouterr()
+    assert "Warm-up failed" in out.out and "partially initialized module" in out.err

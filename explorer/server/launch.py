@@ -3,6 +3,7 @@ import argparse
 import os
 import signal
 import threading
+import traceback
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -76,10 +77,13 @@ def main(argv=None) -> None:
                     max_file_size=f"{args.max_upload_mb:g}mb", state_session_capacity=args.max_sessions,
                     show_error=False, footer_links=["api"], app_kwargs=guarded_app_kwargs(), prevent_thread_lock=True)
         print(f"Teacher page: {_teacher_link(args.host, args.port, room.gate.key)}", flush=True)
-        warm_up(args.torch_threads, app_state.default_model)
+        warm_up_or_say_why(args.torch_threads, app_state.default_model)
         release_memory(demo)
         demo.block_thread()
     # show_error=False: our own messages are gr.Error and always shown; Gradio's internal ones are not
+    except BaseException:  # shutdown() leaves with os._exit: say why first, and leave with an error code
+        traceback.print_exc()
+        shutdown(code=1)
     finally:
         shutdown()
 
@@ -99,6 +103,15 @@ def _class_room(args):
 def _teacher_link(host: str, port: int, key: str) -> str:
     shown = "<this machine's address>" if host in ("0.0.0.0", "::") else host
     return f"http://{shown}:{port}/teacher?key={key}"
+
+
+def warm_up_or_say_why(torch_threads: int, default_model: str) -> None:
+    """warm_up(), whose failure the server outlives: what it loads is loaded again on first use."""
+    try:
+        warm_up(torch_threads, default_model)
+    except Exception:  # noqa: BLE001 - a class is better served slowly than not at all
+        print("Warm-up failed (the app serves on and loads what it needs on first use):", flush=True)
+        traceback.print_exc()
 
 
 def warm_up(torch_threads: int, default_model: str) -> None:
@@ -141,9 +154,9 @@ def release_memory(demo) -> None:
     start_sweeper(demo.state_holder, lambda: LIMITS.resume_ttl_seconds, lambda: REGISTRY.released + models_loaded())
 
 
-def shutdown(*_signal) -> None:
-    """Stop every training child and the forkserver, remove temp files, and leave at once (threads that
-    serve requests still running must not keep the process alive)."""
+def shutdown(*_signal, code: int = 0) -> None:
+    """Stop every training child and the forkserver, remove temp files, and leave at once with exit code `code`
+    (threads that serve requests still running must not keep the process alive)."""
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     from explorer.common.tempfiles import remove_all
@@ -156,7 +169,7 @@ def shutdown(*_signal) -> None:
     shutdown_all(timeout=2.0)
     remove_all()
     print("Transformer Explorer stopped: training processes ended, temp files removed.", flush=True)
-    os._exit(0)
+    os._exit(code)
 
 
 if __name__ == "__main__":

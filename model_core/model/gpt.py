@@ -13,7 +13,7 @@ from model_core.model.cache import ActivationCache
 from model_core.model.config import GPTConfig
 from model_core.model.hooks import HookedModule, HookPoint, NamesFilter, names_predicate
 from model_core.model.kv_cache import KVCache
-from model_core.model.layers import Bfloat16Linear, Block, Norm, maybe_dropout, sinusoidal_table
+from model_core.model.layers import Bfloat16Linear, Bfloat16Unembed, Block, Norm, maybe_dropout, sinusoidal_table
 
 
 class GPT(HookedModule):
@@ -91,8 +91,8 @@ class GPT(HookedModule):
         built on first use, whose linear layers keep their weights in bfloat16 (Bfloat16Linear; embeddings and
         norms are this model's own tensors). Generating reads every weight once per token, so half the bytes
         gives ~1.7x the tokens per second (SmolLM2: 32 vs 18.5 tokens/s on 2 cores); the residual stream, norms
-        and attention stay float32 (all-bfloat16 garbles SmolLM2's answers). The analysis views always read
-        this model."""
+        and attention stay float32 (all-bfloat16 garbles SmolLM2's answers), and the likeliest tokens' logits
+        are float32 products (Bfloat16Unembed). The analysis views always read this model."""
         shared = self.shared
         if shared is None:
             return self
@@ -102,7 +102,8 @@ class GPT(HookedModule):
                 for module in list(twin.modules()):
                     for name, child in list(module.named_children()):
                         if isinstance(child, nn.Linear):
-                            setattr(module, name, Bfloat16Linear(child))
+                            kind = Bfloat16Unembed if child is twin.unembed else Bfloat16Linear
+                            setattr(module, name, kind(child))
                 twin.shared = None
                 shared["generation"] = twin.eval()
         return shared["generation"]
