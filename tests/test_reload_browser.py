@@ -10,7 +10,10 @@ MODEL_LINE = re.compile(r"Inspecting (.+?): \d+ layers")
 
 
 def model_line(page) -> str:
-    page.wait_for_function("() => /Inspecting .+: \\d+ layers/.test(document.body.innerText)")
+    try:
+        page.wait_for_function("() => /Inspecting .+: \\d+ layers/.test(document.body.innerText)")
+    except Exception as err:  # noqa: BLE001 - say what the page showed instead
+        raise AssertionError(f"no model line; the page read:\n{page.locator('body').inner_text()[:2000]}") from err
     return MODEL_LINE.search(page.locator("body").inner_text()).group(1)
 
 
