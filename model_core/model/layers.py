@@ -23,9 +23,9 @@ class Bfloat16Linear(nn.Module):
     """A frozen nn.Linear whose weights are kept in bfloat16 (half the bytes to read), for generation's twin of a
     pretrained model (GPT.for_generation). The input goes in as two bfloat16 rows, its rounding and what the
     rounding lost, in one product (the weights are read once, so it costs what one row costs): the input's own
-    rounding error is gone and only the weights' and the output's remain. Rounding the input alone flipped
-    SmolLM2's greedy answers from the float32 model's in 5 of 10 chat prompts on a CPU with native bfloat16
-    (docs/benchmarks.md, generation twin)."""
+    rounding error is gone and only the weights' and the output's remain. The first twin (input rounded, bfloat16
+    logits) drew SmolLM2's float32 greedy answers on 5 of 10 chat prompts on a CPU with native bfloat16; this
+    with Bfloat16Unembed on 8 of 10 (docs/benchmarks.md, "The twin and float32 agree")."""
 
     def __init__(self, linear: nn.Linear):
         super().__init__()
