@@ -235,3 +235,16 @@ def wait_for(condition, timeout=20.0):
     while not condition():
         assert time.monotonic() < deadline, "timed out"
         time.sleep(0.01)
+
+
+def test_before_work_runs_before_every_step_and_evaluation_batch_on_the_training_thread():
+    """A training child applies a new thread count there: a run told to share the cores while its first
+    evaluation runs obeys before the next batch, not after its first step."""
+    trainer = make_trainer(max_steps=10, eval_interval=5, eval_iters=3)
+    calls = []
+    trainer.before_work = lambda: calls.append((trainer.step_count, threading.get_ident()))
+    assert trainer.run() == "finished"
+    evaluations = [0, 5, 10]  # each: eval_iters batches of the train and the validation split
+    assert len(calls) == 10 + len(evaluations) * 2 * 3
+    assert calls[:6] == [(0, threading.get_ident())] * 6  # the first evaluation, before any step
+    assert {thread for _, thread in calls} == {threading.get_ident()}

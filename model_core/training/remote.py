@@ -165,7 +165,14 @@ def child_main(job: dict, commands, messages) -> None:
         outbox.put("error", error_text(err))
         return
     outbox.put("threads", torch.get_num_threads())
-    wanted_threads = [job["threads"]]  # set by obey(), applied between steps on this (the training) thread
+    wanted_threads = [job["threads"]]  # set by obey(), applied on this (the training) thread before each step
+
+    def apply_threads() -> None:  # and each evaluation batch: a run told to share before its first step obeys
+        if wanted_threads[0] and wanted_threads[0] != torch.get_num_threads():
+            torch.set_num_threads(wanted_threads[0])  # OpenMP's thread count is per calling thread
+            outbox.put("threads", torch.get_num_threads())
+
+    trainer.before_work = apply_threads
     threading.Thread(target=obey, args=(trainer, commands, outbox, job["parent_pid"], wanted_threads),
                      daemon=True).start()
     every, n_tokens, tokenizer = job["sample_every"], job["sample_tokens"], trainer.tokenizer
@@ -179,9 +186,6 @@ def child_main(job: dict, commands, messages) -> None:
             if weights_due(trainer, snapshots_seen[0], job["weights_every"]):
                 metrics["weights"] = weights(trainer)
             snapshots_seen[0] += 1
-        if wanted_threads[0] and wanted_threads[0] != torch.get_num_threads():
-            torch.set_num_threads(wanted_threads[0])  # OpenMP's thread count is per calling thread
-            outbox.put("threads", torch.get_num_threads())
         outbox.metrics(metrics)
 
     try:
