@@ -4,6 +4,7 @@ import json
 import time
 from types import SimpleNamespace
 
+import gradio as gr
 import pytest
 import torch
 
@@ -238,3 +239,14 @@ def test_answers_go_to_the_class_file_and_survive_a_restart(tmp_path):
     configure("a-teacher-key", str(path))  # the server restarts: no session, the file remains
     csv_text = teacher.csv_of_answers([])
     assert "Ben" in csv_text and "probably an 't'" in csv_text
+
+
+def test_the_name_box_is_refilled_only_with_a_kept_name():
+    """A page's load fills the name box with the name its session kept; a new session keeps none and must not
+    overwrite what its student typed meanwhile (that wiped a name in a loaded browser test)."""
+    from explorer.callbacks.classroom import name_of
+
+    session = new_session()
+    assert isinstance(name_of(session), type(gr.skip()))
+    set_name(session, "Chloé")
+    assert name_of(session) == "Chloé"

@@ -2,6 +2,8 @@
 lesson questions (explorer.classroom holds the class; the teacher's side is explorer.server.teacher_page)."""
 import time
 
+import gradio as gr
+
 from explorer.callbacks.lessons import load_lesson, open_lesson, player_skips
 from explorer.callbacks.links import apply_link
 from explorer.classroom.answers import Answer, check_answer
@@ -19,8 +21,10 @@ def set_name(session: Session, name: str) -> str:
     return session.display_name
 
 
-def name_of(session: Session) -> str:
-    return session.display_name
+def name_of(session: Session):
+    """The name the session kept, for the name box once a (re)loaded page is set up; no change when it kept none,
+    so a name typed while the page was still loading is not wiped (the box would then send an empty name)."""
+    return session.display_name or gr.skip()
 
 
 def apply_push(session: Session, push_id: str) -> list:
