@@ -303,3 +303,22 @@ def test_a_failed_warm_up_is_told_and_the_server_serves_on(monkeypatch, capsys):
     launch.warm_up_or_say_why(1, "shakespeare")  # returns: the server goes on
     out = capsys.readouterr()
     assert "Warm-up failed" in out.out and "partially initialized module" in out.err
+
+
+def test_requests_wait_for_the_warm_up_and_then_run():
+    """Two threads importing the same modules at once can fail (_DeadlockError in a test run): a request that
+    arrives while the launched app warms up waits for it, and runs once it is over."""
+    from explorer.common import app_state
+
+    done = threading.Event()
+    handler = bind(lambda session: done.set() or "ran")
+    app_state.warmed_up.clear()
+    try:
+        caller = threading.Thread(target=handler, args=(None,), daemon=True)
+        caller.start()
+        caller.join(0.3)
+        assert caller.is_alive() and not done.is_set()  # waiting for the warm-up
+    finally:
+        app_state.warmed_up.set()
+    caller.join(10)
+    assert done.is_set() and not caller.is_alive()

@@ -72,12 +72,13 @@ def main(argv=None) -> None:
         demo.queue(default_concurrency_limit=2, max_size=256)
     for sig in (signal.SIGTERM, signal.SIGINT):  # systemd and docker stop with SIGTERM, a terminal with Ctrl-C
         signal.signal(sig, shutdown)
+    app_state.warmed_up.clear()
     try:
         demo.launch(server_name=args.host, server_port=args.port, css=CSS, theme="soft", enable_monitoring=False,
                     max_file_size=f"{args.max_upload_mb:g}mb", state_session_capacity=args.max_sessions,
                     show_error=False, footer_links=["api"], app_kwargs=guarded_app_kwargs(), prevent_thread_lock=True)
         print(f"Teacher page: {_teacher_link(args.host, args.port, room.gate.key)}", flush=True)
-        warm_up_or_say_why(args.torch_threads, app_state.default_model)
+        warm_up_or_say_why(args.torch_threads, app_state.default_model)  # requests wait for it (app_state)
         release_memory(demo)
         demo.block_thread()
     # show_error=False: our own messages are gr.Error and always shown; Gradio's internal ones are not
@@ -106,12 +107,17 @@ def _teacher_link(host: str, port: int, key: str) -> str:
 
 
 def warm_up_or_say_why(torch_threads: int, default_model: str) -> None:
-    """warm_up(), whose failure the server outlives: what it loads is loaded again on first use."""
+    """warm_up(), whose failure the server outlives: what it loads is loaded again on first use. Requests wait
+    until it has ended (explorer.common.app_state.warmed_up)."""
+    from explorer.common import app_state
+
     try:
         warm_up(torch_threads, default_model)
     except Exception:  # noqa: BLE001 - a class is better served slowly than not at all
         print("Warm-up failed (the app serves on and loads what it needs on first use):", flush=True)
         traceback.print_exc()
+    finally:
+        app_state.warmed_up.set()
 
 
 def warm_up(torch_threads: int, default_model: str) -> None:
@@ -126,6 +132,8 @@ def warm_up(torch_threads: int, default_model: str) -> None:
     from explorer.state.shipped import shipped_models, shipped_template
 
     shipped_template(default_model)
+    import plotly.subplots  # noqa: F401  (the figures' subplot layouts; it imports narwhals)
+
     import explorer.callbacks.attention  # noqa: F401
     from explorer.callbacks.data import choose_data
     from explorer.state.session import new_session

@@ -11,6 +11,7 @@ from collections import OrderedDict
 import gradio as gr
 from gradio.components.plot import PlotData
 
+from explorer.common.app_state import wait_for_warm_up
 from explorer.common.errors import friendly
 from explorer.tabs.lazy import LazyCallback
 
@@ -88,6 +89,7 @@ def bind(fn, shared: bool = False, names=None):
     safe = friendly(fn)
 
     def handler(request: gr.Request, *inputs):
+        wait_for_warm_up()  # its imports first: see explorer.common.app_state
         from explorer.state.session import REGISTRY  # torch: loaded once the server is up (explorer.tabs.lazy)
 
         session = REGISTRY.get(request.session_hash if request else "local")
