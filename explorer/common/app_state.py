@@ -3,7 +3,7 @@ import threading
 
 from explorer.common.shipped_list import DEFAULT_MODEL
 
-WARM_UP_WAIT_SECONDS = 120.0  # the longest a request waits for the warm-up (then it runs anyway)
+WARM_UP_WAIT_SECONDS = 30.0  # the longest a request waits for the warm-up (3 s idle here; then it runs anyway)
 
 default_model = DEFAULT_MODEL
 lesson_file = None  # --lesson FILE: a lesson file every new page opens on step 1 (checked at start-up)

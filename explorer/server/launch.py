@@ -109,10 +109,14 @@ def _teacher_link(host: str, port: int, key: str) -> str:
 def warm_up_or_say_why(torch_threads: int, default_model: str) -> None:
     """warm_up(), whose failure the server outlives: what it loads is loaded again on first use. Requests wait
     until it has ended (explorer.common.app_state.warmed_up)."""
+    import time
+
     from explorer.common import app_state
 
+    began = time.monotonic()
     try:
         warm_up(torch_threads, default_model)
+        print(f"Warmed up in {time.monotonic() - began:.1f} s.", flush=True)
     except Exception:  # noqa: BLE001 - a class is better served slowly than not at all
         print("Warm-up failed (the app serves on and loads what it needs on first use):", flush=True)
         traceback.print_exc()
