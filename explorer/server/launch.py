@@ -3,6 +3,7 @@ import argparse
 import os
 import signal
 import threading
+import time
 import traceback
 
 
@@ -109,8 +110,6 @@ def _teacher_link(host: str, port: int, key: str) -> str:
 def warm_up_or_say_why(torch_threads: int, default_model: str) -> None:
     """warm_up(), whose failure the server outlives: what it loads is loaded again on first use. Requests wait
     until it has ended (explorer.common.app_state.warmed_up)."""
-    import time
-
     from explorer.common import app_state
 
     began = time.monotonic()
