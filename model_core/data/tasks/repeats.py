@@ -37,13 +37,10 @@ class RepeatedTokens:
     def stream(self) -> torch.Tensor:
         """[n_tokens] int64: segment, segment, next segment, next segment, ..."""
         g = torch.Generator().manual_seed(self.seed)
-        parts, total = [], 0
-        while total < self.n_tokens:
-            n = int(torch.randint(self.min_length, self.max_length + 1, (1,), generator=g))
-            segment = torch.randint(self.vocab, (n,), generator=g)
-            parts += [segment, segment]
-            total += 2 * n
-        return torch.cat(parts)[: self.n_tokens]
+        lengths = torch.randint(self.min_length, self.max_length + 1, (self.n_tokens // (2 * self.min_length) + 1,),
+                                generator=g)
+        segments = torch.randint(self.vocab, (int(lengths.sum()),), generator=g).split(lengths.tolist())
+        return torch.cat([part for segment in segments for part in (segment, segment)])[: self.n_tokens]
 
     def splits(self) -> tuple[torch.Tensor, torch.Tensor]:
         """(train, validation): the first 90 % and the last 10 % of the stream."""
