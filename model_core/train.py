@@ -16,7 +16,7 @@ from tqdm import tqdm
 from model_core.checkpoints.checkpoint import Checkpoint, save_checkpoint
 from model_core.data.corpora import CORPORA, load_corpus, load_text_file
 from model_core.data.dataset import DEFAULT_VAL_FRACTION, split_by_val_fraction, token_tensor, val_or_none
-from model_core.data.tasks import TASKS, make_task
+from model_core.data.tasks.registry import TASKS, make_task
 from model_core.data.tokenization import TOKENIZER_KINDS, build_tokenizer
 from model_core.model.config import ACTIVATIONS, NORM_PLACEMENTS, NORMS, POSITIONALS
 from model_core.model.gpt import GPT

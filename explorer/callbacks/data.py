@@ -15,7 +15,7 @@ from explorer.state.session import DataChoice, Session
 from explorer.teaching import captions
 from model_core.data.corpora import CORPORA, load_corpus, read_user_file, validate_user_text
 from model_core.data.dataset import DEFAULT_VAL_FRACTION, compact, get_batch, split_by_val_fraction, token_tensor
-from model_core.data.tasks import CHOICES
+from model_core.data.tasks.choices import CHOICES
 from model_core.data.tokenization import (
     BPE_DEFAULT_VOCAB,
     BPE_MAX_VOCAB,

@@ -7,7 +7,8 @@ from explorer.figures.data import token_index_figure
 from explorer.state.session import DataChoice, Session
 from explorer.teaching import captions
 from model_core.data.dataset import compact
-from model_core.data.tasks import CHOICES, make_task
+from model_core.data.tasks.choices import CHOICES
+from model_core.data.tasks.registry import make_task
 
 EXAMPLES_SHOWN = 12
 FULL_BATCH_TASKS = ("modular-addition",)  # trained on every training example at each step (Nanda et al.)

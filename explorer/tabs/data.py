@@ -8,7 +8,7 @@ from explorer.tabs.lazy import callbacks
 from explorer.tabs.raw_inputs import RawDropdown, RawFile, RawRadio, RawSlider
 from explorer.teaching.view_params import register_control
 from model_core.data.corpora import CORPORA
-from model_core.data.tasks import CHOICES as TASK_CHOICES
+from model_core.data.tasks.choices import CHOICES as TASK_CHOICES
 
 data_view = callbacks("data", "data_view")
 

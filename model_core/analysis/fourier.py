@@ -123,3 +123,54 @@ def phase_losses(logits: torch.Tensor, p: int, train_mask: torch.Tensor,
     restricted = F.cross_entropy(mean + key_part, labels)
     excluded = F.cross_entropy((logits - key_part)[train_mask], labels[train_mask])
     return PhaseLosses(list(frequencies), float(restricted), float(excluded))
+
+
+def pair_fourier_norms(values: torch.Tensor, p: int) -> np.ndarray:
+    """values [p², n] over the pairs (a-major) -> the norm over n of their 2-D Fourier transform over (a, b):
+    entry [i, j] is how much lies along basis row i of a times basis row j of b. [p, p]"""
+    basis = torch.as_tensor(fourier_basis(p)[0])  # [p, p]
+    grid = values.double().reshape(p, p, -1)  # [a, b, n]
+    transformed = torch.einsum("ia,abn,jb->ijn", basis, grid, basis)  # [p, p, n]
+    return transformed.norm(dim=-1).numpy()
+
+
+@dataclass
+class GrokkingLab:
+    p: int
+    embedding_norms: np.ndarray  # [p//2 + 1] the number embedding's norm per frequency (0: constant)
+    key_frequencies: list  # the fewest frequencies carrying KEY_SHARE of the embedding's squared norm
+    neurons: np.ndarray  # [p, p, d_mlp] FFN activations at "=" for every (a, b), or [p, p, 0] without an FFN
+    neuron_frequency: np.ndarray  # [d_mlp] the frequency that carries most of each neuron's (a, b) map
+    logit_fourier: np.ndarray  # [p, p] norm over outputs of the logits' 2-D Fourier transform over (a, b)
+    final: PhaseLosses  # restricted / excluded losses with the final key frequencies (Nanda et al.'s)
+    test_accuracy: float  # on the pairs never trained on
+
+
+def grokking_lab(model, p: int, train_mask: torch.Tensor) -> GrokkingLab:
+    """Everything the grokking lab draws about a modular-addition model (p residues, its training pairs)."""
+    hook = "blocks.0.mlp.hook_post"
+    has_mlp = not model.cfg.attn_only
+    logits, cache = all_pair_run(model, p, (hook,) if has_mlp else ())
+    neurons = cache[hook].reshape(p, p, -1).numpy() if has_mlp else np.zeros((p, p, 0))
+    norms = embedding_norms(model, p)
+    keys = fewest_carrying(norms)[:MAX_KEY_FREQUENCIES]
+    labels = (torch.arange(p).repeat_interleave(p) + torch.arange(p).repeat(p)) % p
+    right = (logits.argmax(-1) == labels)[~train_mask].double().mean()
+    return GrokkingLab(p, norms, keys, neurons, neuron_frequencies(neurons), pair_fourier_norms(logits, p),
+                       phase_losses(logits, p, train_mask, keys), float(right))
+
+
+def neuron_frequencies(neurons: np.ndarray) -> np.ndarray:
+    """[p, p, d_mlp] -> for each neuron the frequency k whose terms (in a, in b, or in both) carry most of its
+    map once the mean is removed. [d_mlp] int"""
+    p, n = neurons.shape[0], neurons.shape[-1]
+    if n == 0:
+        return np.zeros(0, dtype=int)
+    basis, _ = fourier_basis(p)
+    freq = frequency_of_rows(p)
+    t = np.einsum("ia,abn,jb->ijn", basis, neurons - neurons.mean((0, 1)), basis) ** 2  # [p, p, n]
+    energy = np.zeros((p // 2 + 1, n))
+    for i in range(p):
+        for j in range(p):
+            energy[max(freq[i], freq[j])] += t[i, j]
+    return energy[1:].argmax(0) + 1

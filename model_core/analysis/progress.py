@@ -93,7 +93,7 @@ def example_accuracy(model, examples: torch.Tensor) -> float:
 
 
 def modular_measures(model, task: dict) -> dict:
-    from model_core.data.tasks import make_task  # the data layer: tasks are data
+    from model_core.data.tasks.registry import make_task  # the data layer: tasks are data
 
     t = make_task(task)
     logits, _ = all_pair_run(model, t.p)

@@ -1,7 +1,7 @@
 """Named starting points: model size plus training settings that suit it."""
 from dataclasses import dataclass, field
 
-from model_core.data.tasks import GROKKING_TASK, RepeatedTokens, make_task
+from model_core.data.tasks.choices import GROKKING_TASK, REPEATS_TASK
 from model_core.model.config import ConfigError, GPTConfig
 from model_core.training.train_config import TrainConfig
 
@@ -127,7 +127,7 @@ PRESETS = {
             "induction-head phase change of Olsson et al. 2022) in a couple of minutes on a CPU.",
             model=dict(**INDUCTION_MODEL),
             train=dict(**INDUCTION_TRAIN),
-            data=dict(task=RepeatedTokens().spec(), corpus="task: repeated random tokens", tokenizer="word"),
+            data=dict(task=REPEATS_TASK, corpus="task: repeated random tokens", tokenizer="word"),
         ),
         Preset(
             "grokking", "Modular addition a + b mod 59 in the design of Nanda et al. 2023 (1 layer x 4 heads, d_model "
@@ -136,7 +136,7 @@ PRESETS = {
             "pairs is the longer reference run (docs/circuits.md).",
             model=dict(**GROKKING_MODEL),
             train=dict(**GROKKING_TRAIN),
-            data=dict(task=make_task(GROKKING_TASK).spec(), corpus="task: modular addition", tokenizer="word"),
+            data=dict(task=GROKKING_TASK, corpus="task: modular addition", tokenizer="word"),
         ),
         Preset(
             "tiny", "1 layer x 2 heads, d_model 16, 16-token context: for tests and instant demos.",
