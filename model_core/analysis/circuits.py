@@ -97,8 +97,8 @@ def circuit_weights(model) -> CircuitWeights:
 
 
 def _r(a: torch.Tensor) -> torch.Tensor:
-    """R of the thin QR of a [..., n, k] (n >= k): a = Q R with orthonormal Q, so ||X a|| = ||X Q R|| ... and
-    ||a B||_F = ||R B||_F. [..., k, k]"""
+    """R of the thin QR of a [..., n, k] (n >= k): a = Q R with orthonormal columns in Q, so ||a B||_F =
+    ||R B||_F for any B: the d_model-sized side of a factor drops out. [..., k, k]"""
     return torch.linalg.qr(a, mode="r").R
 
 
@@ -109,9 +109,12 @@ def _pair_scores(left: torch.Tensor, right: torch.Tensor) -> torch.Tensor:
     out = torch.zeros(L, H, L, H, dtype=torch.float64)
     left_norm = left.flatten(-2).norm(dim=-1)  # [L, H]
     right_norm = right.flatten(-2).norm(dim=-1)  # [L, H]
+    dh, D = left.shape[-2:]
     for l1 in range(L - 1):
-        product = torch.einsum("hik,mgkj->hmgij", left[l1], right[l1 + 1:])  # [H, L', H, dh, dh]
-        norms = product.flatten(-2).norm(dim=-1)  # [H, L', H]
+        later = right[l1 + 1:]  # [L', H, D, dh]
+        product = left[l1].reshape(H * dh, D) @ later.permute(2, 0, 1, 3).reshape(D, -1)  # one GEMM: [H dh, L' H dh]
+        product = product.view(H, dh, L - l1 - 1, H, dh)  # [h1, i, l2, h2, j]
+        norms = product.square().sum((1, 4)).sqrt()  # [H, L', H]
         out[l1, :, l1 + 1:] = norms / left_norm[l1][:, None, None] / right_norm[l1 + 1:][None]
     return out
 
