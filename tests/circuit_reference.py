@@ -63,4 +63,7 @@ def tl_composition_and_eigenvalues(model):
     for kind, right in rights.items():
         s = composition_scores(left, right, broadcast_dims=True)
         scores[kind] = torch.where(mask, s, torch.zeros_like(s))
-    return scores, (sd["embed.W_E"] @ left @ sd["unembed.W_U"]).eigenvalues
+    # one layer at a time: W_E W_V of every head of SmolLM2 at once would be 3.4 GB
+    eigenvalues = [(sd["embed.W_E"] @ FactoredMatrix(W_V[i], W_O[i]) @ sd["unembed.W_U"]).eigenvalues
+                   for i in range(tl_cfg.n_layers)]
+    return scores, torch.stack(eigenvalues)

