@@ -62,6 +62,7 @@ def test_scores_equal_transformer_lens_on_the_shipped_models(name):
 
 
 @pytest.mark.pretrained
+@pytest.mark.timeout(1800)  # reading the GGUF file and 270 heads' scores twice; minutes on a loaded machine
 def test_scores_equal_transformer_lens_on_smollm2():
     """GQA (9 query heads, 3 key/value heads), RMSNorm, rotary positions, a 49,152-token vocabulary."""
     pytest.importorskip("transformer_lens")
