@@ -41,7 +41,8 @@ def progress_caption(steps, series: dict, max_steps: int) -> str:
             f"; it crossed {INDUCTION_THRESHOLD} at step {crossed:,}." if crossed is not None else
             f", below {INDUCTION_THRESHOLD}: no induction head yet."))
     if "icl" in series:
-        a, b, drop = steepest_drop(steps, series["icl"], max(1, max_steps // 10))
+        spacing = int(np.diff(steps).max()) if len(steps) > 1 else 1  # at least two evaluations apart
+        a, b, drop = steepest_drop(steps, series["icl"], max(spacing, max_steps // 10))
         parts.append(f"The in-context-learning score is {series['icl'][-1]:+.2f} nats (negative: later tokens are "
                      f"predicted better than early ones)" + (
                          f"; its steepest fall, {drop:.2f} nats, came between steps {a:,} and {b:,}." if drop > 0.1
