@@ -6,6 +6,7 @@ import torch
 from explorer.callbacks import validation
 from explorer.callbacks.models import model_summary
 from explorer.common.errors import UserError
+from explorer.common.shipped_list import shipped_models
 from explorer.figures.grokking import (
     accuracy_figure,
     frequency_norms_figure,
@@ -43,6 +44,9 @@ def modular_task(session: Session):
 
 def open_shipped_grokking(session: Session) -> str:
     """Inspect the shipped grokking model; -> the model line."""
+    if SHIPPED not in shipped_models():
+        raise UserError("This installation has no shipped grokking model (python -m model_core.make_grokking_asset "
+                        "makes it): train the 'grokking' preset on the Train tab instead.")
     session.use_shipped(SHIPPED)
     return model_summary(session)
 
