@@ -14,6 +14,7 @@ from explorer.tabs.data import build_data_tab
 from explorer.tabs.embeddings import build_embeddings_tab
 from explorer.tabs.experiments import build_experiments_tab
 from explorer.tabs.ffn import build_ffn_tab
+from explorer.tabs.grokking import build_grokking_tab
 from explorer.tabs.heads import build_heads_tab
 from explorer.tabs.lazy import callbacks
 from explorer.tabs.lesson_player import build_lesson_player, wire_lesson_player
@@ -96,6 +97,8 @@ def _build_tabs(resumed, model_info, prompt, drop) -> dict:
                 named.setdefault(name, []).append(component)
         with gr.Tab("Experiments", id="experiments"):
             build_experiments_tab(model_info, prompt, drop)
+        with gr.Tab("Grokking", id="grokking"):
+            build_grokking_tab(model_info)
         with gr.Tab("Guide", id="guide"):
             gr.Markdown(GUIDE)
     tracker = gr.Textbox("attention", visible="hidden", elem_id="selected-tab")

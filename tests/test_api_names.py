@@ -16,6 +16,8 @@ PUBLIC = {
     "/attention": (*ANALYSIS, "layer", "head", "query", "drop_unknown"),
     "/snapshot": ("progress",),
     "/heads": (), "/head_examples": ("kind", "layer", "index"), "/head_training": ("layer", "head"),
+    "/head_circuits": ("layer", "head", "tokens", "top_k"), "/composition": ("kind",),
+    "/grokking_model": (), "/grokking": ("neuron",),
     "/residual": (*ANALYSIS, "layer", "heatmap_mode", "drop_unknown"),
     "/embeddings": (*ANALYSIS, "dims", "layer", "drop_unknown"),
     "/ffn": (*ANALYSIS, "layer", "neuron", "drop_unknown"),

@@ -49,6 +49,7 @@ class DataChoice:
     train: torch.Tensor  # token ids, int16/int32 (model_core.data.compact)
     val: torch.Tensor
     uploaded: bool = False  # the user's own file (kept until they choose again), not a built-in corpus
+    task: Optional[dict] = None  # an algorithmic task's spec (model_core.data.tasks); train/val are its data
 
     @property
     def nbytes(self) -> int:
