@@ -15,9 +15,11 @@ import time
 from pathlib import Path
 
 import torch
+from safetensors.torch import load_file, save_file
 
 from model_core.checkpoints.checkpoint import load_checkpoint
 from model_core.features.activations import check_hook, collect_activations
+from model_core.features.dashboard import feature_stats
 from model_core.features.evaluation import EVAL_TOKENS, evaluate_sae
 from model_core.features.sae import SAEConfig, SparseAutoencoder
 from model_core.features.saelens_format import load_sae, save_sae
@@ -43,6 +45,10 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--batch-size", type=int, default=SAETrainConfig.batch_size, help="activations per step")
     train.add_argument("--seed", type=int, default=0, help="seed of the windows, the initialisation and the batches")
     train.add_argument("--out", required=True, help="folder to write cfg.json and sae_weights.safetensors to")
+    train.add_argument("--activations", help="a .safetensors file: read the activations from it if it exists, "
+                       "else collect them and keep them there (to try other settings without collecting again)")
+    train.add_argument("--stats-tokens", type=int, default=65_536, help="validation tokens read for the feature "
+                       "statistics the app shows (feature_stats.safetensors); 0: none")
     evaluate = commands.add_parser("evaluate", help="L0, dead fraction, explained variance, CE loss recovered")
     _model_and_text(evaluate)
     evaluate.add_argument("--sae", required=True, help="SAE folder (or .zip): ours or SAELens's")
@@ -81,6 +87,19 @@ def _log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
+def _activations(args, model, train_ids, window: int) -> torch.Tensor:
+    """Collected activations, or the ones kept in --activations (checked against the hook's width)."""
+    if args.activations and Path(args.activations).is_file():
+        acts = load_file(args.activations)["activations"]
+        if acts.ndim != 2 or acts.shape[1] != check_hook(model.cfg, args.hook):
+            raise ValueError(f"{args.activations} holds activations of shape {list(acts.shape)}, not {args.hook}'s.")
+        return acts[:args.tokens]
+    acts = collect_activations(model, train_ids, args.hook, args.tokens, window, seed=args.seed)
+    if args.activations:
+        save_file({"activations": acts.contiguous()}, args.activations)
+    return acts
+
+
 def train_command(args) -> dict:
     start = time.perf_counter()
     ckpt = load_model(args)
@@ -88,7 +107,7 @@ def train_command(args) -> dict:
     d_in = check_hook(model.cfg, args.hook)
     train_ids, val_ids, text_name = _splits(args, ckpt)
     window = args.window or min(model.cfg.block_size, 128)
-    acts = collect_activations(model, train_ids, args.hook, args.tokens, window, seed=args.seed)
+    acts = _activations(args, model, train_ids, window)
     collected = time.perf_counter() - start
     _log(f"{len(acts):,} activations at {args.hook} in {collected:.1f} s")
     architecture = "standard" if args.l1 is not None else "topk"
@@ -109,7 +128,9 @@ def train_command(args) -> dict:
                          seconds_total=round(trained, 1), evaluation={k: v for k, v in result.items()
                                                                       if k != "log_density_histogram"})
     save_sae(sae, args.out)
-    _log(f"saved to {args.out} ({trained:.1f} s to collect and train)")
+    if args.stats_tokens:
+        feature_stats(model, sae, val_ids[:args.stats_tokens], window).save(args.out)
+    _log(f"saved to {args.out} ({trained:.1f} s to collect and train, {time.perf_counter() - start:.1f} s in all)")
     return {**result, "seconds": round(trained, 1)}
 
 

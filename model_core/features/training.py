@@ -29,7 +29,7 @@ class SAETrainConfig:
     dead_tokens: int = 50_000  # a feature that fired on none of the last this-many tokens counts as dead
     warmup_steps: int = 20  # linear warm-up of the learning rate
     decay_fraction: float = 0.2  # the last share of the steps decays the learning rate linearly to 0
-    init: str = "data"  # decoder rows start at centred data points ("data") or random directions ("random")
+    init: str = "random"  # decoder rows start at random directions ("random") or centred data points ("data")
     seed: int = 0
 
     def validate(self) -> "SAETrainConfig":
