@@ -54,18 +54,25 @@ class _Reached(Exception):
 @torch.inference_mode()
 def activations_at(model, idx: torch.Tensor, hook_name: str) -> torch.Tensor:
     """idx [B, T] token ids -> the activation at hook_name [B, T, width], without the blocks after it."""
+    return activations_at_hooks(model, idx, [hook_name])[hook_name]
+
+
+@torch.inference_mode()
+def activations_at_hooks(model, idx: torch.Tensor, hook_names: list[str]) -> dict[str, torch.Tensor]:
+    """idx [B, T] -> {hook name: float32 activation}; the pass stops once the last of them is read."""
     captured = {}
 
-    def capture(x, _hook):
-        captured["x"] = x.detach()
-        raise _Reached
+    def capture(x, hook):
+        captured[hook.name] = x.detach().float()
+        if len(captured) == len(set(hook_names)):
+            raise _Reached
 
     try:
-        with model.hooks([(hook_name, capture)]):
+        with model.hooks([(name, capture) for name in set(hook_names)]):
             model(idx)
     except _Reached:
         pass
-    return captured["x"].float()
+    return captured
 
 
 def windows_of(ids: torch.Tensor, window: int) -> torch.Tensor:

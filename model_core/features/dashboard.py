@@ -14,7 +14,7 @@ import torch
 from safetensors.numpy import load_file, save_file
 
 from model_core.analysis.top_examples import merge_top
-from model_core.features.activations import activations_at, hook_layer, windows_of
+from model_core.features.activations import activations_at_hooks, hook_layer, windows_of
 
 STATS_FILE = "feature_stats.safetensors"
 TOP_K = 12  # top activating places kept per feature
@@ -125,13 +125,9 @@ def feature_stats(model, sae, ids: torch.Tensor, window: int, batch_tokens: int 
 
 def _activations(model, batch: torch.Tensor, hook: str, neuron_hook: Optional[str]):
     """(activation at hook [n, width], neuron activations [n, d_mlp] or None) for windows batch [b, T]."""
-    if neuron_hook is None or neuron_hook == hook:
-        x = activations_at(model, batch, hook)
-        x = x.reshape(-1, x.shape[-1])
-        return x, x if neuron_hook == hook else None
-    _, cache = model.run_with_cache(batch, names_filter=[hook, neuron_hook])
-    return (cache[hook].float().reshape(-1, cache[hook].shape[-1]),
-            cache[neuron_hook].float().reshape(-1, cache[neuron_hook].shape[-1]))
+    found = activations_at_hooks(model, batch, [hook] + ([neuron_hook] if neuron_hook else []))
+    flat = {name: t.reshape(-1, t.shape[-1]) for name, t in found.items()}
+    return flat[hook], flat.get(neuron_hook)
 
 
 def _histograms(features: np.ndarray, values: np.ndarray, maxima: np.ndarray, d_sae: int) -> np.ndarray:
