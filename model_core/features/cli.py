@@ -25,7 +25,13 @@ from model_core.features.sae import SAEConfig, SparseAutoencoder
 from model_core.features.saelens_format import load_sae, save_sae
 from model_core.features.texts import TEXT_NAMES, text_splits
 from model_core.features.training import SAETrainConfig, SAETrainer
-from model_core.train import OneLineParser
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """Reports a bad flag in one line and exits with status 2 (as python -m model_core.train does)."""
+
+    def error(self, message):
+        self.exit(2, f"error: {message} (see {self.prog} --help)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:

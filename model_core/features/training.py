@@ -21,8 +21,8 @@ from model_core.features.sae import SAEConfigError, SparseAutoencoder
 
 @dataclass
 class SAETrainConfig:
-    lr: float = 2e-3  # Adam's peak learning rate (on activations scaled to mean squared norm d_in)
-    batch_size: int = 2048  # activations per step
+    lr: float = 4e-3  # Adam's peak learning rate (on activations scaled to mean squared norm d_in)
+    batch_size: int = 1024  # activations per step
     epochs: float = 1.0  # passes over the activation buffer
     l1_coefficient: float = 5.0  # standard (ReLU) SAEs: weight of the L1 sparsity penalty
     aux_coefficient: float = 1 / 32  # weight of the AuxK loss that trains dead features on the leftover error
