@@ -2,9 +2,9 @@
 else the one shipped for an unmodified shipped model; and that SAE's feature statistics (shipped beside it, or
 computed once on the model's validation text and kept with the upload)."""
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Optional
 
+from explorer.callbacks.compare import uploaded_path
 from explorer.callbacks.experiments import validation_source
 from explorer.common.errors import UserError
 from explorer.common.limits import LIMITS
@@ -67,13 +67,7 @@ def _stats_for(session: Session, sae: SparseAutoencoder) -> FeatureStats:
 def load_sae_upload(session: Session, upload) -> str:
     """Read an uploaded SAE for the inspected model (bounded like other uploads); -> a status line."""
     require_model(session)
-    if not upload:
-        raise UserError("Choose a .zip of an SAE folder (cfg.json + sae_weights.safetensors) first.")
-    p = Path(upload)
-    if not p.is_file():
-        raise UserError(f"The uploaded file {p.name} is gone from the server: upload it again.")
-    if p.stat().st_size > LIMITS.max_upload_bytes:
-        raise UserError(f"{p.name} is {p.stat().st_size / 1e6:.1f} MB; the limit is {LIMITS.max_upload_mb:g} MB.")
+    p = uploaded_path(upload, "a .zip of an SAE folder (cfg.json + sae_weights.safetensors)")
     try:
         sae = load_sae(p, max_bytes=LIMITS.max_upload_bytes)
     except SAEFileError as err:
