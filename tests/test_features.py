@@ -247,3 +247,23 @@ def test_activations_at_stops_at_the_hook_and_equals_the_cache():
     _, cache = model.run_with_cache(idx)
     torch.testing.assert_close(activations_at(model, idx, "blocks.1.mlp.hook_post"), cache["blocks.1.mlp.hook_post"])
     assert not any(h.has_hooks() for h in model.hook_dict.values())
+
+
+@pytest.mark.parametrize("hook", ["blocks.0.hook_resid_post", "blocks.1.hook_resid_pre", "blocks.1.hook_resid_post",
+                                  "blocks.0.hook_mlp_out"])
+def test_evaluation_splices_the_reconstruction_as_a_whole_pass_would(hook):
+    """Between blocks the edited passes resume from the clean stream: the same losses as whole hooked passes."""
+    from model_core.analysis.ablation import eval_windows
+    from model_core.features.evaluation import ce_per_token
+
+    model = tiny_model(n_layers=2)
+    sae = random_sae(d_in=model.cfg.d_model, hook=hook)
+    ids = torch.randint(0, model.cfg.vocab_size, (300,), generator=torch.Generator().manual_seed(1))
+    result = evaluate_sae(model, sae, ids, n_tokens=64, window=8)
+    windows = eval_windows(ids, 8, 8, 0)
+    x, y = windows[:, :-1], windows[:, 1:]
+    with torch.no_grad():
+        spliced = model.run_with_hooks(x, fwd_hooks=[(hook, lambda a, _h: sae(a))])[0]
+        zeroed = model.run_with_hooks(x, fwd_hooks=[(hook, lambda a, _h: torch.zeros_like(a))])[0]
+    assert result.ce_loss_with_sae == pytest.approx(float(ce_per_token(spliced, y)) / 64, rel=1e-5)
+    assert result.ce_loss_zero_ablated == pytest.approx(float(ce_per_token(zeroed, y)) / 64, rel=1e-5)

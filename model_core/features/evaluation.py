@@ -13,7 +13,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from model_core.analysis.ablation import eval_windows
+from model_core.analysis.ablation import eval_windows, logits_from_layer
 from model_core.features.activations import check_hook
 
 EVAL_TOKENS = 32_768  # tokens the evaluation reads by default
@@ -98,10 +98,28 @@ def _evaluate_batch(model, sae, hook: str, x_ids: torch.Tensor, targets: torch.T
         sums.add(x.reshape(-1, x.shape[-1]), x_hat.reshape(-1, x.shape[-1]), acts.reshape(-1, acts.shape[-1]))
         return x_hat.to(x.dtype)
 
-    sums.ce["clean"] += float(ce_per_token(model(x_ids)[0], targets))
-    sums.ce["sae"] += float(ce_per_token(model.run_with_hooks(x_ids, fwd_hooks=[(hook, reconstruct)])[0], targets))
-    zeroed = model.run_with_hooks(x_ids, fwd_hooks=[(hook, lambda x, _h: torch.zeros_like(x))])[0]
+    resume = _resume_layer(hook, model.cfg.n_layers)
+    if resume is None:  # inside a block: three whole passes
+        sums.ce["clean"] += float(ce_per_token(model(x_ids)[0], targets))
+        spliced = model.run_with_hooks(x_ids, fwd_hooks=[(hook, reconstruct)])[0]
+        zeroed = model.run_with_hooks(x_ids, fwd_hooks=[(hook, lambda x, _h: torch.zeros_like(x))])[0]
+    else:  # on the residual stream between blocks: the two edited passes start there from the clean one's stream
+        kept = {}
+        clean = model.run_with_hooks(x_ids, fwd_hooks=[(hook, lambda x, _h: kept.setdefault("x", x))])[0]
+        sums.ce["clean"] += float(ce_per_token(clean, targets))
+        spliced = logits_from_layer(model, resume, reconstruct(kept["x"], None))
+        zeroed = logits_from_layer(model, resume, torch.zeros_like(kept["x"]))
+    sums.ce["sae"] += float(ce_per_token(spliced, targets))
     sums.ce["zero"] += float(ce_per_token(zeroed, targets))
+
+
+def _resume_layer(hook: str, n_layers: int):
+    """The block a pass edited at hook can resume from (resid_pre of L: L; resid_post of L: L + 1), else None."""
+    parts = hook.split(".")
+    if len(parts) != 3 or parts[0] != "blocks" or parts[2] not in ("hook_resid_pre", "hook_resid_post"):
+        return None
+    layer = int(parts[1]) + (parts[2] == "hook_resid_post")
+    return layer if layer <= n_layers else None
 
 
 def _result(sums: _Sums) -> SAEEvaluation:
