@@ -16,8 +16,8 @@ def test_features_tab_on_the_classroom_model(page):  # noqa: F811 - the fixture
     assert wait_until_idle(page, 3)["plots"] >= 3
     captions = str(page.locator(".te-caption").all_inner_texts())
     assert "features are active" in captions and "fires on" in captions
-    listing = visible(page.get_by_label("Features"))
-    second = listing.locator("tbody tr").nth(1).locator("td").first
+    screenshot(page, "features-shakespeare-listing")
+    second = page.locator("#features-listing .virtual-row[data-index='1'] [role=gridcell]").first
     picked = second.inner_text().strip()
     second.click()
     page.wait_for_function(f"() => document.body.innerText.includes('Feature {picked} fires on')")

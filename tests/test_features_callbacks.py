@@ -54,7 +54,7 @@ def test_one_feature_view_matches_the_sae(session):
 
 
 def test_steering_at_zero_strength_gives_the_same_text_twice(session):
-    html, caption = F.steer_view(session, "ROMEO:", 0, 0.0, 20, 0.8, 3)
+    html, caption = F.steer_view(session, "ROMEO:", -1, 0.0, 20, 0.8, 3)
     plain, steered = [part.split("</pre>")[0] for part in html.split("<pre class='te-gen'>")[1:]]
     assert plain == steered and "The text is the same" in caption
 
@@ -112,3 +112,15 @@ def test_a_model_without_an_sae_says_how_to_get_one():
     session = new_session("first-names")
     with pytest.raises(UserError, match="There is no SAE for the inspected model"):
         F.features_list(session, "anna", F.ORDERS[0])
+
+
+def test_feature_minus_one_is_the_strongest_at_the_chosen_token(session):
+    acts = prompt_activations(session.model, current_sae(session).sae, session.tokenizer.encode(PROMPT))
+    caption = F.feature_view(session, PROMPT, -1, 3)[-1]
+    assert f"Feature {int(acts[3].argmax())} fires on" in caption
+
+
+def test_a_dead_feature_cannot_steer(session):
+    dead = int(np.flatnonzero(current_sae(session).stats.density == 0)[0])
+    with pytest.raises(UserError, match="never fires"):
+        F.steer_view(session, PROMPT, dead, 2.0)

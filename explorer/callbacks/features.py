@@ -29,8 +29,10 @@ LOGIT_TOKENS = 10  # promoted and suppressed tokens shown
 MAX_STRENGTH = 100.0  # |strength| in units of the feature's largest activation
 
 
-def _feature(choice, value) -> int:
-    return validation.whole_number(value, "Feature", minimum=0, maximum=choice.sae.n_features - 1, default=0)
+def _feature(choice, value, strongest: int) -> int:
+    """The feature number asked for; -1 (the default) picks `strongest` (the strongest at the chosen token)."""
+    f = validation.whole_number(value, "Feature", minimum=-1, maximum=choice.sae.n_features - 1, default=-1)
+    return strongest if f < 0 else f
 
 
 def _order(value) -> str:
@@ -98,13 +100,16 @@ def _neuron_rows(stats, feature: int) -> list[list]:
     return rows
 
 
-def feature_view(session: Session, prompt: str, feature=0, drop_unknown: bool = False):
-    """-> (prompt HTML, examples HTML, histogram figure, logit-effects figure, neuron rows, caption markdown)."""
+def feature_view(session: Session, prompt: str, feature=-1, position=-1, drop_unknown: bool = False):
+    """-> (prompt HTML, examples HTML, histogram figure, logit-effects figure, neuron rows, caption markdown).
+    feature -1: the strongest feature at the token `position` of the prompt."""
     choice = current_sae(session)
-    f, stats, tok = _feature(choice, feature), choice.stats, session.tokenizer
+    stats, tok = choice.stats, session.tokenizer
     ids = prompt_ids(session, prompt, drop_unknown)
     labels = token_labels(tok, ids)
-    on_prompt = prompt_activations(session.model, choice.sae, ids)[:, f].numpy()  # [T]
+    acts = prompt_activations(session.model, choice.sae, ids)  # [T, d_sae]
+    f = _feature(choice, feature, int(acts[clamp_query(position, len(ids))].argmax()))
+    on_prompt = acts[:, f].numpy()  # [T]
     effects = logit_effects(session.model, choice.sae, f).numpy()  # [vocab]
     order = np.argsort(effects, kind="stable")
     up, down = order[::-1][:LOGIT_TOKENS], order[:LOGIT_TOKENS]
@@ -129,22 +134,22 @@ def _top_tokens(session: Session, stats, feature: int) -> list[str]:
             for p, v in zip(stats.top_positions[feature].tolist(), stats.top_values[feature].tolist()) if v > 0]
 
 
-def features_page(session: Session, prompt: str, order: str = ORDERS[0], position=-1, feature=0,
+def features_page(session: Session, prompt: str, order: str = ORDERS[0], position=-1, feature=-1,
                   drop_unknown: bool = False):
     """The tab's whole view: the listing, then the chosen feature."""
     return (*features_list(session, prompt, order, position, drop_unknown),
-            *feature_view(session, prompt, feature, drop_unknown))
+            *feature_view(session, prompt, feature, position, drop_unknown))
 
 
-def steer_view(session: Session, prompt: str, feature=0, strength=4.0, max_new_tokens=60, temperature=0.8, seed=0,
+def steer_view(session: Session, prompt: str, feature=-1, strength=4.0, max_new_tokens=60, temperature=0.8, seed=0,
                drop_unknown: bool = False):
     """-> (two columns of generated text, caption): without and with strength x the feature's largest activation
     times its decoder direction added at its hook, same prompt and seed."""
     choice = current_sae(session)
-    f = _feature(choice, feature)
+    ids = prompt_ids(session, prompt, drop_unknown)
+    f = _feature(choice, feature, int(prompt_activations(session.model, choice.sae, ids)[-1].argmax()))
     s = validation.number(strength, "Strength", minimum=-MAX_STRENGTH, maximum=MAX_STRENGTH, default=4.0)
     n, seed, knobs = new_tokens(max_new_tokens), validation.seed(seed), settings(temperature, 0, 1.0, 0.0)
-    ids = prompt_ids(session, prompt, drop_unknown)
     peak = float(choice.stats.top_values[f, 0])
     if peak <= 0:
         raise UserError(f"Feature {f} never fires on the validation text, so it has no natural size to steer "

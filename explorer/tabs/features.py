@@ -27,10 +27,11 @@ def build_features_tab(prompt, drop):
     with gr.Row():
         order = RawRadio(ORDERS, value=ORDERS[0], label="List features by")
         position = model_slider("query", "Token of the prompt (-1 = last)")
-        feature = RawNumber(0, label="Feature", precision=0, minimum=0)
+        feature = RawNumber(-1, label="Feature (-1: the strongest at the chosen token)", precision=0, minimum=-1)
     list_note = caption()
     with gr.Row():
-        listing = gr.Dataframe(headers=LIST_HEADERS, label="Features", interactive=False, scale=3)
+        listing = gr.Dataframe(headers=LIST_HEADERS, label="Features", interactive=False, scale=3,
+                               elem_id="features-listing")
         density = gr.Plot(label="How often the features fire", scale=2)
     note = caption()
     on_prompt = gr.HTML(label="The prompt, coloured by the feature")
@@ -48,13 +49,13 @@ def build_features_tab(prompt, drop):
                  **ANALYSIS)
     shown = gr.Button("Show feature", size="sm")
     show = bind(feature_view)
-    shown.click(show, [prompt, feature, drop], feature_outputs, api_name="feature", **API, **ANALYSIS)
-    feature.submit(show, [prompt, feature, drop], feature_outputs, api_visibility="private", **ANALYSIS)
+    shown.click(show, [prompt, feature, position, drop], feature_outputs, api_name="feature", **API, **ANALYSIS)
+    feature.submit(show, [prompt, feature, position, drop], feature_outputs, api_visibility="private", **ANALYSIS)
     for control in (order, position):
         control.change(bind(features_list), [prompt, order, position, drop], list_outputs,
                        api_visibility="private", **ANALYSIS)
     listing.select(_clicked_feature, None, feature, api_visibility="private", concurrency_limit=None).then(
-        show, [prompt, feature, drop], feature_outputs, api_visibility="private", **ANALYSIS)
+        show, [prompt, feature, position, drop], feature_outputs, api_visibility="private", **ANALYSIS)
     _build_steering(prompt, feature, drop)
     with gr.Accordion("Load an SAE for the inspected model", open=False):
         gr.Markdown("SAEs ship for the Shakespeare model and SmolLM2. For a model you trained, train an SAE with "
