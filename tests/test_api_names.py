@@ -34,6 +34,10 @@ PUBLIC = {
     "/model_b_shipped": ("name",), "/model_b_copy": (), "/model_b_zip": ("upload",),
     "/model_b_nanogpt": ("ckpt_upload", "meta_upload"), "/swap_models": (),
     "/compare_models": (*ANALYSIS, "drop_unknown"),
+    "/features": (*ANALYSIS, "order", "position", "drop_unknown"),
+    "/feature": (*ANALYSIS, "feature", "position", "drop_unknown"),
+    "/steer": (*ANALYSIS, "feature", "strength", "max_new_tokens", "temperature", "seed", "drop_unknown"),
+    "/load_sae": ("upload",),
 }
 OPTIONAL_UPLOADS = {("/data", "upload")}  # every other input but the uploads has a default
 

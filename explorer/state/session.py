@@ -69,6 +69,7 @@ class Session:
     shared_key: Optional[str] = None  # "shipped:NAME" while inspecting an unmodified shipped model
     notices: list = field(default_factory=list)  # messages for the user's next request
     experiments: dict = field(default_factory=dict)  # Experiments tab: evaluation set, means, maps, model B
+    features: dict = field(default_factory=dict)  # Features tab: an uploaded SAE and its statistics
     detached_at: Optional[float] = None  # when its last page closed (kept LIMITS.resume_ttl_seconds for a reload)
     # held.model is a shipped model every session shares until one needs its own: hooks are per model object,
     # so the first use through .checkpoint or .model copies it (a class arriving at once copies nothing)
