@@ -242,7 +242,7 @@ def test_snapshots_that_do_not_fit_the_model_are_refused(saved):
     snap["attention"]["shape"] = [1, 1, 6, 6]  # the same 36 bytes, the wrong layers and heads
     snap["attention"]["base64"] = base64.b64encode(bytes(36)).decode()
     (saved / "snapshots.json").write_text(json.dumps([snap]))
-    assert "attention maps have shape (1, 1, 6, 6), not (2, 2, 3, 3)" in refusal(lambda: load_checkpoint(saved))
+    assert "entry 0 attention has shape (1, 1, 6, 6), not (2, 2, 3, 3)" in refusal(lambda: load_checkpoint(saved))
 
 
 # ---------------------------------------------------------------- the weights' header, before the weights
