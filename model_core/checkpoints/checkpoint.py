@@ -41,7 +41,7 @@ from model_core.checkpoints.load_limits import (
 from model_core.checkpoints.record import SNAPSHOTS, parse_snapshots, record_bytes
 from model_core.checkpoints.safe_zip import directory_size, read_members
 from model_core.checkpoints.safetensors_header import check_header
-from model_core.data.native_errors import native_failure
+from model_core.data.native_errors import refused_by_library
 from model_core.data.tokenization import tokenizer_from_dict
 from model_core.model.config import GPTConfig
 from model_core.model.gpt import GPT
@@ -292,9 +292,8 @@ def model_with_weights(cfg: GPTConfig, data: bytes, limits: LoadLimits) -> GPT:
     try:
         tensors = load_safetensors_bytes(bytes(data))
     except BaseException as err:  # noqa: BLE001 - safetensors raises its own types (and may panic) on damaged files
-        failure = native_failure(err, f"reading {WEIGHTS}")
-        if not isinstance(failure, Exception):
-            raise failure
+        if not refused_by_library(err):
+            raise
         raise ValueError(f"{WEIGHTS} is damaged or truncated ({str(err)[:120]}); save the model again.") from None
     for name, tensor in tensors.items():
         if not torch.isfinite(tensor).all():

@@ -18,7 +18,7 @@ from model_core.checkpoints.hf_families import BUFFERS, converted_state_dict, hf
 from model_core.checkpoints.load_limits import LOCAL_LIMITS, ConvertError, LoadLimits, bounded, model_from_tensors
 from model_core.checkpoints.safetensors_header import FLOAT_DTYPES, header_specs
 from model_core.data.chat import MAX_TEMPLATE_CHARS, checked_template
-from model_core.data.native_errors import native_call
+from model_core.data.native_errors import native_call, refused_by_library
 from model_core.data.tokenization import BPETokenizer, TokenizerError, hf_tokenizer
 from model_core.model.gpt import GPT
 
@@ -131,7 +131,9 @@ def read_tensors(headers: dict[Path, dict[str, torch.Tensor]]) -> dict[str, torc
             with safe_open(path, framework="pt") as f:
                 for name in names:
                     tensors[name] = f.get_tensor(name).float()
-        except Exception as err:  # safetensors raises its own types for damaged files
+        except BaseException as err:  # noqa: BLE001 - safetensors raises its own types (and may panic) on damaged files
+            if not refused_by_library(err):
+                raise
             raise ConvertError(f"{path.name} is damaged ({str(err)[:120]}): download it again.") from None
     return tensors
 

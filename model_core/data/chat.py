@@ -61,7 +61,7 @@ def _render(template: str, messages: list[dict], add_generation_prompt: bool) ->
                                     bos_token="", eos_token="")
     except TemplateBudgetError as err:
         raise ChatTemplateError(f"the model's chat template was stopped: {err}; {NO_CHAT}.") from None
-    except RecursionError:
+    except (RecursionError, SyntaxError):  # Python's own limits on the template compiled: nesting, recursion
         raise ChatTemplateError(f"the model's chat template nests or calls itself too deeply; {NO_CHAT}.") from None
     except TemplateError as err:
         raise ChatTemplateError(f"the model's chat template cannot be rendered ({str(err)[:120]}); {NO_CHAT}.") \

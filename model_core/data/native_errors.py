@@ -16,6 +16,12 @@ def is_native_failure(err: BaseException) -> bool:
     return not isinstance(err, PASS_THROUGH)
 
 
+def refused_by_library(err: BaseException) -> bool:
+    """True when err says a library could not handle its input: an ordinary exception or a native failure (not
+    KeyboardInterrupt, SystemExit, GeneratorExit or a cancellation, which must go on)."""
+    return isinstance(err, Exception) or is_native_failure(err)
+
+
 def native_failure(err: BaseException, doing: str, error: type = ValueError) -> BaseException:
     """What to raise for err, caught around a native call while `doing` something: err itself unless
     is_native_failure(err), else error with a sentence naming the failure."""

@@ -108,9 +108,10 @@ def check_part(part, kind: str, ids: set[int], depth: int = 0) -> None:
     """One normalizer, pre-tokenizer, decoder or post-processor (a Sequence: each of its parts)."""
     kinds = PARTS[kind]
     what = kind.replace("_", "-")
-    if not isinstance(part, dict) or part.get("type") not in kinds:
-        raise TokenizerFileError(f"tokenizer.json's {what} {str(part.get('type') if isinstance(part, dict) else part)[:40]!r} "
-                                 f"is not one this app reads ({', '.join(kinds)})")
+    name = part.get("type") if isinstance(part, dict) else part
+    if not isinstance(name, str) or name not in kinds:
+        raise TokenizerFileError(f"tokenizer.json's {what} {str(name)[:40]!r} is not one this app reads "
+                                 f"({', '.join(kinds)})")
     fields = kinds[part["type"]]
     unknown = sorted(set(part) - set(fields) - {"type"})
     if unknown:
