@@ -330,8 +330,8 @@ def child_main(names: list[str], root: Path, limit_gb: float) -> None:
 
 
 def warm_up() -> None:
-    """Import and touch what every loader uses (torch's kernels, tokenizers, Jinja, the GGUF reader), so that a
-    case's time and memory are its own."""
+    """Import and touch what every loader uses (torch's kernels and meta device, tokenizers, Jinja, the GGUF
+    reader), as the app has by the time a student uploads, so that a case's time and memory are its own."""
     import torch
 
     import explorer.callbacks.data  # noqa: F401
@@ -343,7 +343,11 @@ def warm_up() -> None:
     from model_core.data.chat import chat_prompt
     from model_core.data.tokenization import BPETokenizer
 
-    GPT(GPTConfig(vocab_size=11, block_size=8, d_model=8, n_heads=2, n_layers=1))(torch.zeros(1, 4, dtype=torch.long))
+    from model_core.checkpoints.load_limits import UPLOAD_LIMITS, check_model_size
+
+    tiny = GPTConfig(vocab_size=11, block_size=8, d_model=8, n_heads=2, n_layers=1)
+    GPT(tiny)(torch.zeros(1, 4, dtype=torch.long))
+    check_model_size(tiny, UPLOAD_LIMITS)  # the meta device's first use imports torch's decompositions: seconds
     BPETokenizer.train(TEXT, 260).encode(TEXT)
     chat_prompt("{{ messages[0]['content'] }}", "hi")
 

@@ -9,6 +9,12 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 from model_core.data import template_sandbox
 from model_core.data.chat import MAX_TEMPLATE_CHARS, ChatTemplateError, chat_end, chat_prompt
 
+def repeated(start: str, step: str, times: int = 40) -> str:
+    """A template that sets a namespace value to start, then to step (of ns.v) times over, and prints it."""
+    return ("{% set ns = namespace(v=" + start + ") %}{% for i in range(" + str(times) + ") %}{% set ns.v = " + step
+            + " %}{% endfor %}{{ ns.v }}")
+
+
 NESTED = "".join("{% set l" + str(k + 1) + " = [" + ", ".join([f"l{k}"] * 10) + "] %}" for k in range(8))
 ATTACKS = {  # name -> (template, what the sentence says)
     "nested loops": ("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}",
@@ -18,12 +24,9 @@ ATTACKS = {  # name -> (template, what the sentence says)
         "more than 20,000 steps"),
     "string multiplication": ("{{ 'x' * 8000000000 }}", "8,000,000,000 characters"),
     "list multiplication": ("{{ [0] * 8000000000 }}", "8,000,000,000 characters"),
-    "doubling with +": ("{% set ns = namespace(s='x') %}{% for i in range(40) %}{% set ns.s = ns.s + ns.s %}"
-                        "{% endfor %}{{ ns.s }}", "131,072 characters"),
-    "doubling with ~": ("{% set ns = namespace(s='x') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}"
-                        "{% endfor %}{{ ns.s }}", "131,072 characters"),
-    "squaring a number": ("{% set ns = namespace(n=10) %}{% for i in range(40) %}{% set ns.n = ns.n * ns.n %}"
-                          "{% endfor %}{{ ns.n }}", "-bit number"),
+    "doubling with +": (repeated("'x'", "ns.v + ns.v"), "131,072 characters"),
+    "doubling with ~": (repeated("'x'", "ns.v ~ ns.v"), "131,072 characters"),
+    "squaring a number": (repeated("10", "ns.v * ns.v"), "-bit number"),
     "a huge power": ("{{ 7 ** 100000000 }}", "bits"),
     "join with a huge separator": ("{{ range(100)|join('x' * 100000) }}", "characters"),
     "join of a long range": ("{{ range(100000)|join(',') }}", "more than 20,000 steps"),

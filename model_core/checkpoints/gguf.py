@@ -76,6 +76,8 @@ def metadata(reader, key: str, default=None):
 def whole(reader, key: str, default=None) -> int:
     """A metadata value that must be a positive whole number (default when absent)."""
     value = metadata(reader, key, default)
+    if value is None:
+        raise ConvertError(f"the file lacks {key}; it is incomplete.")
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ConvertError(f"the file's {key} must be a positive whole number, got {str(value)[:40]!r}: the file "
                            "is damaged.")
@@ -85,6 +87,8 @@ def whole(reader, key: str, default=None) -> int:
 def positive(reader, key: str, default=None) -> float:
     """A metadata value that must be a positive number (default when absent)."""
     value = metadata(reader, key, default)
+    if value is None:
+        raise ConvertError(f"the file lacks {key}; it is incomplete.")
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf"):
         raise ConvertError(f"the file's {key} must be a positive number, got {str(value)[:40]!r}: the file is damaged.")
     return float(value)
