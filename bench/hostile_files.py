@@ -340,10 +340,9 @@ def warm_up() -> None:
     import model_core.checkpoints.hf  # noqa: F401
     import model_core.checkpoints.nanogpt  # noqa: F401
     from model_core import GPT, GPTConfig
+    from model_core.checkpoints.load_limits import UPLOAD_LIMITS, check_model_size
     from model_core.data.chat import chat_prompt
     from model_core.data.tokenization import BPETokenizer
-
-    from model_core.checkpoints.load_limits import UPLOAD_LIMITS, check_model_size
 
     tiny = GPTConfig(vocab_size=11, block_size=8, d_model=8, n_heads=2, n_layers=1)
     GPT(tiny)(torch.zeros(1, 4, dtype=torch.long))

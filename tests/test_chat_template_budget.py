@@ -9,6 +9,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 from model_core.data import template_sandbox
 from model_core.data.chat import MAX_TEMPLATE_CHARS, ChatTemplateError, chat_end, chat_prompt
 
+
 def repeated(start: str, step: str, times: int = 40) -> str:
     """A template that sets a namespace value to start, then to step (of ns.v) times over, and prints it."""
     return ("{% set ns = namespace(v=" + start + ") %}{% for i in range(" + str(times) + ") %}{% set ns.v = " + step
