@@ -81,8 +81,8 @@ def choose_data(session: Session, corpus: str, upload, kind: str, bpe_vocab,
         tokenizer, train, val = prepared(corpus, kind, bpe_vocab, held_out)
     choice = DataChoice(name, text[:SAMPLE_CHARS], len(text), tokenizer, train, val, uploaded=bool(upload))
     if choice.nbytes > LIMITS.session_data_mb * 1e6:
-        raise UserError(f"{name} makes {choice.nbytes / 1e6:.0f} MB of token ids; a session may keep "
-                        f"{LIMITS.session_data_mb:g} MB. Use a shorter text.")
+        raise UserError(f"{name} makes {choice.nbytes / 1e6:.0f} MB of token ids and vocabulary; a session may keep "
+                        f"{LIMITS.session_data_mb:g} MB. Use a shorter text (or the char or bpe tokenizer).")
     session.data = choice
     return choice
 

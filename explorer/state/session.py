@@ -2,8 +2,10 @@
 keeps a bounded number of sessions, expires idle training runs and tells evicted users what happened.
 
 Memory budget per session (docs/classroom.md): the inspected model (at most --max-params x 4 bytes, plus one copy
-while a run is paused), its training data as int16/int32 ids (at most LIMITS.session_data_mb), one cached
-analysis (one prompt of at most block_size tokens), and at most LIMITS.snapshots_kept training snapshots."""
+while a run is paused) and, for an uploaded one, its tokenizer, history and snapshots (at most
+LIMITS.session_data_mb: LoadLimits.max_record_bytes); its training data as int16/int32 ids with their tokenizer
+(at most LIMITS.session_data_mb), one cached analysis (one prompt of at most block_size tokens), and at most
+LIMITS.snapshots_kept training snapshots."""
 import copy
 import secrets
 import threading
@@ -21,6 +23,7 @@ from explorer.common.tempfiles import sweep
 from explorer.state.shipped import shipped_template
 from explorer.state.training_run import TrainingRun, expire_idle_runs
 from model_core.checkpoints.checkpoint import Checkpoint
+from model_core.data.tokenization import tokenizer_bytes
 
 REAP_SECONDS = 5.0  # how often idle runs and old downloads are looked for
 EVICTED_REMEMBERED = 256  # evicted sessions whose users are told why when they come back
@@ -53,7 +56,8 @@ class DataChoice:
 
     @property
     def nbytes(self) -> int:
-        return self.train.nbytes + self.val.nbytes
+        """The token ids and the tokenizer (a word vocabulary of 65,536 words keeps ~9 MB)."""
+        return self.train.nbytes + self.val.nbytes + tokenizer_bytes(self.tokenizer)
 
 
 @dataclass
