@@ -245,9 +245,10 @@ def test_every_model_sized_slider_is_resized_when_the_model_changes():
     demo = build_app()
     sized = {b._id for b in demo.blocks.values() if isinstance(b, gr.Slider)
              and any(c.startswith(RANGE_CLASS) for c in b.elem_classes or [])}
-    # attention layer/head/query, Heads examples layer and film-strip layer/head, residual, embeddings, FFN layer,
-    # Building blocks layer, Experiments position, and attribution's position and patching's layer
-    assert len(sized) == 13
+    # attention layer/head/query, Heads examples layer, film-strip layer/head and circuits layer/head, residual,
+    # embeddings, FFN layer, Features token, Building blocks layer, Experiments position, and attribution's position
+    # and patching's layer
+    assert len(sized) == 16
     resize = [d for d in demo.fns.values() if {b._id for b in d.outputs} == sized]
     assert len(resize) == 1 and [t[1] for t in resize[0].targets] == ["change"]
 
@@ -410,7 +411,7 @@ def test_training_runs_to_the_end_and_is_adopted(training_sessions):
     s = training_sessions()
     message = train.start_training(s, "first-names", "char", 512, *train_values())
     assert "Training started" in message and "first-names" in message
-    losses, status, live, live_caption, sample, active = wait_until_done(s)
+    losses, status, live, live_caption, sample, _progress, _progress_note, active = wait_until_done(s)
     assert not active and "finished" in status and "30 / 30" in status
     assert live_caption.startswith("Step 30 on the probe text. The strongest previous-token head is L")
     traces = {t["name"]: t for t in json.loads(losses)["data"]}

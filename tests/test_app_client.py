@@ -20,7 +20,8 @@ PUBLIC_ENDPOINTS = ("attention", "snapshot", "residual", "embeddings", "ffn", "n
                     "use_shipped_model", "save_model", "load_model", "ablate", "importance_map", "model_b_shipped",
                     "model_b_copy", "model_b_zip", "model_b_nanogpt", "swap_models", "compare_models",
                     "heads", "head_examples", "head_training", "init_model", "blocks", "logit_attribution",
-                    "activation_patching")
+                    "activation_patching", "head_circuits", "composition", "grokking_model", "grokking", "features",
+                    "feature", "steer", "load_sae")
 TINY = dict(corpus="first-names", kind="char", n_layers=1, n_heads=2, d_model=16, block_size=8, batch_size=8,
             lr=0.01, warmup_steps=5, eval_interval=10)
 
