@@ -165,7 +165,7 @@ def test_train_a_tiny_model_to_the_end(app_url, train_defaults):
         assert "Training started" in message and "first-names" in message
         final = wait_for(c, ("finished", "error", "❌"))
         assert "finished" in final and "30 / 30" in final, final
-        losses, _, live, _, sample = c.predict(api_name="/train_status")
+        losses, _, live, _, sample, _, _ = c.predict(api_name="/train_status")
         traces = {t["name"]: t for t in json.loads(losses)["data"]}
         assert max(traces["train loss (each batch)"]["x"]) == 30
         assert json.loads(live)["data"]  # the live attention figure

@@ -477,8 +477,8 @@ def test_run_control_without_a_run(fresh, name):
 
 
 def test_status_and_save_before_anything(fresh):
-    losses, status, live, _, sample = fresh.predict(api_name="/train_status")
-    assert (losses, live, sample) == ("", "", "") and status.startswith("No training run yet")
+    losses, status, live, _, sample, progress, _ = fresh.predict(api_name="/train_status")
+    assert (losses, live, sample, progress) == ("", "", "", "") and status.startswith("No training run yet")
     with zipfile.ZipFile(fresh.predict(api_name="/save_model")) as zf:
         assert "config.json" in zf.namelist()
 
