@@ -11,9 +11,12 @@ import pytest
 from explorer import figures
 from explorer.teaching import captions as C
 from explorer.teaching import captions_attribution as CA
+from explorer.teaching import captions_circuits as CT
 from explorer.teaching import captions_classroom as CC
 from explorer.teaching import captions_experiments as CE
 from explorer.teaching import captions_features as CF
+from explorer.teaching import captions_grokking as CG
+from explorer.teaching import captions_progress as CP
 from explorer.teaching import captions_roles as CR
 from model_core.analysis.heads import head_statistics
 
@@ -43,6 +46,41 @@ def residual_case():
     pre = np.array([[1.0, 1.0], [2.0, 2.0]])  # [L, T]
     attn, mlp = np.array([[0.1, 0.1], [0.2, 0.2]]), np.array([[0.05, 0.05], [0.9, 0.9]])
     return pre, attn, mlp
+
+
+def head_circuit_case() -> str:
+    """Copying score +0.80; QK circuit where 'c' scores 'b' above itself; positions 1..4 look one back, 5 itself."""
+    qk = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 2.0, 1.0]])
+    positions = previous_token_pattern()
+    positions[5, 5] = 2.0
+    positions = np.where(np.tril(np.ones_like(positions)) > 0, positions, np.nan)
+    return CT.head_caption(1, 0, 0.8, 1.0, qk, TOKENS[:3], "learned", positions)
+
+
+def composition_case() -> str:
+    """[2, 2, 2, 2] K-composition 0.1 between every layer-0 and layer-1 head, 0.8 for L0·H1 -> L1·H0, which is
+    also the induction link; the head that copies most is L1·H1."""
+    scores = np.zeros((2, 2, 2, 2))
+    scores[0, :, 1, :] = 0.1
+    scores[0, 1, 1, 0] = 0.8
+    return CT.composition_caption(scores, "k", [(0, 1, 1, 0, 0.8)], {(0, 1): 0.9}, {(1, 0): 0.7},
+                                  np.array([[0.1, -0.2], [0.3, 0.9]]))
+
+
+# memorised at step 100 (train accuracy 100 %), generalised at step 300 (test accuracy 99 %)
+STEPS, TRAIN_ACC, TEST_ACC = [0, 100, 200, 300, 400], [0.5, 1.0, 1.0, 1.0, 1.0], [0.0, 0.1, 0.5, 0.99, 1.0]
+
+
+def grokking_case() -> str:
+    """p = 9: frequency 3 holds 9 of the embedding's 12 units of squared norm; neuron 1 follows frequency 3; the
+    logits' biggest non-constant Fourier component is cos 2 × cos 2, outside the first 3 rows drawn."""
+    logits = np.zeros((5, 5))
+    logits[0, 0], logits[3, 3], logits[1, 2] = 10.0, 4.0, 1.0
+    lab = SimpleNamespace(embedding_norms=np.array([0.0, 1.0, 1.0, 3.0, 1.0]), key_frequencies=[3],
+                          test_accuracy=1.0, final=SimpleNamespace(restricted=0.01, excluded=5.0),
+                          neuron_frequency=np.array([1, 3, 2]), logit_fourier=logits)
+    return CG.lab_caption(lab, 1, CG.phases(STEPS, TRAIN_ACC, TEST_ACC), 9,
+                          ["const", "cos 1", "sin 1", "cos 2", "sin 2"], 3)
 
 
 # figure function name -> () -> (caption computed from constructed data, text it must contain)
@@ -137,6 +175,22 @@ CASES = {
     "log_density_figure": lambda: (CF.log_density_caption([0.0, 0.0, 0.01, 0.02, 0.03]),
                                    "Of 5 features, 2 never fire on the validation text; half of the others fire on "
                                    "more than 2.00%"),
+    "token_circuit_figure": lambda: (head_circuit_case(), "copying score **+0.80**: it copies"),
+    "positional_figure": lambda: (head_circuit_case(), "80% of the query positions after the first score the "
+                                                       "position just before highest"),
+    "composition_figure": lambda: (composition_case(), "The strongest K-composition is L0·H1 → L1·H0 (0.80; the "
+                                                       "median pair scores 0.10"),
+    "copying_figure": lambda: (composition_case(), "The head that copies most is L1·H1 (copying score +0.90)"),
+    "induction_circuit_figure": lambda: (composition_case(), "previous-token head L0·H1 → induction head L1·H0"),
+    "frequency_norms_figure": lambda: (grokking_case(), "**1 frequency** (3) carries 75%"),
+    "neuron_map_figure": lambda: (grokking_case(), "Neuron 1 follows frequency 3"),
+    "logit_fourier_figure": lambda: (grokking_case(), "a: cos 2 × b: cos 2 (norm 4, outside the first 3 rows"),
+    "phase_curves_figure": lambda: (grokking_case(), "memorise steps 0–100; build the circuit steps 100–300; "
+                                                     "clean up steps 300–400"),
+    "accuracy_figure": lambda: (grokking_case(), "train accuracy reached 100 % at step 100, test accuracy 99 % at "
+                                                 "step 300"),
+    "progress_figure": lambda: (CP.progress_caption(STEPS, {"induction": [0.0, 0.1, 0.2, 0.5, 0.6]}, 400),
+                                "it crossed 0.3 at step 300"),
 }
 
 
@@ -158,3 +212,10 @@ def test_every_figure_function_has_a_caption_case():
 def test_caption_names_the_known_answer(figure_name):
     caption, expected = CASES[figure_name]()
     assert expected in caption, caption
+
+
+def test_the_grokking_caption_says_the_key_frequencies_carry_the_answer_only_when_they_do():
+    assert "the answer is carried by these frequencies" in grokking_case()  # restricted 0.01, excluded 5
+    untrained = SimpleNamespace(embedding_norms=np.ones(3), key_frequencies=[1, 2], test_accuracy=0.16,
+                                final=SimpleNamespace(restricted=1.8, excluded=1.99))
+    assert "these frequencies do not carry the answer on their own (yet)" in CG.lab_caption(untrained, None, [], 5)

@@ -86,7 +86,8 @@ def head_circuits_view(session: Session, layer, head, tokens: str = "", top_k=5)
             for i in range(len(ids))]
     copying = float(scores_of(session)["copying"][layer, head])
     self_top = float(np.mean(cols[:, 0] == np.asarray(ids)))
-    caption = captions_circuits.head_caption(layer, head, copying, self_top, qk, names, model.cfg.positional)
+    caption = captions_circuits.head_caption(layer, head, copying, self_top, qk, names, model.cfg.positional,
+                                             positional)
     return (token_circuit_figure(ov, names, names, f"OV circuit of L{layer}·H{head}: attending to a token raises "
                                  "these logits", "attended token", "output token", "logit"),
             token_circuit_figure(qk, names, names, f"QK circuit of L{layer}·H{head}: which token a token looks at",

@@ -23,6 +23,7 @@ SHIPPED = "grokking"
 NOT_A_GROKKING_MODEL = ("The inspected model was not trained on modular addition. Open the shipped grokking model "
                         "(the button above), or train the 'grokking' preset on the Train tab and pause or let it "
                         "finish.")
+LOGIT_ROWS = 24  # Fourier basis rows of a and of b drawn in the logits chart
 
 
 def modular_task(session: Session):
@@ -67,9 +68,9 @@ def grokking_view(session: Session, neuron=None):
         neuron, neuron_fig = None, None
     _, labels = fourier_basis(task.p)
     steps, curves, accuracy, phases = training_curves(session.checkpoint.evals)
-    caption = captions_grokking.lab_caption(lab, neuron, phases, task.p)
+    caption = captions_grokking.lab_caption(lab, neuron, phases, task.p, labels, LOGIT_ROWS)
     return (frequency_norms_figure(lab.embedding_norms, lab.key_frequencies), neuron_fig,
-            logit_fourier_figure(lab.logit_fourier, labels), phase_curves_figure(steps, curves, phases) if steps else None,
+            logit_fourier_figure(lab.logit_fourier, labels, LOGIT_ROWS), phase_curves_figure(steps, curves, phases) if steps else None,
             accuracy_figure(steps, *accuracy) if steps else None, caption)
 
 

@@ -3,7 +3,8 @@ import numpy as np
 
 
 def head_caption(layer: int, head: int, copying: float, self_top: float, qk, names: list[str],
-                 positional: str) -> str:
+                 positional: str, position_scores=None) -> str:
+    """position_scores [P, P]: the positional QK circuit (NaN above the diagonal), or None without one."""
     kind = ("copies: attending to a token raises that same token's logit" if copying > 0.5 else
             "suppresses the tokens it attends to" if copying < -0.5 else "neither clearly copies nor suppresses")
     qk = np.asarray(qk, dtype=np.float64)
@@ -14,7 +15,21 @@ def head_caption(layer: int, head: int, copying: float, self_top: float, qk, nam
     if positional == "rope":
         text += (" Rotary positions turn q and k by their positions, so this QK circuit is the one at distance 0 "
                  "(what the tokens' content alone asks for).")
-    return text + " Both circuits read the embeddings directly (the path through earlier layers is left out)."
+    text += " Both circuits read the embeddings directly (the path through earlier layers is left out)."
+    return text + ("" if position_scores is None else positional_sentence(position_scores))
+
+
+def positional_sentence(scores) -> str:
+    """Which key position most query positions score highest from positions alone (itself, one back, ...)."""
+    scores = np.asarray(scores, dtype=np.float64)
+    if len(scores) < 2:
+        return ""
+    offsets = [q - int(np.argmax(np.where(np.isfinite(row[:q + 1]), row[:q + 1], -np.inf)))
+               for q, row in enumerate(scores[1:], start=1)]
+    back = max(set(offsets), key=offsets.count)
+    where = "themselves" if back == 0 else "the position just before" if back == 1 else f"the position {back} back"
+    return (f" From positions alone, {offsets.count(back) / len(offsets):.0%} of the query positions after the "
+            f"first score {where} highest.")
 
 
 def composition_caption(scores, kind: str, links: list, previous: dict, induction: dict, copying) -> str:
@@ -24,7 +39,7 @@ def composition_caption(scores, kind: str, links: list, previous: dict, inductio
     i = np.unravel_index(int(np.argmax(scores)), scores.shape)
     name = kind.upper()
     text = (f"The strongest {name}-composition is L{i[0]}·H{i[1]} → L{i[2]}·H{i[3]} ({float(scores[i]):.2f}; "
-            f"random matrices of this size score about {random_baseline(scores):.2f}).")
+            f"the median pair scores {median_score(scores):.2f}, about what heads that do not compose score).")
     if links:
         a = links[0]
         text += (f" The induction circuit: previous-token head L{a[0]}·H{a[1]} → induction head L{a[2]}·H{a[3]} "
@@ -38,7 +53,7 @@ def composition_caption(scores, kind: str, links: list, previous: dict, inductio
     return text + f" The head that copies most is L{best[0]}·H{best[1]} (copying score {float(copying[best]):+.2f})."
 
 
-def random_baseline(scores) -> float:
+def median_score(scores) -> float:
     """The median of the scores that exist: most head pairs do not compose, so this is their chance level."""
     values = np.asarray(scores)[np.asarray(scores) > 0]
     return float(np.median(values)) if values.size else 0.0
