@@ -85,7 +85,7 @@ def _build_tabs(resumed, model_info, prompt, drop) -> dict:
     """Every tab, its controls registered by name; -> {tab id: (view, inputs, outputs)} of the analysis tabs,
     each drawn when its tab is selected."""
     views, named = {}, {}
-    with gr.Tabs(selected="attention") as tabs:
+    with gr.Tabs(selected="attention", overflow_behavior="wrap") as tabs:  # every tab in view, on two rows if need be
         with gr.Tab("Data", id="data"):
             data_inputs = build_data_tab()
         with gr.Tab("Train", id="train"):
