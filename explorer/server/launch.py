@@ -24,6 +24,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="seconds a closed or reloaded page's session (model, data, paused run) waits for it to return")
     p.add_argument("--analysis-workers", type=int, default=2,
                    help="analysis requests served at once (more only queue for the same cores)")
+    p.add_argument("--max-heavy-work", type=float, default=400.0, metavar="GOPS",
+                   help="the most work one patching, ablation, importance map or whole-text scan may ask for, in "
+                        "billions of operations (docs/classroom.md); larger requests are refused with what to shorten")
     p.add_argument("--lesson", metavar="FILE", default=None,
                    help="a lesson file (format: docs/lessons.md) that every new page opens on step 1")
     p.add_argument("--torch-threads", type=int, default=1,
@@ -56,6 +59,7 @@ def main(argv=None) -> None:
         setattr(LIMITS, name, getattr(args, name))
     LIMITS.run_ttl_seconds, LIMITS.resume_ttl_seconds = args.run_ttl, args.resume_ttl
     LIMITS.generation_workers = max(0, args.generation_workers)
+    LIMITS.max_heavy_gops = max(1.0, args.max_heavy_work)
     try:
         check_model_name(args.model)  # fail now, with a clear message, if the model does not exist
     except ValueError as err:
@@ -155,11 +159,14 @@ def warm_up(torch_threads: int, default_model: str) -> None:
 
 def release_memory(demo) -> None:
     """From now on, closed pages' Gradio state goes after --resume-ttl and freed memory goes back to the system
-    (explorer.server.memory)."""
+    (explorer.server.memory); over --max-sessions, scripts' Gradio state goes before any page's."""
     from explorer.common.limits import LIMITS
+    from explorer.server.gradio_sessions import keep_pages_state
     from explorer.server.memory import start_sweeper
     from explorer.state.session import REGISTRY
     from explorer.state.shipped import models_loaded
+
+    keep_pages_state(demo.state_holder, REGISTRY.is_page)
 
     # trimmed after sessions go and after a model loads (a pretrained model's loader leaves ~200 MB free)
     start_sweeper(demo.state_holder, lambda: LIMITS.resume_ttl_seconds, lambda: REGISTRY.released + models_loaded())
