@@ -508,11 +508,32 @@ def test_unknown_function_is_a_readable_4xx(app_url, client, path, body):
     assert_normal_attention(client)
 
 
-def test_too_few_values_leak_no_internals(client):
-    """Gradio's own "didn't receive enough input values" lists component objects; it must not reach users."""
+def test_too_few_values_get_a_sentence(client):
+    """Gradio's own "didn't receive enough input values" lists component objects: the caller reads a sentence
+    instead (it was an empty message)."""
     ok, result = raw_call(client, "attention", [PROMPT])
+    assert not ok and "takes 5 inputs and got 1" in result, result
+    assert_human(result)
+
+
+SERVER_FILE = {"path": "/etc/hostname", "meta": {"_type": "gradio.FileData"}}  # a path on the server, not uploaded
+
+
+@pytest.mark.parametrize("name, index", [(n, i) for n in ("attention", "activation_patching", "compare", "data")
+                                         for i in range(len(NORMAL[n]))], ids=lambda v: str(v))
+def test_a_server_file_as_any_input_gets_a_sentence(client, still_answers, name, index):
+    """Gradio refuses a file it did not receive as an upload before our callbacks run; the caller is told so (it
+    was an empty message)."""
+    ok, result = raw_call(client, name, with_value(name, index, SERVER_FILE))
     assert not ok
-    assert result is None or not [w for w in INTERNALS if w in result], result  # hidden, or readable
+    assert_human(result)
+    assert "/etc" not in result
+
+
+def test_a_server_file_as_the_upload_names_what_to_do(client):
+    ok, result = raw_call(client, "load_model", [SERVER_FILE])
+    assert not ok and "handle_file" in result, result
+    assert_human(result)
 
 
 def test_zz_server_memory_returns_after_the_bad_inputs(app_url, client, rss_before_the_suite):

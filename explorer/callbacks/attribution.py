@@ -112,17 +112,16 @@ def refuse_costly_patching(session: Session, clean_ids: list, corrupted_ids: lis
     copied, rows, cols = PATCHED[sweep]
     sizes = {"layer": cfg.n_layers, "head": cfg.n_heads, "position": T - first}
     longest = largest_fitting(cost, T)
-    advice = [f"shorten both prompts to at most {longest} tokens" if longest >= 2 else
-              "this model is too large for this sweep on this server"]
-    if cols == "position" and first > 0:
-        advice.append(f"make them differ later (positions before the first difference, {first} here, cost nothing)")
-    elif cols == "position":
-        advice.append("make them differ later (only positions from the first difference on are patched)")
+    advice = [f"shorten both prompts to at most {longest} tokens"] if longest >= 2 else []
+    if cols == "position" and fits(patching_ops(cfg, T, T - 1, sweep, layer)):
+        advice.append(f"make them differ later (only positions from the first difference on are patched; yours "
+                      f"differ from position {first})")
     if sweep != "z" and fits(patching_ops(cfg, T, first, "z")):
         advice.append("patch “each head, all positions (layer × head)”, which is cheaper")
     refuse_unless_fits(cost(T), f"Patching {copied} runs {sizes[rows]} {rows}s × {sizes[cols]} {cols}s = "
                                 f"{sizes[rows] * sizes[cols]:,} copies of the {T}-token prompt through the model, which",
-                       "To fit, " + "; or ".join(advice) + ".")
+                       ("To fit, " + "; or ".join(advice) + ".") if advice else
+                       "This sweep does not fit at any length for a model this large: patch a smaller model.")
 
 
 def example_pair(session: Session):

@@ -18,7 +18,7 @@ class Limits:
     snapshots_kept: int = 60  # training snapshots a session keeps (spread over the run)
     # the most work one heavy analysis may ask for (patching, ablation, importance map, whole-text examples), in
     # billions of operations (model_core.analysis.cost), checked before it starts
-    max_heavy_gops: float = 400.0
+    max_heavy_gops: float = 600.0
 
     @property
     def max_upload_bytes(self) -> int:

@@ -24,7 +24,7 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="seconds a closed or reloaded page's session (model, data, paused run) waits for it to return")
     p.add_argument("--analysis-workers", type=int, default=2,
                    help="analysis requests served at once (more only queue for the same cores)")
-    p.add_argument("--max-heavy-work", type=float, default=400.0, metavar="GOPS",
+    p.add_argument("--max-heavy-work", type=float, default=600.0, metavar="GOPS",
                    help="the most work one patching, ablation, importance map or whole-text scan may ask for, in "
                         "billions of operations (docs/classroom.md); larger requests are refused with what to shorten")
     p.add_argument("--lesson", metavar="FILE", default=None,
@@ -53,7 +53,7 @@ def main(argv=None) -> None:
     from explorer.common.shipped_list import check_model_name
     from explorer.server import gradio_sessions
     from explorer.server.gradio_startup import single_app_build
-    from explorer.server.http_guard import guarded_app_kwargs
+    from explorer.server.http_guard import guarded_app_kwargs, readable_input_errors
 
     for name in ("max_params", "max_steps", "max_upload_mb", "max_trainers", "max_sessions", "analysis_workers"):
         setattr(LIMITS, name, getattr(args, name))
@@ -69,6 +69,7 @@ def main(argv=None) -> None:
     from explorer.ui import CSS, build_app
 
     gradio_sessions.install()  # a new browser session costs ~1 ms instead of 0.1-0.5 s of the server's time
+    readable_input_errors()  # Gradio's refusals of malformed API calls get a sentence, not an empty message
     with single_app_build():  # launch() builds the one app that serves
         demo = build_app()
         if args.lesson:  # checked against the controls the app just registered; a mistake stops the launch
