@@ -6,18 +6,18 @@ normal call. One app and one gradio_client Client (one session) for the module: 
 Client, other calls through the REST route it documents (/gradio_api/call/<name>) in the Client's session,
 which also carries what JSON cannot (NaN, ±infinity) and keeps the module fast on two cores.
 """
-import http.client
 import io
 import json
 import math
 import re
 import zipfile
-from urllib.parse import urlparse
 
 import pytest
 from gradio_client import Client, handle_file
 from gradio_client.exceptions import AppError
 
+from bench.hostile_client import http_connection as _connection
+from bench.hostile_client import raw_call
 from explorer.callbacks.train_fields import FIELD_RULES
 from explorer.common.controls import ARCH_FIELDS, OPTIM_FIELDS
 
@@ -113,33 +113,6 @@ def predict(c: Client, name: str, args: list):
         except AppError as err:
             return False, str(err)
     return raw_call(c, name, args)
-
-
-def raw_call(c: Client, name: str, args: list):
-    """POST /gradio_api/call/<name> in c's session (JSON may hold literal NaN/Infinity), read the events."""
-    conn = _connection(c.src)
-    try:
-        body = json.dumps({"data": args, "session_hash": c.session_hash})  # NaN and Infinity stay literal
-        conn.request("POST", f"/gradio_api/call/{name}", body, {"Content-Type": "application/json"})
-        answer = conn.getresponse()
-        body = answer.read()
-        assert answer.status == 200, (answer.status, body[:300])
-        conn.request("GET", f"/gradio_api/call/{name}/{json.loads(body)['event_id']}")
-        stream = conn.getresponse().read().decode()
-    finally:
-        conn.close()
-    events = re.findall(r"event: (\w+)\ndata: (.*)", stream)
-    kind, data = next((k, d) for k, d in reversed(events) if k in ("complete", "error"))
-    if kind == "complete":
-        return True, json.loads(data)
-    payload = json.loads(data)
-    return False, payload.get("error") if isinstance(payload, dict) else payload
-
-
-def _connection(url: str) -> http.client.HTTPConnection:
-    parts = urlparse(url)
-    assert parts.hostname == "127.0.0.1"  # these raw requests never leave this machine
-    return http.client.HTTPConnection("127.0.0.1", parts.port, timeout=60)
 
 
 def assert_outcome(ok: bool, result) -> None:
