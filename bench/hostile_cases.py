@@ -15,7 +15,15 @@ from typing import Callable
 from gradio_client import Client, handle_file
 
 from bench import hostile_files
-from bench.hostile_client import TeacherPage, browser_session, key_attempt, private_call, raw_call, timed_call
+from bench.hostile_client import (
+    TeacherPage,
+    browser_session,
+    key_attempt,
+    new_client,
+    private_call,
+    raw_call,
+    timed_call,
+)
 
 STORY = ("the tower stood by the river and the people of the city walked past it every morning on their way to the "
          "market where they sold bread and fish and cloth and the children ran between the stalls while the old men "
@@ -38,7 +46,7 @@ class Context:
 class Case:
     title: str
     run: Callable[[Context], dict]
-    setup: Callable[[Context], None] = lambda ctx: setattr(ctx, "attacker", Client(ctx.url, verbose=False))
+    setup: Callable[[Context], None] = lambda ctx: setattr(ctx, "attacker", new_client(ctx.url))
     app_args: Callable[[Path], list] = lambda folder: []
     needs: str = ""  # whose fix the case depends on, when not this branch's
 
@@ -67,7 +75,7 @@ def nanogpt_as_b(ctx: Context) -> dict:
 
 
 def looping_template_setup(ctx: Context) -> None:
-    ctx.attacker = Client(ctx.url, verbose=False)
+    ctx.attacker = new_client(ctx.url)
     ctx.attacker.predict(upload=handle_file(str(ctx.folder / "looping-chat.zip")), api_name="/load_model")
 
 
@@ -76,9 +84,9 @@ def looping_template(ctx: Context) -> dict:
 
 
 def smollm2_setup(ctx: Context) -> None:
-    ctx.attacker = Client(ctx.url, verbose=False)
+    ctx.attacker = new_client(ctx.url)
     ctx.attacker.predict(name="smollm2-135m", api_name="/use_shipped_model")
-    ctx.bystander = Client(ctx.url, verbose=False)
+    ctx.bystander = new_client(ctx.url)
 
 
 def patching_with_a_bystander(ctx: Context, clean: str, corrupted: str) -> dict:
@@ -119,7 +127,7 @@ def largest_patching(ctx: Context) -> dict:
 
 def anonymous_flood(ctx: Context, sessions: int = 200, at_once: int = 8) -> dict:
     def one(i: int):
-        client = Client(ctx.url, verbose=False)
+        client = new_client(ctx.url)
         return timed_call(client, "/attention", 60, prompt=f"Hear me, citizen number {'I' * (i % 40 + 1)}",
                           layer=0, head=0, query=-1, drop_unknown=True)
     began = time.monotonic()

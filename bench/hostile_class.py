@@ -20,10 +20,9 @@ from pathlib import Path
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
-from gradio_client import Client  # noqa: E402
 
 from bench import hostile_cases  # noqa: E402
-from bench.hostile_client import browser_session, private_call, timed_call  # noqa: E402
+from bench.hostile_client import browser_session, new_client, private_call, timed_call  # noqa: E402
 from bench.server_process import ROOT, LaunchedApp, MemorySampler, rss_bytes  # noqa: E402
 
 TEACHER_KEY = "hostile-class-teacher-key"
@@ -55,7 +54,7 @@ class Bystander(threading.Thread):
 
     def __init__(self, url: str):
         super().__init__(daemon=True)
-        self.client, self.latencies, self.errors = Client(url, verbose=False), [], []
+        self.client, self.latencies, self.errors = new_client(url), [], []
         self.stopped = threading.Event()
 
     def run(self):

@@ -76,9 +76,15 @@ def private_call(url: str, session_hash: str, api_name: str, data: list, timeout
     return False, f"no answer within {timeout:.0f} s"
 
 
+def new_client(url: str) -> Client:
+    """A gradio_client Client (one session) that waits up to 2 minutes for the server's replies (a loaded
+    machine makes even the page configuration slow; the cases' own calls have their own time limits)."""
+    return Client(url, verbose=False, httpx_kwargs={"timeout": 120})
+
+
 def browser_session(url: str) -> Client:
     """A gradio_client Client whose session is a page's: its key sent, as a browser's page does on load."""
-    client = Client(url, verbose=False)
+    client = new_client(url)
     ok, outputs = private_call(url, client.session_hash, "resume_session", [""])
     assert ok and outputs and outputs[0], outputs
     return client

@@ -22,7 +22,7 @@ def absurd_nanogpt(folder: Path) -> tuple[Path, Path]:
     model_args = dict(n_layer=24, n_head=64, n_embd=8192, block_size=256, bias=False, vocab_size=65, dropout=0.0)
     ckpt = folder / "ckpt.pt"
     torch.save({"model_args": model_args, "model": {}, "iter_num": 0, "best_val_loss": 1.0}, ckpt)
-    chars = sorted(set(TEXT))
+    chars = (sorted(set(TEXT)) + [c for c in string.printable if c not in TEXT])[:65]  # the vocabulary it claims
     meta = folder / "meta.pkl"
     meta.write_bytes(pickle.dumps({"vocab_size": len(chars), "stoi": {c: i for i, c in enumerate(chars)},
                                    "itos": dict(enumerate(chars))}))
