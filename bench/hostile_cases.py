@@ -29,6 +29,7 @@ STORY = ("the tower stood by the river and the people of the city walked past it
          "market where they sold bread and fish and cloth and the children ran between the stalls while the old men "
          "sat in the shade and talked about the weather and the king and the war that had ended many years before "
          "when their fathers were young and the city was smaller and poorer than it is now ")
+LONG_TEXT = STORY * 2 + " ".join(STORY.split()[:40])  # about 200 SmolLM2 tokens
 SPAN_PAIR = ("VOLUMNIA:\nGood morrow.\n\nV", "VOVUMNIA:\nGood morrow.\n\nV")  # "O" against "I": 0.003 logits apart
 
 
@@ -83,10 +84,16 @@ def looping_template(ctx: Context) -> dict:
     return _answer(*timed_call(ctx.attacker, "/generate", 60, prompt="hello", max_new_tokens=5, chat_format=True))
 
 
+BYSTANDER_ABLATION = dict(prompt="ROMEO: hear me speak.", max_new_tokens=120)
+
+
 def smollm2_setup(ctx: Context) -> None:
+    """The attacker on SmolLM2; the bystander's /ablate (the default model) once to warm up, then once alone."""
     ctx.attacker = new_client(ctx.url)
     ctx.attacker.predict(name="smollm2-135m", api_name="/use_shipped_model")
     ctx.bystander = new_client(ctx.url)
+    ctx.bystander.predict(**BYSTANDER_ABLATION, api_name="/ablate")
+    ctx.notes["alone"] = timed_call(ctx.bystander, "/ablate", 120, **BYSTANDER_ABLATION)[0]
 
 
 def patching_with_a_bystander(ctx: Context, clean: str, corrupted: str) -> dict:
@@ -97,23 +104,25 @@ def patching_with_a_bystander(ctx: Context, clean: str, corrupted: str) -> dict:
                             kind="residual stream (layer × position)")))
     thread.start()
     time.sleep(1.0)
-    bystander = timed_call(ctx.bystander, "/ablate", 120, prompt="ROMEO: hear me speak.")
+    bystander = timed_call(ctx.bystander, "/ablate", 120, **BYSTANDER_ABLATION)
     thread.join(130)
     out = _answer(*found["attacker"])
     out["bystander_s"] = bystander[0] if bystander[1] else math.inf
-    out["answer"] += f" | bystander's /ablate: {bystander[0]:.1f} s, {'answered' if bystander[1] else bystander[2]}"
+    out["bystander_alone_s"] = ctx.notes["alone"]
+    out["answer"] += (f" | bystander's /ablate: {bystander[0]:.1f} s ({ctx.notes['alone']:.1f} s alone just before), "
+                      f"{'answered' if bystander[1] else bystander[2]}")
     return out
 
 
 def long_patching(ctx: Context) -> dict:
-    return patching_with_a_bystander(ctx, "Paris " + STORY * 2, "Rome " + STORY * 2)
+    return patching_with_a_bystander(ctx, "Paris " + LONG_TEXT, "Rome " + LONG_TEXT)
 
 
 def largest_patching_setup(ctx: Context) -> None:
     """The longest prompts the server's limit allows (from its own refusal's sentence), differing at the start."""
     smollm2_setup(ctx)
-    _, ok, said = timed_call(ctx.attacker, "/activation_patching", 60, clean="Paris " + STORY * 2,
-                             corrupted="Rome " + STORY * 2, kind="residual stream (layer × position)")
+    _, ok, said = timed_call(ctx.attacker, "/activation_patching", 60, clean="Paris " + LONG_TEXT,
+                             corrupted="Rome " + LONG_TEXT, kind="residual stream (layer × position)")
     longest = int(re.search(r"at most (\d+) tokens", str(said)).group(1)) if not ok else 400
     words = STORY.split()
     ctx.notes["words"] = max(1, longest - 2)  # about a token a word in this plain text

@@ -94,6 +94,7 @@ def run_case(name: str, args, folder: Path) -> dict:
     slowest = max(bystander.slowest(), outcome.get("bystander_s", 0.0))
     return {"case": name, "title": case.title, "answer_s": outcome.get("answer_s", took), "answer": outcome["answer"],
             "rss_mb": (sampler.peak_server - before) / 1e6, "bystander_s": slowest,
+            "bystander_alone_s": outcome.get("bystander_alone_s"),
             "bystander_errors": bystander.errors[:3], "lost": lost, "needs": case.needs,
             "load": os.getloadavg()[0]}
 
@@ -110,8 +111,9 @@ def print_report(rows: list[dict]) -> None:
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
         needs = f" (needs {r['needs']})" if r["needs"] and verdict(r) != "✔" else ""
+        alone = f" (its /ablate alone: {r['bystander_alone_s']:.1f} s)" if r.get("bystander_alone_s") else ""
         print(f"| {r['case']}: {r['title']} | {r['answer_s']:.1f} s | {r['answer'][:140]} | {r['rss_mb']:+,.0f} MB | "
-              f"{r['bystander_s']:.1f} s | {r['lost'] or 'nothing'} | {verdict(r)}{needs} |")
+              f"{r['bystander_s']:.1f} s{alone} | {r['lost'] or 'nothing'} | {verdict(r)}{needs} |")
     print(f"\nTargets: answered within {TARGETS['answer_s']:g} s, RSS growth <= {TARGETS['rss_mb']:g} MB, bystander "
           f"within {TARGETS['bystander_s']:g} s, nothing lost. Load average (1 min) at each case's end: "
           + ", ".join(f"{r['load']:.1f}" for r in rows))

@@ -62,6 +62,30 @@ def test_a_long_job_gives_way_between_batches_and_both_finish():
     assert slot.gave_way == 1
 
 
+def test_a_shorter_job_runs_to_its_end_before_the_long_job_resumes():
+    """Least attained service: the bystander's three batches all run before the long job (which has had more
+    time) gets its turn back, instead of alternating with it."""
+    clock = Clock()
+    slot = HeavySlot(slice_seconds=1.0, clock=clock)
+    order, long_ran_two = [], threading.Event()
+
+    def batches(job, name, n):
+        with slot.turn(job):
+            for i in range(n):
+                clock.now += 1.0
+                order.append(f"{name} {i}")
+                if name == "long" and i == 1:
+                    long_ran_two.set()
+                    wait_for(lambda: slot.waiting() == 1, "the bystander waiting")
+                between_batches()
+
+    long = start(lambda: batches(Job(object(), "10.0.0.1"), "long", 5))
+    long_ran_two.wait(10)
+    short = start(lambda: batches(Job(object(), "10.0.0.2"), "short", 3))
+    long.join(10), short.join(10)
+    assert order == ["long 0", "long 1", "short 0", "short 1", "short 2", "long 2", "long 3", "long 4"]
+
+
 def test_a_sessions_newer_request_stops_its_older_one():
     slot, session = HeavySlot(), object()
     results, running = {}, threading.Event()

@@ -1,9 +1,10 @@
 """The heavy slot: seconds-long analyses (activation patching, ablation and the importance map, direct logit
 attribution, model B) run one at a time, so they never hold up the light views. Taking turns fairly:
 
-- a running job gives way between two of its batches (model_core.analysis.interruptible) once it has run
-  SLICE_SECONDS and another session's job waits, and queues again behind it: a bystander's request waits about
-  one slice per job ahead of it, not a whole long job;
+- the job that has run least goes first (least attained service): a running job gives way between two of its
+  batches (model_core.analysis.interruptible), once its turn has lasted SLICE_SECONDS, to a waiting job that has
+  run less than it. A bystander's request therefore waits about one slice, then runs until it has had as much
+  time as the long job ahead of it: a short job is served at once, never behind a whole long job;
 - one job per session: a session's newer heavy request stops its older one, running or waiting;
 - at most PER_ADDRESS jobs per client address, waiting or running; more are refused at once with a sentence;
 - a job stops when its client has gone (the page closed, the script ended) or after MAX_RUN_SECONDS of its turns.
@@ -75,13 +76,17 @@ class HeavySlot:
             self._waiting.append(job)
             self._cond.notify_all()
 
+    def _next(self) -> Optional[Job]:
+        """The waiting job that has run least (the earliest of equals)."""
+        return min(self._waiting, key=lambda j: j.ran, default=None)
+
     def _wait_for_turn(self, job: Job) -> None:
         """(holding the condition) until job runs; a stopped job, or one whose client has gone, raises."""
-        while self._running is not None or self._waiting[0] is not job:
+        while self._running is not None or self._next() is not job:
             self._raise_if_stopped(job)
             self._cond.wait(POLL_SECONDS)
         self._raise_if_stopped(job)
-        self._waiting.pop(0)
+        self._waiting.remove(job)
         self._running, job.turn_began = job, self.clock()
 
     def _raise_if_stopped(self, job: Job) -> None:
@@ -96,7 +101,8 @@ class HeavySlot:
             job.stopped = job.stopped or TOO_LONG
         self._raise_if_stopped(job)
         with self._cond:
-            if now - job.turn_began < self.slice_seconds or not self._waiting:
+            waiting = self._next()
+            if now - job.turn_began < self.slice_seconds or waiting is None or waiting.ran >= job.ran + now - job.turn_began:
                 return
             job.ran += now - job.turn_began
             self._running = None
