@@ -154,3 +154,20 @@ def test_an_address_has_a_bounded_number_of_jobs_and_is_told_so():
 
 def test_without_a_slot_between_batches_does_nothing():
     between_batches()  # an analysis run outside the app (a test, a benchmark) is never interrupted
+
+
+def test_client_gone_reads_gradios_flags_of_the_sessions_running_events():
+    """Gradio 6.31 marks a session's events not alive when its page disconnects (Queue.clean_events); the heavy
+    slot stops a job on that. Pinned here so that a Gradio upgrade renaming them fails a test, not a class."""
+    from types import SimpleNamespace
+
+    from explorer.tabs.binding import client_gone
+
+    mine, other = SimpleNamespace(session_hash="abc", alive=True), SimpleNamespace(session_hash="xyz", alive=False)
+    queue = SimpleNamespace(active_jobs=[None, [mine, other]])
+    app = SimpleNamespace(get_blocks=lambda: SimpleNamespace(_queue=queue))
+    gone = client_gone(SimpleNamespace(session_hash="abc", request=SimpleNamespace(app=app)))
+    assert not gone()
+    mine.alive = False
+    assert gone()
+    assert not client_gone(SimpleNamespace(session_hash="abc", request=None))()  # a direct call: never gone
