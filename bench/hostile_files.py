@@ -62,8 +62,15 @@ def empty_head_stats(folder: Path) -> Path:
     """A checkpoint .zip whose snapshots.json has one snapshot with "head_stats": [] (a list, not a dict)."""
     from model_core.checkpoints.checkpoint import checkpoint_files
 
-    files = checkpoint_files(_tiny_checkpoint())
-    files["snapshots.json"] = json.dumps([{"step": 1, "head_stats": []}]).encode()
+    import numpy as np
+
+    from model_core.training.snapshots import Snapshot
+
+    ckpt = _tiny_checkpoint()
+    probe = [0, 1, 2, 3]
+    snapshot = Snapshot(1, 3.0, None, probe, np.zeros((1, 2, len(probe), len(probe)), np.uint8)).to_dict()
+    files = checkpoint_files(ckpt)
+    files["snapshots.json"] = json.dumps([{**snapshot, "head_stats": []}]).encode()
     path = folder / "empty-head-stats.zip"
     path.write_bytes(_zip(files))
     return path
