@@ -71,8 +71,9 @@ def _answer(seconds: float, ok: bool, result) -> dict:
 # ------------------------------------------------------------------ the "Why" list
 
 def nanogpt_as_b(ctx: Context) -> dict:
-    return _answer(*timed_call(ctx.attacker, "/model_b_nanogpt", 60, ckpt_upload=handle_file(str(ctx.folder / "ckpt.pt")),
-                               meta_upload=handle_file(str(ctx.folder / "meta.pkl"))))
+    files = {"ckpt_upload": handle_file(str(ctx.folder / "ckpt.pt")),
+             "meta_upload": handle_file(str(ctx.folder / "meta.pkl"))}
+    return _answer(*timed_call(ctx.attacker, "/model_b_nanogpt", 60, **files))
 
 
 def looping_template_setup(ctx: Context) -> None:

@@ -60,10 +60,9 @@ def looping_chat_model(folder: Path) -> Path:
 
 def empty_head_stats(folder: Path) -> Path:
     """A checkpoint .zip whose snapshots.json has one snapshot with "head_stats": [] (a list, not a dict)."""
-    from model_core.checkpoints.checkpoint import checkpoint_files
-
     import numpy as np
 
+    from model_core.checkpoints.checkpoint import checkpoint_files
     from model_core.training.snapshots import Snapshot
 
     ckpt = _tiny_checkpoint()

@@ -118,8 +118,9 @@ def refuse_costly_patching(session: Session, clean_ids: list, corrupted_ids: lis
                       f"differ from position {first})")
     if sweep != "z" and fits(patching_ops(cfg, T, first, "z")):
         advice.append("patch “each head, all positions (layer × head)”, which is cheaper")
+    copies = sizes[rows] * sizes[cols]
     refuse_unless_fits(cost(T), f"Patching {copied} runs {sizes[rows]} {rows}s × {sizes[cols]} {cols}s = "
-                                f"{sizes[rows] * sizes[cols]:,} copies of the {T}-token prompt through the model, which",
+                                f"{copies:,} copies of the {T}-token prompt through the model, which",
                        ("To fit, " + "; or ".join(advice) + ".") if advice else
                        "This sweep does not fit at any length for a model this large: patch a smaller model.")
 

@@ -101,10 +101,10 @@ class HeavySlot:
             job.stopped = job.stopped or TOO_LONG
         self._raise_if_stopped(job)
         with self._cond:
-            waiting = self._next()
-            if now - job.turn_began < self.slice_seconds or waiting is None or waiting.ran >= job.ran + now - job.turn_began:
+            waiting, turn = self._next(), now - job.turn_began
+            if turn < self.slice_seconds or waiting is None or waiting.ran >= job.ran + turn:
                 return
-            job.ran += now - job.turn_began
+            job.ran += turn
             self._running = None
             self._waiting.append(job)
             self.gave_way += 1

@@ -167,8 +167,9 @@ class SessionRegistry:
     """Sessions by key: a browser key kept in the page's localStorage (so a reload finds its session again),
     or the Gradio session hash for clients without one (scripts). Each page's session hash is an alias of
     its key. Over capacity one session is dropped by explorer.state.eviction's rules (blank ones first; a page's
-    work never for a script), its run stopped, and its user told why when they come back. A reaper thread expires idle runs, releases
-    sessions whose pages closed more than LIMITS.resume_ttl_seconds ago and sweeps old downloads."""
+    work never for a script), its run stopped, and its user told why when they come back. A reaper thread
+    expires idle runs, releases sessions whose pages closed more than LIMITS.resume_ttl_seconds ago and sweeps
+    old downloads."""
 
     def __init__(self):
         self._sessions: "OrderedDict[str, Session]" = OrderedDict()
