@@ -135,11 +135,13 @@ def largest_patching(ctx: Context) -> dict:
     return patching_with_a_bystander(ctx, ctx.notes["clean"], ctx.notes["corrupted"])
 
 
-def anonymous_flood(ctx: Context, sessions: int = 200, at_once: int = 8) -> dict:
+def anonymous_flood(ctx: Context, sessions: int = 200, at_once: int = 8, words: int = 0) -> dict:
+    """sessions fresh API sessions, each asking /attention once on a prompt of its own (after `words` words of a
+    story), at_once at a time."""
     def one(i: int):
         client = new_client(ctx.url)
-        return timed_call(client, "/attention", 60, prompt=f"Hear me, citizen number {'I' * (i % 40 + 1)}",
-                          layer=0, head=0, query=-1, drop_unknown=True)
+        prompt = " ".join([*STORY.split()[:words], f"Hear me, citizen number {'I' * (i % 40 + 1)}"])
+        return timed_call(client, "/attention", 60, prompt=prompt, layer=0, head=0, query=-1, drop_unknown=True)
     began = time.monotonic()
     with ThreadPoolExecutor(at_once) as pool:
         calls = list(pool.map(one, range(sessions)))
@@ -250,6 +252,8 @@ CASES = {
     "c2": Case("the longest SmolLM2 patching the limit allows, a bystander's /ablate 1 s later", largest_patching,
                setup=largest_patching_setup),
     "d": Case("200 fresh API sessions each /attention, a classmate's page holds a changed model", anonymous_flood),
+    "d2": Case("the same with SmolLM2 as every session's model (--model smollm2-135m), 60-word prompts",
+               lambda ctx: anonymous_flood(ctx, words=60), app_args=lambda folder: ["--model", "smollm2-135m"]),
     "5": Case("20 MB of unique words as training text, word tokenizer", unique_words_upload, needs="h28a"),
     "7a": Case("a checkpoint whose snapshots.json has \"head_stats\": []", empty_head_stats, needs="h28a"),
     "7b": Case("names: 'you (the teacher)', and a classmate's name", names),
