@@ -140,7 +140,8 @@ def anonymous_flood(ctx: Context, sessions: int = 200, at_once: int = 8, words: 
     story), at_once at a time."""
     def one(i: int):
         client = new_client(ctx.url)
-        prompt = " ".join([*STORY.split()[:words], f"Hear me, citizen number {'I' * (i % 40 + 1)}"])
+        spelt = "".join("abcdefghij"[int(d)] for d in str(i))  # letters: every prompt differs, even dropping digits
+        prompt = " ".join([*STORY.split()[:words], f"Hear me, citizen {spelt}"])
         return timed_call(client, "/attention", 60, prompt=prompt, layer=0, head=0, query=-1, drop_unknown=True)
     began = time.monotonic()
     with ThreadPoolExecutor(at_once) as pool:
