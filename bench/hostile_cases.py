@@ -89,16 +89,17 @@ BYSTANDER_ABLATION = dict(prompt="ROMEO: hear me speak.", max_new_tokens=120)
 
 
 def smollm2_setup(ctx: Context) -> None:
-    """The attacker on SmolLM2; the bystander's /ablate (the default model) once to warm up, then once alone."""
+    """The attacker on SmolLM2; the bystander's /ablate (the default model) once to warm up."""
     ctx.attacker = new_client(ctx.url)
     ctx.attacker.predict(name="smollm2-135m", api_name="/use_shipped_model")
     ctx.bystander = new_client(ctx.url)
     ctx.bystander.predict(**BYSTANDER_ABLATION, api_name="/ablate")
-    ctx.notes["alone"] = timed_call(ctx.bystander, "/ablate", 120, **BYSTANDER_ABLATION)[0]
 
 
 def patching_with_a_bystander(ctx: Context, clean: str, corrupted: str) -> dict:
-    """The attacker's patching, and 1 s later a bystander's /ablate on the default model."""
+    """The bystander's /ablate alone, then the attacker's patching and 1 s later the bystander's /ablate again
+    (the default model; both times beside the same background: the classmate, the bystander's views)."""
+    ctx.notes["alone"] = timed_call(ctx.bystander, "/ablate", 120, **BYSTANDER_ABLATION)[0]
     found = {}
     thread = threading.Thread(target=lambda: found.update(
         attacker=timed_call(ctx.attacker, "/activation_patching", 120, clean=clean, corrupted=corrupted,
