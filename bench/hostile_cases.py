@@ -52,11 +52,14 @@ class Case:
     needs: str = ""  # whose fix the case depends on, when not this branch's
 
 
+FILES = {"nanogpt": hostile_files.nanogpt_wide, "chat": hostile_files.zip_chat_loops,
+         "head_stats": hostile_files.zip_head_stats_list, "words": hostile_files.text_unique_words}
+
+
 def write_files(folder: Path) -> None:
-    hostile_files.absurd_nanogpt(folder)
-    hostile_files.looping_chat_model(folder)
-    hostile_files.empty_head_stats(folder)
-    hostile_files.unique_words(folder)
+    """The crafted files of bench.hostile_files the cases upload, each in a subfolder named as in FILES."""
+    for name, build in FILES.items():
+        build(folder / name)
 
 
 def _said(ok: bool, result) -> str:
@@ -71,14 +74,14 @@ def _answer(seconds: float, ok: bool, result) -> dict:
 # ------------------------------------------------------------------ the "Why" list
 
 def nanogpt_as_b(ctx: Context) -> dict:
-    files = {"ckpt_upload": handle_file(str(ctx.folder / "ckpt.pt")),
-             "meta_upload": handle_file(str(ctx.folder / "meta.pkl"))}
+    files = {"ckpt_upload": handle_file(str(ctx.folder / "nanogpt" / "ckpt.pt")),
+             "meta_upload": handle_file(str(ctx.folder / "nanogpt" / "meta.pkl"))}
     return _answer(*timed_call(ctx.attacker, "/model_b_nanogpt", 60, **files))
 
 
 def looping_template_setup(ctx: Context) -> None:
     ctx.attacker = new_client(ctx.url)
-    ctx.attacker.predict(upload=handle_file(str(ctx.folder / "looping-chat.zip")), api_name="/load_model")
+    ctx.attacker.predict(upload=handle_file(str(ctx.folder / "chat" / "model.zip")), api_name="/load_model")
 
 
 def looping_template(ctx: Context) -> dict:
@@ -157,12 +160,12 @@ def anonymous_flood(ctx: Context, sessions: int = 200, at_once: int = 8, words: 
 
 def unique_words_upload(ctx: Context) -> dict:
     return _answer(*timed_call(ctx.attacker, "/data", 60, corpus="shakespeare", kind="word",
-                               upload=handle_file(str(ctx.folder / "unique-words.txt"))))
+                               upload=handle_file(str(ctx.folder / "words" / "words.txt"))))
 
 
 def empty_head_stats(ctx: Context) -> dict:
     seconds, ok, said = timed_call(ctx.attacker, "/load_model", 60,
-                                   upload=handle_file(str(ctx.folder / "empty-head-stats.zip")))
+                                   upload=handle_file(str(ctx.folder / "head_stats" / "model.zip")))
     if not ok:
         return _answer(seconds, ok, said)
     more, ok, said = timed_call(ctx.attacker, "/head_training", 60, layer=0, head=0)
