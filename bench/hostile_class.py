@@ -13,6 +13,8 @@ against main, side by side). --cases picks some: python -m bench.hostile_class -
 import argparse
 import json
 import os
+import signal
+import sys
 import tempfile
 import threading
 import time
@@ -127,6 +129,7 @@ def main(argv=None) -> None:
     p.add_argument("--app-args", default="", help="extra app.py flags")
     p.add_argument("--json", metavar="PATH", help="also write the rows to this file")
     args = p.parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # unwind: the app stopped, the files removed
     rows = []
     with tempfile.TemporaryDirectory(prefix="hostile-class-") as tmp:
         folder = Path(tmp)
