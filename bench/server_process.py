@@ -133,10 +133,13 @@ def wait_for_app(port: int, proc: subprocess.Popen, timeout: float = 180.0) -> N
 
 
 class LaunchedApp:
-    """python app.py on a free 127.0.0.1 port; on exit it ends the app and then any descendant that outlived it."""
+    """python app.py on a free 127.0.0.1 port; on exit it ends the app and then any descendant that outlived it.
+    root: the checkout whose app.py runs (another worktree, to compare side by side); memory_cap_gb: the app's
+    address space is capped there (RLIMIT_AS, its children inherit it), so a case that allocates without bound
+    fails inside the app instead of making the machine swap or the kernel kill other processes."""
 
-    def __init__(self, extra_args: list[str]):
-        self.extra_args = extra_args
+    def __init__(self, extra_args: list[str], root: Path = ROOT, memory_cap_gb: float | None = None):
+        self.extra_args, self.root, self.memory_cap_gb = extra_args, Path(root), memory_cap_gb
         self.proc: subprocess.Popen | None = None
         self.known: dict[tuple[int, int], None] = {}
         self.outlived: list[tuple[int, int]] = []  # descendants still alive after the app itself had exited
@@ -149,13 +152,20 @@ class LaunchedApp:
         with open(self.log, "w") as log:
             self.proc = subprocess.Popen(
                 [sys.executable, "app.py", "--host", "127.0.0.1", "--port", str(self.port), *self.extra_args],
-                cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+                cwd=self.root, env=env, stdout=log, stderr=subprocess.STDOUT, preexec_fn=self._cap_memory)
         try:
             wait_for_app(self.port, self.proc)
         except BaseException:
             self.__exit__()
             raise RuntimeError(f"the app did not start; its log:\n{self.log.read_text()[-3000:]}") from None
         return self
+
+    def _cap_memory(self) -> None:
+        if self.memory_cap_gb:
+            import resource
+
+            cap = int(self.memory_cap_gb * 2**30)
+            resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
 
     @property
     def url(self) -> str:

@@ -6,18 +6,18 @@ normal call. One app and one gradio_client Client (one session) for the module: 
 Client, other calls through the REST route it documents (/gradio_api/call/<name>) in the Client's session,
 which also carries what JSON cannot (NaN, ±infinity) and keeps the module fast on two cores.
 """
-import http.client
 import io
 import json
 import math
 import re
 import zipfile
-from urllib.parse import urlparse
 
 import pytest
 from gradio_client import Client, handle_file
 from gradio_client.exceptions import AppError
 
+from bench.hostile_client import http_connection as _connection
+from bench.hostile_client import raw_call
 from explorer.callbacks.train_fields import FIELD_RULES
 from explorer.common.controls import ARCH_FIELDS, OPTIM_FIELDS
 
@@ -113,33 +113,6 @@ def predict(c: Client, name: str, args: list):
         except AppError as err:
             return False, str(err)
     return raw_call(c, name, args)
-
-
-def raw_call(c: Client, name: str, args: list):
-    """POST /gradio_api/call/<name> in c's session (JSON may hold literal NaN/Infinity), read the events."""
-    conn = _connection(c.src)
-    try:
-        body = json.dumps({"data": args, "session_hash": c.session_hash})  # NaN and Infinity stay literal
-        conn.request("POST", f"/gradio_api/call/{name}", body, {"Content-Type": "application/json"})
-        answer = conn.getresponse()
-        body = answer.read()
-        assert answer.status == 200, (answer.status, body[:300])
-        conn.request("GET", f"/gradio_api/call/{name}/{json.loads(body)['event_id']}")
-        stream = conn.getresponse().read().decode()
-    finally:
-        conn.close()
-    events = re.findall(r"event: (\w+)\ndata: (.*)", stream)
-    kind, data = next((k, d) for k, d in reversed(events) if k in ("complete", "error"))
-    if kind == "complete":
-        return True, json.loads(data)
-    payload = json.loads(data)
-    return False, payload.get("error") if isinstance(payload, dict) else payload
-
-
-def _connection(url: str) -> http.client.HTTPConnection:
-    parts = urlparse(url)
-    assert parts.hostname == "127.0.0.1"  # these raw requests never leave this machine
-    return http.client.HTTPConnection("127.0.0.1", parts.port, timeout=60)
 
 
 def assert_outcome(ok: bool, result) -> None:
@@ -508,11 +481,32 @@ def test_unknown_function_is_a_readable_4xx(app_url, client, path, body):
     assert_normal_attention(client)
 
 
-def test_too_few_values_leak_no_internals(client):
-    """Gradio's own "didn't receive enough input values" lists component objects; it must not reach users."""
+def test_too_few_values_get_a_sentence(client):
+    """Gradio's own "didn't receive enough input values" lists component objects: the caller reads a sentence
+    instead (it was an empty message)."""
     ok, result = raw_call(client, "attention", [PROMPT])
+    assert not ok and "takes 5 inputs and got 1" in result, result
+    assert_human(result)
+
+
+SERVER_FILE = {"path": "/etc/hostname", "meta": {"_type": "gradio.FileData"}}  # a path on the server, not uploaded
+
+
+@pytest.mark.parametrize("name, index", [(n, i) for n in ("attention", "activation_patching", "compare", "data")
+                                         for i in range(len(NORMAL[n]))], ids=lambda v: str(v))
+def test_a_server_file_as_any_input_gets_a_sentence(client, still_answers, name, index):
+    """Gradio refuses a file it did not receive as an upload before our callbacks run; the caller is told so (it
+    was an empty message)."""
+    ok, result = raw_call(client, name, with_value(name, index, SERVER_FILE))
     assert not ok
-    assert result is None or not [w for w in INTERNALS if w in result], result  # hidden, or readable
+    assert_human(result)
+    assert "/etc" not in result
+
+
+def test_a_server_file_as_the_upload_names_what_to_do(client):
+    ok, result = raw_call(client, "load_model", [SERVER_FILE])
+    assert not ok and "handle_file" in result, result
+    assert_human(result)
 
 
 def test_zz_server_memory_returns_after_the_bad_inputs(app_url, client, rss_before_the_suite):

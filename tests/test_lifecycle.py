@@ -212,8 +212,9 @@ def test_eviction_of_a_session_with_a_paused_run_is_told_when_its_user_returns(t
     wait_for_steps(first, 1)
     train.control(first, "pause")
     wait_for_state(first, "paused")
-    registry.get("second")
-    registry.get("third")  # over capacity: "first" is the least recently used
+    registry.get("second").display_name = "Bo"  # work of its own: not the one to go
+    registry.resume("third", None)  # a browser page arrives
+    registry.get("third")  # over capacity: "first" is the least recently used session with work
     assert len(registry) == 2
     wait_until(lambda: not first.run.active, 30, "the evicted session's run was not stopped")
     back = registry.get("first")

@@ -46,7 +46,8 @@ def test_an_evicted_session_frees_its_model_at_once(monkeypatch, no_gc):
     monkeypatch.setattr(LIMITS, "max_sessions", 1)
     registry = SessionRegistry()
     model = own_model(registry.get("page-1"))
-    registry.get("page-2")  # over capacity: page-1's session goes
+    registry.resume("page-2", None)  # a browser page arrives
+    registry.get("page-2")  # over capacity: page-1's session (a script's) goes
     assert model() is None
     assert registry.released == 1
 

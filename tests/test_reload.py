@@ -74,9 +74,13 @@ def test_a_script_session_without_a_key_is_released_when_it_closes(registry):
 
 
 def test_evicted_session_user_is_told_on_reload(registry, monkeypatch):
+    """A class larger than --max-sessions: a new page pushes out the least recently used page's work."""
     monkeypatch.setattr(LIMITS, "max_sessions", 2)
     key = registry.resume("page-1", None)
-    registry.get("page-1")
-    registry.get("b"), registry.get("c")  # page 1's session is the least recently used: evicted
+    registry.get("page-1").use(load_shipped("first-names"), "mine")
+    registry.resume("b", None)
+    registry.get("b").use(load_shipped("first-names"), "b's")
+    registry.resume("c", None)
+    registry.get("c")  # page 1's session is the least recently used: evicted
     registry.resume("page-2", key)
     assert any("least recently used" in n for n in registry.get("page-2").notices)

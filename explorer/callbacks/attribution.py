@@ -2,6 +2,7 @@
 patching between a clean and a corrupted prompt."""
 from explorer.callbacks import validation
 from explorer.callbacks.common import clamp_query, prompt_ids
+from explorer.callbacks.work_budget import fits, largest_fitting, refuse_unless_fits
 from explorer.common.controls import PATCH_CHOICES
 from explorer.common.errors import UserError
 from explorer.figures.attribution import attribution_figure, head_source_figure, patching_figure
@@ -10,6 +11,7 @@ from explorer.state.session import Session, require_model
 from explorer.teaching.captions_attribution import attribution_caption, patching_caption, source_caption
 from explorer.teaching.prompt_pairs import prompt_pair
 from model_core.analysis.attribution import logit_attribution
+from model_core.analysis.cost import patching_ops
 from model_core.analysis.patching import PATCH_KINDS, patching_sweep
 
 PATCHED = {  # sweep kind -> (what is copied, rows, columns)
@@ -81,6 +83,8 @@ def activation_patching_view(session: Session, clean: str, corrupted: str,
     clean_ids = prompt_ids(session, clean, drop_unknown)
     corrupted_ids = prompt_ids(session, corrupted, drop_unknown)
     layer = min(max(validation.whole_number(layer, "Layer", default=0), 0), session.config.n_layers - 1)
+    if len(clean_ids) == len(corrupted_ids):  # else the sweep says why it cannot run, before any work
+        refuse_costly_patching(session, clean_ids, corrupted_ids, sweep, layer)
     result = patching_sweep(session.model, clean_ids, corrupted_ids, sweep, layer, token_choice(session, target, "Answer"),
                             token_choice(session, baseline, "Against"))
     label = session.tokenizer.token_label
@@ -96,6 +100,29 @@ def activation_patching_view(session: Session, clean: str, corrupted: str,
     return (patching_figure(result.restored, axis[rows], axis[cols], title, x_title, rows),
             patching_caption(copied, best, float(result.restored[row, col]), result.clean_diff, result.corrupted_diff,
                              label(result.target), label(result.baseline)))
+
+
+def refuse_costly_patching(session: Session, clean_ids: list, corrupted_ids: list, sweep: str, layer: int) -> None:
+    """UserError saying how much to shorten when the sweep is over the heavy-work limit (rows x tokens x model)."""
+    cfg, T = session.config, len(clean_ids)
+    first = next((i for i, (a, b) in enumerate(zip(clean_ids, corrupted_ids)) if a != b), T - 1)
+    cost = lambda n: patching_ops(cfg, n, min(first, n - 1), sweep, layer)  # noqa: E731 - the prompts cut to n
+    if fits(cost(T)):
+        return
+    copied, rows, cols = PATCHED[sweep]
+    sizes = {"layer": cfg.n_layers, "head": cfg.n_heads, "position": T - first}
+    longest = largest_fitting(cost, T)
+    advice = [f"shorten both prompts to at most {longest} tokens"] if longest >= 2 else []
+    if cols == "position" and fits(patching_ops(cfg, T, T - 1, sweep, layer)):
+        advice.append(f"make them differ later (only positions from the first difference on are patched; yours "
+                      f"differ from position {first})")
+    if sweep != "z" and fits(patching_ops(cfg, T, first, "z")):
+        advice.append("patch “each head, all positions (layer × head)”, which is cheaper")
+    copies = sizes[rows] * sizes[cols]
+    refuse_unless_fits(cost(T), f"Patching {copied} runs {sizes[rows]} {rows}s × {sizes[cols]} {cols}s = "
+                                f"{copies:,} copies of the {T}-token prompt through the model, which",
+                       ("To fit, " + "; or ".join(advice) + ".") if advice else
+                       "This sweep does not fit at any length for a model this large: patch a smaller model.")
 
 
 def example_pair(session: Session):

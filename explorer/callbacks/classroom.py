@@ -7,17 +7,25 @@ import gradio as gr
 from explorer.callbacks.lessons import load_lesson, open_lesson, player_skips
 from explorer.callbacks.links import apply_link
 from explorer.classroom.answers import Answer, check_answer
+from explorer.classroom.names import LOCK as NAMES_LOCK
+from explorer.classroom.names import unique_name
 from explorer.classroom.room import ROOM
 from explorer.classroom.roster import clean_name
 from explorer.common.errors import UserError
-from explorer.state.session import Session
+from explorer.state.session import REGISTRY, Session
 from explorer.teaching import view_params
 
 
 def set_name(session: Session, name: str) -> str:
     """The name the teacher sees for this session ('' to show none); -> the name kept (trimmed, at most 40
-    characters)."""
-    session.display_name = clean_name(name)
+    characters, with a suffix when a classmate has it already: explorer.classroom.names)."""
+    wanted = clean_name(name)
+    with NAMES_LOCK:
+        taken = [s.display_name for s in REGISTRY.sessions() if s is not session]
+        session.display_name = unique_name(wanted, taken)
+    if session.display_name != wanted:
+        gr.Info(f"Someone in the class is called {wanted} already, so the teacher sees you as "
+                f"{session.display_name}.")
     return session.display_name
 
 
@@ -55,8 +63,9 @@ def send_answer(session: Session, state, choice, text) -> str:
     answer = check_answer(question, choice if question.choices else text)
     kept = Answer(session.student_id, session.display_name, lesson, step, question.text, answer, time.time())
     session.answers[(lesson, step)] = kept
-    if ROOM.store is not None:
-        ROOM.store.record(kept)
+    later = "" if ROOM.answers.record(kept) else (" Your teacher's answers file is busy just now: your answer is kept "
+                                                  "and written to it as soon as it is free.")
     if not session.display_name:
-        return "Sent. Type your name in the box above, so your teacher knows which answer is yours."
-    return f"Sent as **{session.display_name}** ({time.strftime('%H:%M')}). Change it and send again if you like."
+        return "Sent. Type your name in the box above, so your teacher knows which answer is yours." + later
+    return (f"Sent as **{session.display_name}** ({time.strftime('%H:%M')}). Change it and send again if you "
+            "like." + later)

@@ -7,6 +7,7 @@ import torch
 from explorer.callbacks import validation
 from explorer.callbacks.common import clamp_query, prompt_ids
 from explorer.callbacks.sampling import new_tokens, settings
+from explorer.callbacks.work_budget import fits, largest_fitting, refuse_unless_fits
 from explorer.common.errors import UserError
 from explorer.figures.common import index_labels
 from explorer.figures.experiments import importance_figure, loss_change_figure, next_token_change_figure
@@ -26,6 +27,7 @@ from model_core.analysis.ablation import (
     validation_loss,
 )
 from model_core.analysis.attribution_patching import importance_estimate
+from model_core.analysis.cost import ablation_map_ops, forward_ops, generation_ops
 from model_core.analysis.scale import LARGE_EVAL_WINDOWS, is_large, window_tokens
 from model_core.data.corpora import CORPORA
 from model_core.data.tokenization import visible
@@ -145,6 +147,7 @@ def ablation_view(session: Session, prompt, heads, attn_layers, mlp_layers, neur
     if len(ids) < 2:
         raise UserError("Type at least two tokens: the loss at a position needs a next token to compare with.")
     query = clamp_query(position, len(ids))
+    refuse_costly_ablation(session, len(ids), n)
     means, evaluation = means_for(session, mode), evaluation_set(session)
     idx = torch.tensor([ids])
     before, after = ablated_logits(model, idx, Ablation(), None)[0], ablated_logits(model, idx, ablation, means)[0]
@@ -164,6 +167,19 @@ def ablation_view(session: Session, prompt, heads, attn_layers, mlp_layers, neur
             numbers_table(evaluation, val_before, val_after, loss_before.mean(), loss_after.mean()),
             ablation_caption(ablation.describe(), mode, val_before, val_after, loss_after - loss_before, targets,
                              contexts))
+
+
+def refuse_costly_ablation(session: Session, prompt_tokens: int, new: int) -> None:
+    """UserError saying how many new tokens fit when the ablation's passes are over the heavy-work limit."""
+    cfg, windows = session.config, evaluation_set(session)["windows"]
+    fixed = 2 * forward_ops(cfg, 1, prompt_tokens) + 3 * forward_ops(cfg, windows.shape[0], windows.shape[1] - 1)
+    cost = lambda n: fixed + 2 * generation_ops(cfg, prompt_tokens, n)  # noqa: E731 - with n new tokens
+    if fits(cost(new)):
+        return
+    most = largest_fitting(cost, new)
+    refuse_unless_fits(cost(new), f"Two continuations of {new} tokens (with and without the ablation), the prompt and "
+                                  "the validation text through the model",
+                       f"To fit, ask for at most {most} new tokens." if most >= 1 else "Shorten the prompt.")
 
 
 def generations_html(tok, prompt: str, ablation: Ablation, generations: list, temperature: float, seed: int) -> str:
@@ -197,7 +213,9 @@ def numbers_table(evaluation: dict, val_before: float, val_after: float, prompt_
 def cached_importance_map(session: Session, mode: str):
     evaluation = evaluation_set(session)
     if mode not in evaluation["maps"]:
-        measure = importance_estimate if is_large(session.config) else importance_map  # 300 real ablations: minutes
+        windows, cfg = evaluation["windows"], session.config
+        exact = not is_large(cfg) and fits(ablation_map_ops(cfg, windows.shape[0], windows.shape[1] - 1))
+        measure = importance_map if exact else importance_estimate  # a large model's 300 real ablations: minutes
         evaluation["maps"][mode] = measure(session.model, evaluation["windows"], mode, means_for(session, mode))
     return evaluation["maps"][mode]
 

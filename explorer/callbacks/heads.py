@@ -16,6 +16,7 @@ import torch
 from explorer.callbacks import validation
 from explorer.callbacks.common import clamp_head, clamp_layer
 from explorer.callbacks.experiments import validation_source
+from explorer.callbacks.work_budget import limit_ops
 from explorer.common.errors import UserError
 from explorer.figures.roles import (
     TRACKED_ROLES,
@@ -30,6 +31,7 @@ from explorer.figures.roles import (
 )
 from explorer.state.session import Session, require_model
 from explorer.teaching import captions_roles
+from model_core.analysis.cost import forward_ops
 from model_core.analysis.probes import ProbeError, head_report
 from model_core.analysis.scale import is_large, window_tokens
 from model_core.analysis.top_examples import TopExamples, top_examples
@@ -116,7 +118,9 @@ def examples_of(session: Session, progress=None) -> tuple[TopExamples, torch.Ten
             ids = ids[:LARGE_EXAMPLE_TOKENS]
             results["examples"] = top_examples(session.model, ids, progress=report, batch_tokens=256,
                                                window=window_tokens(session.config))
-        else:
+        else:  # the whole text, or as much of it as the heavy-work limit allows
+            ids = ids[:max(2, int(limit_ops() / forward_ops(session.config, 1, session.config.block_size))
+                           * session.config.block_size)]
             results["examples"] = top_examples(session.model, ids, progress=report)
     return results["examples"], ids[:results["examples"].n_tokens]
 
@@ -135,8 +139,12 @@ def examples_view(session: Session, kind, layer, index, progress=None):
         index = validation.whole_number(index, "Head", minimum=0, maximum=cfg.n_heads - 1, default=0)
     examples, ids = examples_of(session, progress)
     label = session.tokenizer.token_label
-    note = (f" Only the first {examples.n_tokens:,} tokens of the text were scanned: this model is large."
-            if is_large(cfg) else "")
+    note = ""
+    if is_large(cfg):
+        note = f" Only the first {examples.n_tokens:,} tokens of the text were scanned: this model is large."
+    elif examples.n_tokens < len(_validation_ids(session)[1]):
+        note = (f" Only the first {examples.n_tokens:,} tokens of the text were scanned: all of it would take longer "
+                "than this server gives one request.")
     if kind == "neuron":
         values, positions = examples.neuron_values[layer, index], examples.neuron_positions[layer, index]
         rows = [_row(ids, label, int(p), None, float(v), "the token where the neuron fires") for p, v in

@@ -1,5 +1,6 @@
 """Students' answers to lesson questions: checking one, the disk store (`--class-db PATH`, SQLite), the tally of a
-choice question and the CSV export. Answers in memory live on the session; this module writes only that file."""
+choice question and the CSV export. The class keeps every answer in memory too (explorer.classroom.answer_book);
+this module writes only that file."""
 import csv
 import io
 import sqlite3
@@ -13,6 +14,7 @@ MAX_ANSWER = 500  # characters of a free-text answer
 CSV_HEADER = ("name", "student", "lesson", "step", "question", "answer", "time")
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # a spreadsheet may run a cell starting so as a formula
 
+BUSY_SECONDS = 0.25  # how long a write waits for a file another program holds locked (then it is retried later)
 SCHEMA = """CREATE TABLE IF NOT EXISTS answers (
     student TEXT NOT NULL, name TEXT NOT NULL, lesson TEXT NOT NULL, step INTEGER NOT NULL,
     question TEXT NOT NULL, answer TEXT NOT NULL, at REAL NOT NULL,
@@ -39,7 +41,7 @@ class AnswerStore:
         self.path, self._lock = str(path), threading.Lock()
         self._db = None
         try:
-            self._db = sqlite3.connect(self.path, check_same_thread=False)
+            self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=BUSY_SECONDS)
             with self._db:
                 self._db.execute(SCHEMA)
                 self._db.execute(f"SELECT {COLUMNS} FROM answers LIMIT 0")  # an older or foreign table fails here
@@ -51,9 +53,13 @@ class AnswerStore:
 
     def record(self, answer: Answer) -> None:
         """Keep answer; it replaces the student's earlier answer to the same lesson step."""
+        self.record_all([answer])
+
+    def record_all(self, answers: list[Answer]) -> None:
+        """Keep answers in order, in one transaction (all or none: sqlite3.Error when the file is busy)."""
         with self._lock, self._db:
-            self._db.execute(f"INSERT OR REPLACE INTO answers ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                             astuple(answer))
+            self._db.executemany(f"INSERT OR REPLACE INTO answers ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                                 [astuple(a) for a in answers])
 
     def all(self) -> list[Answer]:
         """Every answer kept, ordered by lesson, step and time."""

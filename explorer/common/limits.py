@@ -16,6 +16,9 @@ class Limits:
     generation_workers: int = 2  # processes that run Compare (app.py --generation-workers; 0: in the server)
     resume_ttl_seconds: float = 600.0  # a closed or reloaded page's session is kept this long for its return
     snapshots_kept: int = 60  # training snapshots a session keeps (spread over the run)
+    # the most work one heavy analysis may ask for (patching, ablation, importance map, whole-text examples), in
+    # billions of operations (model_core.analysis.cost), checked before it starts
+    max_heavy_gops: float = 600.0
 
     @property
     def max_upload_bytes(self) -> int:

@@ -78,9 +78,15 @@ async def teacher(request: Request) -> Response:
 async def _with_key(request: Request, key: str) -> Response:
     """/teacher?key=KEY: the right key sets the cookie and drops the key from the address bar; a wrong one waits."""
     gate, address = ROOM.gate, request.client.host if request.client else "?"
-    if not gate.key_matches(key):
-        await asyncio.sleep(gate.delay_after_failure(address))
-        return _locked("That key is not this server's teacher key.")
+    if not gate.begin_attempt(address):
+        return _locked("Another key from this address is still being checked: wait a few seconds, then open the "
+                       "link again.", status=429)
+    try:
+        if not gate.key_matches(key):
+            await asyncio.sleep(gate.delay_after_failure(address))
+            return _locked("That key is not this server's teacher key.")
+    finally:
+        gate.end_attempt(address)
     gate.forgive(address)
     response = RedirectResponse(PAGE, status_code=303, headers=NO_STORE)
     response.set_cookie(COOKIE, gate.cookie_value, max_age=COOKIE_DAYS * 86400, httponly=True, samesite="strict",
@@ -88,8 +94,8 @@ async def _with_key(request: Request, key: str) -> Response:
     return response
 
 
-def _locked(why: str) -> Response:
-    return HTMLResponse(LOCKED.format(why=escape(why)), status_code=403, headers=NO_STORE)
+def _locked(why: str, status: int = 403) -> Response:
+    return HTMLResponse(LOCKED.format(why=escape(why)), status_code=status, headers=NO_STORE)
 
 
 async def _json_body(request: Request) -> dict:
@@ -167,7 +173,7 @@ def _open(body: dict) -> Response:
 def _answers_csv(_query: dict) -> Response:
     from explorer.server.teacher_page import csv_of_answers
 
-    return Response(csv_of_answers(_sessions()), media_type="text/csv; charset=utf-8",
+    return Response(csv_of_answers(), media_type="text/csv; charset=utf-8",
                     headers={**NO_STORE, "Content-Disposition": 'attachment; filename="answers.csv"'})
 
 

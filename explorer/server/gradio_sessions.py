@@ -5,9 +5,13 @@ arriving in five seconds queued every request for seconds. Here the per-session 
 use instead (the app has no deep-link button, so it is never built).
 
 install() swaps Gradio's SessionState for LazySessionState; tests/test_gradio_sessions.py checks that a
-lazy session has the same attributes and yields the same configuration as Gradio's own."""
+lazy session has the same attributes and yields the same configuration as Gradio's own.
+
+keep_pages_state() changes which session's Gradio state goes over capacity (--max-sessions): scripts' first, so
+that no number of fresh API sessions pushes out a browser page's gr.State values (its lesson, its link)."""
 import os
 from copy import copy
+from typing import Callable
 
 import gradio.state_holder as state_holder
 
@@ -62,3 +66,22 @@ class LazySessionState(state_holder.SessionState):
 
 def install() -> None:
     state_holder.SessionState = LazySessionState
+
+
+def keep_pages_state(holder, is_page: Callable[[str], bool]) -> None:
+    """Replace holder.update (Gradio 6.31's StateHolder: move a session to the end, drop the least recently used
+    over capacity) with one that drops the least recently used script's state first, a page's only when no
+    script's is left, and never the session being looked up (Gradio then reads it back at once)."""
+    def update(session_id: str) -> None:
+        with holder.lock:
+            if session_id in holder.session_data:
+                holder.session_data.move_to_end(session_id)
+            while len(holder.session_data) > holder.capacity:
+                others = [key for key in holder.session_data if key != session_id]
+                if not others:
+                    return
+                victim = next((key for key in others if not is_page(key)), others[0])
+                holder.session_data.pop(victim)
+                holder.time_last_used.pop(victim, None)
+
+    holder.update = update

@@ -5,7 +5,15 @@ Gradio looks the function up inside its route handlers and lets the lookup error
 fn_index raises KeyError; Starlette answers both with "500 Internal Server Error" and logs a traceback.
 ApiGuard sits between Starlette's error handler and the routes and turns exactly those two cases into 404s.
 Install it when launching: demo.launch(..., app_kwargs=guarded_app_kwargs()).
+
+readable_input_errors() does the same for calls Gradio refuses before our callbacks see them: with show_error=False
+(our own messages are gr.Error and always shown) Gradio answers its own errors with an empty message, so a raw
+request with too few inputs, or with an upload naming a file on the server's disk instead of one it uploaded,
+learnt nothing. They now get a sentence, never Gradio's text (which names components and server paths).
 """
+import re
+
+from gradio.exceptions import InvalidPathError
 from gradio.route_utils import FnIndexInferError
 from starlette.middleware import Middleware
 from starlette.responses import JSONResponse
@@ -59,3 +67,39 @@ def guarded_app_kwargs() -> dict:
     from explorer.server.config_cache import ConfigCache
 
     return {"middleware": [Middleware(ConfigCache), Middleware(ApiGuard), Middleware(ClassRoutes)]}
+
+
+TOO_FEW = re.compile(r"didn't receive enough input values \(needed: (\d+), got: (\d+)\)")
+NOT_UPLOADED = ("A file input must be a file uploaded to this server (gradio_client's handle_file(path), or the "
+                "page's upload box): the server never reads a path on its own disk.")
+UNREADABLE = ("The server could not run this request: check its inputs' number, order and types against the "
+              f"endpoint's parameters, then try again. {HOW_TO_LIST}")
+
+
+def input_error_sentence(error) -> str:
+    """What a caller is told for an error Gradio raised while reading a request (not one of our gr.Errors)."""
+    if isinstance(error, InvalidPathError):
+        return NOT_UPLOADED
+    found = TOO_FEW.search(str(error)) if isinstance(error, ValueError) else None
+    if found:
+        return (f"This endpoint takes {found.group(1)} inputs and got {found.group(2)}: send every one, in order "
+                f"(or call it by keyword with gradio_client, which fills in the defaults). {HOW_TO_LIST}")
+    return UNREADABLE
+
+
+def readable_input_errors() -> None:
+    """Wrap Gradio 6.31's error_payload (in gradio.utils, and the copy gradio.queueing imported) so that an error
+    it would send without a message (not a gr.Error, show_error off) carries input_error_sentence instead."""
+    import gradio.queueing as queueing
+    import gradio.utils as utils
+
+    original = getattr(utils.error_payload, "__wrapped__", utils.error_payload)
+
+    def error_payload(error, show_error):
+        content = original(error, show_error)
+        if content.get("error") is None and error is not None:
+            content.update(error=input_error_sentence(error), visible=True)
+        return content
+
+    error_payload.__wrapped__ = original
+    utils.error_payload = queueing.error_payload = error_payload

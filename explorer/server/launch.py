@@ -24,6 +24,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="seconds a closed or reloaded page's session (model, data, paused run) waits for it to return")
     p.add_argument("--analysis-workers", type=int, default=2,
                    help="analysis requests served at once (more only queue for the same cores)")
+    p.add_argument("--max-heavy-work", type=float, default=600.0, metavar="GOPS",
+                   help="the most work one patching, ablation, importance map or whole-text scan may ask for, in "
+                        "billions of operations (docs/classroom.md); larger requests are refused with what to shorten")
     p.add_argument("--lesson", metavar="FILE", default=None,
                    help="a lesson file (format: docs/lessons.md) that every new page opens on step 1")
     p.add_argument("--torch-threads", type=int, default=1,
@@ -50,12 +53,13 @@ def main(argv=None) -> None:
     from explorer.common.shipped_list import check_model_name
     from explorer.server import gradio_sessions
     from explorer.server.gradio_startup import single_app_build
-    from explorer.server.http_guard import guarded_app_kwargs
+    from explorer.server.http_guard import guarded_app_kwargs, readable_input_errors
 
     for name in ("max_params", "max_steps", "max_upload_mb", "max_trainers", "max_sessions", "analysis_workers"):
         setattr(LIMITS, name, getattr(args, name))
     LIMITS.run_ttl_seconds, LIMITS.resume_ttl_seconds = args.run_ttl, args.resume_ttl
     LIMITS.generation_workers = max(0, args.generation_workers)
+    LIMITS.max_heavy_gops = max(1.0, args.max_heavy_work)
     try:
         check_model_name(args.model)  # fail now, with a clear message, if the model does not exist
     except ValueError as err:
@@ -65,6 +69,7 @@ def main(argv=None) -> None:
     from explorer.ui import CSS, build_app
 
     gradio_sessions.install()  # a new browser session costs ~1 ms instead of 0.1-0.5 s of the server's time
+    readable_input_errors()  # Gradio's refusals of malformed API calls get a sentence, not an empty message
     with single_app_build():  # launch() builds the one app that serves
         demo = build_app()
         if args.lesson:  # checked against the controls the app just registered; a mistake stops the launch
@@ -155,11 +160,14 @@ def warm_up(torch_threads: int, default_model: str) -> None:
 
 def release_memory(demo) -> None:
     """From now on, closed pages' Gradio state goes after --resume-ttl and freed memory goes back to the system
-    (explorer.server.memory)."""
+    (explorer.server.memory); over --max-sessions, scripts' Gradio state goes before any page's."""
     from explorer.common.limits import LIMITS
+    from explorer.server.gradio_sessions import keep_pages_state
     from explorer.server.memory import start_sweeper
     from explorer.state.session import REGISTRY
     from explorer.state.shipped import models_loaded
+
+    keep_pages_state(demo.state_holder, REGISTRY.is_page)
 
     # trimmed after sessions go and after a model loads (a pretrained model's loader leaves ~200 MB free)
     start_sweeper(demo.state_holder, lambda: LIMITS.resume_ttl_seconds, lambda: REGISTRY.released + models_loaded())

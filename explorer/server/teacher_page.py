@@ -23,13 +23,14 @@ def class_view(sessions: list, figure_key: str = "") -> dict:
     from explorer.state.training_run import slots_text
 
     now = time.monotonic()
+    answers, answers_note = ROOM.answers.all()
     rows = [student_row(s, now) for s in sessions]
     curves = [c for c in (loss_curve(s) for s in sessions) if c is not None]
     key = _curves_key(curves)
     figure = None if key == figure_key or not curves else class_loss_figure(curves).to_json()
     return {"students": rows, "leaderboard": leaderboard(rows), "figure": figure, "figure_key": key,
             "caption": class_caption(curves),
-            "answers": answer_groups(all_answers(sessions)), "slots": slots_text(),
+            "answers": answer_groups(answers), "answers_note": answers_note, "slots": slots_text(),
             "pushes": [p.public(ROOM.broadcast.epoch) for p in ROOM.broadcast.history()[-5:]][::-1]}
 
 
@@ -39,11 +40,10 @@ def _curves_key(curves: list[dict]) -> str:
     return hashlib.sha1("|".join(parts).encode()).hexdigest()[:16] if parts else ""
 
 
-def all_answers(sessions: list) -> list:
-    """The answers on disk (--class-db: also from before a restart), else those of the sessions held now."""
-    if ROOM.store is not None:
-        return ROOM.store.all()
-    return sorted((a for s in sessions for a in s.answers.values()), key=lambda a: (a.lesson, a.step, a.at))
+def all_answers() -> list:
+    """Every answer the class gave (ROOM.answers: kept by the class, with --class-db also those from before a
+    restart), whatever became of the sessions that gave them."""
+    return ROOM.answers.all()[0]
 
 
 def answer_groups(answers: list) -> list[dict]:
@@ -74,8 +74,8 @@ def _question(lesson: str, step: int):
         return None, f"{lesson}, step {step + 1}"
 
 
-def csv_of_answers(sessions: list) -> str:
-    return answers_csv(all_answers(sessions))
+def csv_of_answers() -> str:
+    return answers_csv(all_answers())
 
 
 def options() -> dict:

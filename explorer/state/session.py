@@ -20,6 +20,7 @@ from explorer.common.errors import UserError
 from explorer.common.limits import LIMITS
 from explorer.common.shipped_list import read_only_sentence
 from explorer.common.tempfiles import sweep
+from explorer.state.eviction import eviction_victim, holds_work, surplus_blank
 from explorer.state.shipped import shipped_template
 from explorer.state.training_run import TrainingRun, expire_idle_runs
 from model_core.checkpoints.checkpoint import Checkpoint
@@ -84,6 +85,8 @@ class Session:
     student_id: str = field(default_factory=lambda: secrets.token_hex(4))
     answers: dict = field(default_factory=dict)
     teacher: bool = False  # has opened a student's model from the teacher page (listed as the teacher's)
+    address: str = ""  # the client address that made it (blank sessions per address are capped)
+    browser: bool = False  # a page's session, found again through its browser's key (explorer.state.eviction)
 
     @property
     def checkpoint(self) -> Checkpoint:
@@ -169,9 +172,10 @@ class Session:
 class SessionRegistry:
     """Sessions by key: a browser key kept in the page's localStorage (so a reload finds its session again),
     or the Gradio session hash for clients without one (scripts). Each page's session hash is an alias of
-    its key. At capacity the least recently used session without a running (unpaused) run is dropped, its
-    run stopped, and its user told why when they come back. A reaper thread expires idle runs, releases
-    sessions whose pages closed more than LIMITS.resume_ttl_seconds ago and sweeps old downloads."""
+    its key. Over capacity one session is dropped by explorer.state.eviction's rules (blank ones first; a page's
+    work never for a script), its run stopped, and its user told why when they come back. A reaper thread
+    expires idle runs, releases sessions whose pages closed more than LIMITS.resume_ttl_seconds ago and sweeps
+    old downloads."""
 
     def __init__(self):
         self._sessions: "OrderedDict[str, Session]" = OrderedDict()
@@ -181,7 +185,9 @@ class SessionRegistry:
         self._reaper: Optional[threading.Thread] = None
         self.released = 0  # sessions let go of so far (the server trims the allocator after some go)
 
-    def get(self, page: str) -> Session:
+    def get(self, page: str, address: str = "") -> Session:
+        """The session of this page (or script), made when it has none; address: the client's, for the cap on
+        blank sessions per address."""
         with self._lock:
             key = self._aliases.get(page, page)
             session = self._sessions.get(key)
@@ -189,10 +195,14 @@ class SessionRegistry:
                 self._sessions.move_to_end(key)
         if session is None:
             session = new_session()
+            session.address = address
             with self._lock:
                 session = self._sessions.setdefault(key, session)
+                session.browser = session.browser or page in self._aliases
                 self._tell_if_evicted(key, session)
-                self._evict_over_capacity()
+                for blank in surplus_blank(self._sessions, address, keep=key):
+                    self._drop(blank)
+                self._evict_over_capacity(key)
             self._start_reaper()
         session.last_seen = time.monotonic()
         return session
@@ -224,7 +234,12 @@ class SessionRegistry:
         self._aliases[page] = key
         if key in self._sessions:
             self._sessions[key].detached_at = None
+            self._sessions[key].browser = True
             self._sessions.move_to_end(key)
+
+    def is_page(self, page: str) -> bool:
+        """Is this Gradio session hash a browser page's (one that sent its key)?"""
+        return page in self._aliases
 
     def detach(self, page: str) -> None:
         """The page closed (or reloads): a session no other page shows waits LIMITS.resume_ttl_seconds for
@@ -261,13 +276,22 @@ class SessionRegistry:
         if notice:
             session.notices.append(notice)
 
-    def _evict_over_capacity(self) -> None:
+    def _evict_over_capacity(self, newcomer: str) -> None:
         while len(self._sessions) > LIMITS.max_sessions:
-            key = next((k for k, s in self._sessions.items() if not _training(s)), next(iter(self._sessions)))
-            old = self._sessions.pop(key)
-            self.released += 1
-            self._remember(key, eviction_notice(old))
-            old.stop_training()
+            key = eviction_victim(self._sessions, newcomer)
+            if key == newcomer:  # nobody else may go: the newcomer serves this request and is not kept
+                self._drop(newcomer).notices.append(full_notice())
+                return
+            old = self._drop(key)
+            if holds_work(old):  # a blank session goes silently: its user lost nothing
+                self._remember(key, eviction_notice(old))
+
+    def _drop(self, key: str) -> Session:
+        """(holding the lock) release a session at once, stopping its run."""
+        old = self._sessions.pop(key)
+        self.released += 1
+        old.stop_training()
+        return old
 
     def _remember(self, key: str, notice: str) -> None:
         self._evicted[key] = notice
@@ -303,9 +327,10 @@ class SessionRegistry:
                 self._reaper.start()
 
 
-def _training(session: Session) -> bool:
-    run = session.run
-    return run is not None and run.active and run.paused_at is None
+def full_notice() -> str:
+    return (f"This server already keeps {LIMITS.max_sessions} sessions (its --max-sessions) that hold students' work "
+            "or runs, so it does not keep yours between requests: this answer is from the default model, and what "
+            "you change now is not kept. Try again later.")
 
 
 def eviction_notice(session: Session) -> str:

@@ -41,7 +41,7 @@ def build_attribution_section(prompt, drop):
     parts = gr.Plot(label="Each part's share of the logit")
     sources = gr.Plot(label="The top head, by the position it read from")
     inputs = [prompt, position, target, baseline, drop]
-    go.click(bind(logit_attribution_view), inputs, [parts, sources, numbers, note], api_name="logit_attribution",
+    go.click(bind(logit_attribution_view, heavy=True), inputs, [parts, sources, numbers, note], api_name="logit_attribution",
              **API, **HEAVY)
     data_button("attribution", [parts, sources, numbers, note], inputs)
 
@@ -62,6 +62,6 @@ def build_attribution_section(prompt, drop):
                             ("patch", kind)):
         register_control(name, component)  # links and lessons: ?tab=experiments&clean=...&corrupted=...
     example.click(bind(example_pair), None, [clean, corrupted, pair_note], api_visibility="private")
-    patch.click(bind(activation_patching_view), patch_inputs, [restored, patch_note], api_name="activation_patching",
+    patch.click(bind(activation_patching_view, heavy=True), patch_inputs, [restored, patch_note], api_name="activation_patching",
                 **API, **HEAVY)
     data_button("patching", [restored, patch_note], patch_inputs)

@@ -2,7 +2,8 @@
 
 Every call holds its session's lock for its whole length: hooks are global state on a model, so two calls
 of one session (an analysis and a generation, a double click) must never run on its model at once.
-Sessions have their own model objects, so different sessions never wait for each other."""
+Sessions have their own model objects, so different sessions never wait for each other. Heavy callbacks
+(heavy=True) first take their turn in the heavy slot (explorer.state.heavy_slot), then the session's lock."""
 import inspect
 import json
 import threading
@@ -12,7 +13,7 @@ import gradio as gr
 from gradio.components.plot import PlotData
 
 from explorer.common.app_state import wait_for_warm_up
-from explorer.common.errors import friendly
+from explorer.common.errors import UserError, friendly
 from explorer.tabs.lazy import LazyCallback
 
 SHARED_RESULTS = 256  # analyses of shipped models kept for every session to reuse
@@ -82,17 +83,14 @@ def serialised_figures(result):
     return result
 
 
-def bind(fn, shared: bool = False, names=None):
+def bind(fn, shared: bool = False, names=None, heavy: bool = False):
     """fn(session, *inputs) -> a Gradio handler that finds this browser session's Session. shared=True: fn
     is a pure view of (model, inputs), whose result sessions inspecting the same shipped model may reuse.
+    heavy=True: fn runs in the heavy slot's turns (wire it with tabs.common.HEAVY).
     The handler's API parameters are named as fn's (after the session), or `names` where fn takes *values."""
     safe = friendly(fn)
 
-    def handler(request: gr.Request, *inputs):
-        wait_for_warm_up()  # its imports first: see explorer.common.app_state
-        from explorer.state.session import REGISTRY  # torch: loaded once the server is up (explorer.tabs.lazy)
-
-        session = REGISTRY.get(request.session_hash if request else "local")
+    def run(session, inputs):
         with session.lock:
             while session.notices:
                 gr.Warning(session.notices.pop(0), duration=None)
@@ -101,10 +99,47 @@ def bind(fn, shared: bool = False, names=None):
                 return SHARED.get_or_compute(key, lambda: serialised_figures(safe(session, *inputs)))
             return safe(session, *inputs)
 
+    def handler(request: gr.Request, *inputs):
+        wait_for_warm_up()  # its imports first: see explorer.common.app_state
+        from explorer.state.session import REGISTRY  # torch: loaded once the server is up (explorer.tabs.lazy)
+
+        address = client_address(request)
+        session = REGISTRY.get(request.session_hash if request else "local", address)
+        if not heavy:
+            return run(session, inputs)
+        from explorer.state.heavy_slot import HEAVY_SLOT, Job
+
+        try:
+            with HEAVY_SLOT.turn(Job(session, address, client_gone(request))):
+                return run(session, inputs)
+        except UserError as err:  # refused or stopped by the slot (fn's own errors are gr.Error already)
+            raise gr.Error(str(err), print_exception=False) from None
+
     handler.__name__ = fn.__name__
     handler.__doc__ = fn.__doc__
     handler.__signature__ = api_signature(fn, names)
     return handler
+
+
+def client_address(request) -> str:
+    """The client's IP address as the server sees it ('' when unknown: a direct call in a test)."""
+    client = getattr(getattr(request, "request", None), "client", None)
+    return str(client.host) if client is not None and getattr(client, "host", None) else ""
+
+
+def client_gone(request):
+    """-> a function telling whether the client that sent request has gone: Gradio marks a session's events not
+    alive when its page disconnects (queue.clean_events) or the event is cancelled."""
+    session_hash = getattr(request, "session_hash", None)
+    app = getattr(getattr(request, "request", None), "app", None)
+    queue = getattr(app.get_blocks(), "_queue", None) if hasattr(app, "get_blocks") else None
+    if queue is None or session_hash is None:
+        return lambda: False
+
+    def gone() -> bool:
+        events = [e for jobs in list(queue.active_jobs) if jobs for e in list(jobs) if e.session_hash == session_hash]
+        return bool(events) and not any(e.alive for e in events)
+    return gone
 
 
 REQUEST = inspect.Parameter("request", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=gr.Request)

@@ -8,9 +8,12 @@ from explorer.tabs.raw_inputs import RawSlider
 DEFAULT_PROMPT = "First Citizen:\nBefore we proceed any further, hear me speak."
 API = dict(api_visibility="public")
 # Light views (a forward pass and figures, ~0.02-0.1 s) share `analysis`; work that takes seconds (ablation maps,
-# whole-text passes, patching, model B) queues in `heavy`, one at a time, so it never holds up the light views.
+# whole-text passes, patching, model B) runs in the heavy slot (explorer.state.heavy_slot: one at a time, in fair
+# turns), so it never holds up the light views. Gradio lets HEAVY_ADMITTED of them in to wait for their turn there
+# (bind(..., heavy=True)); a request over the slot's per-address cap is refused at once, freeing its place.
 ANALYSIS = dict(concurrency_limit=LIMITS.analysis_workers, concurrency_id="analysis")  # set before the UI is built
-HEAVY = dict(concurrency_limit=1, concurrency_id="heavy")
+HEAVY_ADMITTED = 8
+HEAVY = dict(concurrency_limit=HEAVY_ADMITTED, concurrency_id="heavy")
 # Generation (Compare, step by step) is the one light view whose cost is mostly Python, per token: a class's
 # Compares in the analysis pool took both slots and 75 % of the server's time (py-spy, bench.classroom), so
 # they queue in slots of their own and the views keep theirs (Attention p95 4.4-4.8 s -> 0.65-1.85 s, 30 sessions).

@@ -4,7 +4,7 @@ import gradio as gr
 from explorer.common.shipped_list import shipped_models
 from explorer.tabs.attribution import build_attribution_section
 from explorer.tabs.binding import bind
-from explorer.tabs.common import ANALYSIS, API, HEAVY, caption, model_slider, run_button
+from explorer.tabs.common import API, HEAVY, caption, model_slider, run_button
 from explorer.tabs.export_button import data_button
 from explorer.tabs.lazy import callbacks
 from explorer.tabs.raw_inputs import RawDropdown, RawFile, RawNumber, RawRadio, RawSlider
@@ -61,7 +61,7 @@ def build_experiments_tab(model_info, prompt, drop):
     units = [heads, attn_layers, mlp_layers, neurons]
     inputs = [prompt, *units, mode, position, temperature, length, seed, drop]
     outputs = [losses, dist, texts, numbers, note]
-    run.click(bind(ablation_view), inputs, outputs, api_name="ablate", **API, **HEAVY)
+    run.click(bind(ablation_view, heavy=True), inputs, outputs, api_name="ablate", **API, **HEAVY)
 
     gr.Markdown("### Importance map\nEvery head, then every MLP layer, knocked out alone (with the ablation chosen "
                 "above): how much does the validation loss rise without it?")
@@ -70,9 +70,10 @@ def build_experiments_tab(model_info, prompt, drop):
         top_go = gr.Button("Knock out the most important head")
     map_note = caption()
     imap = gr.Plot(label="Importance map")
-    map_go.click(bind(importance_view), [mode], [imap, map_note], api_name="importance_map", **API, **HEAVY)
-    top_go.click(bind(top_head_inputs), [mode], units, api_visibility="private", **ANALYSIS).then(
-        bind(ablation_view), inputs, outputs, api_visibility="private", **HEAVY)
+    map_go.click(bind(importance_view, heavy=True), [mode], [imap, map_note], api_name="importance_map", **API,
+                 **HEAVY)
+    top_go.click(bind(top_head_inputs, heavy=True), [mode], units, api_visibility="private", **HEAVY).then(
+        bind(ablation_view, heavy=True), inputs, outputs, api_visibility="private", **HEAVY)
     data_button("experiments", [losses, dist, numbers, note, imap, map_note], inputs)
     build_attribution_section(prompt, drop)
     build_compare_section(prompt, drop, model_info)
@@ -114,6 +115,6 @@ def build_compare_section(prompt, drop, model_info):
     upload.upload(bind(load_zip_as_b), upload, status, api_name="model_b_zip", **API)
     nano.click(bind(load_nanogpt_as_b), [ckpt, meta], status, api_name="model_b_nanogpt", **API)
     swap.click(bind(swap_models), None, [model_info, status], api_name="swap_models", **API)
-    compare.click(bind(compare_view), [prompt, drop], [bits, nxt, numbers, note, grids], api_name="compare_models",
-                  **API, **HEAVY)
+    compare.click(bind(compare_view, heavy=True), [prompt, drop], [bits, nxt, numbers, note, grids],
+                  api_name="compare_models", **API, **HEAVY)
     data_button("compare", [bits, nxt, grids, numbers, note], [prompt, drop])

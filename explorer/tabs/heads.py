@@ -4,7 +4,7 @@ import gradio as gr
 
 from explorer.common.controls import REPORT_HEADERS
 from explorer.tabs.binding import bind
-from explorer.tabs.common import ANALYSIS, API, caption, model_slider
+from explorer.tabs.common import ANALYSIS, API, HEAVY, caption, model_slider
 from explorer.tabs.export_button import data_button
 from explorer.tabs.lazy import callbacks
 from explorer.tabs.raw_inputs import RawNumber, RawRadio
@@ -66,13 +66,13 @@ def build_heads_tab():
     examples_note = caption()
     dead_note = caption()
     examples = gr.HTML(label="Top examples")
-    examples_fn = bind(examples_view)
+    examples_fn = bind(examples_view, heavy=True)  # a pass over the whole validation text, in turns
 
     def examples_with_progress(kind, layer, index, request: gr.Request, progress=gr.Progress()):
         return examples_fn(request, kind, layer, index, progress)
 
     show.click(examples_with_progress, [kind, layer, index], [examples, examples_note, dead_note],
-               api_name="head_examples", **API, **ANALYSIS)
+               api_name="head_examples", **API, **HEAVY)
 
     circuit_outputs, circuit_inputs = _circuits_section()
     gr.Markdown(FILM_INTRO)

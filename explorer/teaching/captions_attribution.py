@@ -25,9 +25,24 @@ def source_caption(head: str, values, sources: list[str]) -> str:
             "copies from there pushes the prediction.")
 
 
+MIN_PATCHING_SPAN = 0.1  # logits between the clean and corrupted answers' differences; under it, shares are noise
+
+
 def patching_caption(kind_name: str, best: str, restored: float, clean_diff: float, corrupted_diff: float,
                      answer: str, alternative: str) -> str:
-    """'Patching head 29.0 restores 71 % of the logit difference between ␣Paris and ␣Rome (clean 5.2, corrupted -1.3).'"""
-    return (f"The clean prompt prefers {answer} over {alternative} by {clean_diff:+.2f} logits, the corrupted one by "
+    """'Patching head 29.0 restores 71 % of the logit difference between ␣Paris and ␣Rome (clean 5.2, corrupted -1.3).'
+    Starts with a warning when the two differences are under MIN_PATCHING_SPAN apart."""
+    return (small_span_warning(clean_diff, corrupted_diff)
+            + f"The clean prompt prefers {answer} over {alternative} by {clean_diff:+.2f} logits, the corrupted one by "
             f"{corrupted_diff:+.2f}. Copying {kind_name} from the clean run into the corrupted one restores at most "
             f"{restored:.0%} of that difference, at {best}: the information that decides the answer is there.")
+
+
+def small_span_warning(clean_diff: float, corrupted_diff: float) -> str:
+    """A warning (with a trailing space) when the prompts barely change the answer, else ''."""
+    span = abs(clean_diff - corrupted_diff)
+    if span >= MIN_PATCHING_SPAN:
+        return ""
+    return (f"**Careful: the two prompts change the answer by only {span:.2g} logits** (under {MIN_PATCHING_SPAN}), so "
+            "every share restored below is mostly rounding noise. Pick a corrupted prompt that changes the answer, "
+            "or type the answer and the token it competes against. ")

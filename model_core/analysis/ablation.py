@@ -16,6 +16,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from model_core.analysis.interruptible import between_batches
 from model_core.data.corpora import load_corpus
 from model_core.data.dataset import compact, token_tensor, train_val_split
 from model_core.data.tokenization import tokenizer_from_dict
@@ -244,6 +245,7 @@ def ablation_losses(model, windows: torch.Tensor, ablations: list[Ablation], mea
     for layer in range(model.cfg.n_layers):
         group = [i for i, a in enumerate(ablations) if first_layer(a) == layer]
         for start in range(0, len(group), per_pass):
+            between_batches()
             chunk = group[start:start + per_pass]
             k = len(chunk)
             with model.hooks(ablation_hooks([ablations[i] for i in chunk], n, means)):
@@ -256,6 +258,10 @@ def ablated_generation(model, prompt_ids: Sequence[int], ablation: Ablation, mea
                        max_new_tokens: int, settings, seed: int) -> list:
     """model_core.sampling.generate's Steps with the ablation hooked in for the whole generation (same seed
     and settings give the same text as an unablated run when the ablation is empty)."""
+    steps = []
     with model.hooks(ablation_hooks([ablation], None, means)):
-        return list(generate(model, prompt_ids, max_new_tokens, settings.temperature, settings.top_k,
-                             settings.top_p, settings.min_p, seed=seed))
+        for step in generate(model, prompt_ids, max_new_tokens, settings.temperature, settings.top_k,
+                             settings.top_p, settings.min_p, seed=seed):
+            steps.append(step)
+            between_batches()  # a token at a time; the hooks come off if it stops the generation
+    return steps

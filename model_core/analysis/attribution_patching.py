@@ -7,6 +7,7 @@ import numpy as np
 import torch
 
 from model_core.analysis.ablation import ImportanceMap, mode_means, token_losses
+from model_core.analysis.interruptible import between_batches
 
 WINDOWS_PER_PASS = 2  # windows per forward + backward pass: bounds the memory the backward pass keeps
 
@@ -21,6 +22,7 @@ def importance_estimate(model, windows: torch.Tensor, mode: str = "mean", means:
     change = {name: 0.0 for name in names}
     losses = []
     for start in range(0, len(windows), WINDOWS_PER_PASS):
+        between_batches()
         chunk = windows[start: start + WINDOWS_PER_PASS]
         loss, grads = _loss_and_gradients(model, chunk, names)
         losses.append(loss * len(chunk))

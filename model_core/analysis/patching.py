@@ -17,6 +17,7 @@ from typing import Optional
 import numpy as np
 import torch
 
+from model_core.analysis.interruptible import between_batches
 from model_core.model.cache import full_name
 
 PATCH_KINDS = ("resid_pre", "mlp_out", "z", "z_pos")
@@ -144,6 +145,7 @@ def sweep_layer(pair: PromptPair, layer: int, n_rows: int, patch_stream=None, ho
     T = pair.clean.size(1)
     out = []
     for start in range(0, n_rows, rows_per_batch(T)):
+        between_batches()
         rows = range(start, min(n_rows, start + rows_per_batch(T)))
         x = pair.corrupted_resid[layer].expand(len(rows), -1, -1).clone()  # (b, T, D)
         if patch_stream is not None:

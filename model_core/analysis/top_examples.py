@@ -13,6 +13,8 @@ from typing import Callable, Optional
 import numpy as np
 import torch
 
+from model_core.analysis.interruptible import between_batches
+
 TOP_K = 10
 HEAD_MIN_CONTEXT = 8  # queries need this many earlier tokens in their window to count
 BATCH_TOKENS = 8192  # tokens per forward pass: big enough for fast matmuls, small enough for memory
@@ -107,6 +109,7 @@ def top_examples(model, ids: torch.Tensor, k: int = TOP_K, progress: Optional[Ca
     starts = torch.tensor(sorted(set(list(range(0, n_windows * T, T)) + [len(ids) - T])))
     per_batch = max(1, batch_tokens // T)
     for first in range(0, len(starts), per_batch):
+        between_batches()
         batch_starts = starts[first: first + per_batch]
         windows = torch.stack([ids[s: s + T] for s in batch_starts.tolist()]).long()  # [b, T]
         _, cache = model.run_with_cache(windows, names_filter=names)
