@@ -79,6 +79,20 @@ def test_an_all_on_first_token_pattern_is_resting_on_the_sink():
     assert "100%" in role.sentence and "switched off" in role.sentence
 
 
+def test_a_head_that_stays_on_the_sink_on_repeats_too_is_resting_not_induction():
+    """SmolLM2's L18·H8 puts 99.99% on the first token of plain text and of the repeated probe; the crumbs left land
+    on induction targets. Only a head that wakes up on repeats (less than SINK_REST there) is an induction head."""
+    p = sink_pattern(2 * N) * 0.999
+    p[0, 0] = 1.0
+    for q in range(N + 1, 2 * N):
+        p[q, q - N + 1] += 0.001
+    s = scores_of(p)
+    assert s["induction"][0, 0] > 0.4 and s["repeat sink"][0, 0] > SINK_REST
+    assert head_roles(s)[0].label == "resting on the sink"
+    woke = {**s, "repeat sink": np.array([[0.5]])}  # the same head on text, but half awake on the repeats
+    assert head_roles(woke)[0].label == "induction"
+
+
 def test_roles_are_judged_on_the_attention_left_after_the_sink():
     """90% on the sink, 10% on the previous token: previous-token share of the non-sink mass is 1, but the
     head is resting; at 60% sink it is a previous-token head."""

@@ -8,12 +8,10 @@ import numpy as np
 
 from explorer.figures.common import head_label, index_labels, stream_labels
 from explorer.figures.sampling import SEED_LOGITS, softmax
-from model_core.analysis.heads import head_statistics
 
-BROAD_THRESHOLD = 0.3  # a head whose strongest habit gets less than this share is "spread out"
 SINK_THRESHOLD = 0.5  # a head putting more than this on the first token is a "sink" head
-ROLE_PHRASES = {"previous token": "on the previous token", "itself": "on its own position (itself)",
-                "first token": "on the first token (a 'sink' it parks attention on)"}
+Z_EXPLAINED = ("The last panel, the head output z, is what each row passes on: the value vectors of the keys mixed "
+               "with these weights (one column per number of the head's output).")
 NUMBER_WORDS = {1: "first component", 2: "first two components", 3: "first three components"}
 ACTIVATION_CAPTION = ("ReLU cuts every negative input to 0; GELU and SiLU are smooth versions that let small "
                       "negative values through, which helps training.")
@@ -28,31 +26,6 @@ def chart_captions(captions: dict[str, str]) -> str:
     return "\n".join(f"- **{chart}:** {text}" for chart, text in captions.items() if text)
 
 
-def attention_shares(pattern) -> dict[str, float]:
-    """pattern [T, T] -> mean share of attention (over queries ≥ 1) on previous token, itself, first token:
-    the same numbers as the head-statistics table (model_core.analysis.head_statistics)."""
-    p = np.asarray(pattern, dtype=np.float64)
-    if p.shape[0] < 2:
-        return {"previous token": 0.0, "itself": float(p[0, 0]) if p.size else 0.0, "first token": 0.0}
-    stats = head_statistics(p)
-    return {"previous token": float(stats["prev_token"]), "itself": float(stats["self"]),
-            "first token": float(stats["first_token"])}
-
-
-def attention_head_caption(pattern, tokens: list[str], layer: int, head: int) -> str:
-    """'Head L1·H2 puts 78% of its attention on the previous token.' (or itself / first token / spread)."""
-    name = f"Head {head_label(layer, head)}"
-    if len(tokens) < 2:
-        return f"{name} has only one token to look at, so it attends to itself."
-    shares = attention_shares(pattern)
-    role, share = max(shares.items(), key=lambda item: item[1])
-    if share < BROAD_THRESHOLD:
-        favourite = np.asarray(pattern, dtype=np.float64)[1:].max(axis=1).mean()
-        return (f"{name} spreads its attention over many earlier tokens: its favourite key gets "
-                f"{_pct(favourite)} on average, and no simple habit (previous token, itself, first token) dominates.")
-    return f"{name} puts {_pct(share)} of its attention {ROLE_PHRASES[role]}, on average over positions."
-
-
 def attention_steps_caption(scores_masked, pattern, tokens: list[str]) -> str:
     """How much the causal mask hides, and the sharpest query after softmax."""
     masked = float(np.isneginf(np.asarray(scores_masked, dtype=np.float64)).mean())
@@ -62,7 +35,8 @@ def attention_steps_caption(scores_masked, pattern, tokens: list[str]) -> str:
     query = int(np.argmax(p[1:].max(axis=1))) + 1  # skip query 0, which can only see itself
     key = int(np.argmax(p[query]))
     return (f"The causal mask hides {_pct(masked)} of the scores (keys in the future); after softmax each row "
-            f"sums to 1, and the sharpest query, {labels[query]}, puts {_pct(p[query, key])} on {labels[key]}.")
+            f"sums to 1, and the sharpest query, {labels[query]}, puts {_pct(p[query, key])} on {labels[key]}. "
+            f"{Z_EXPLAINED}")
 
 
 def query_attention_caption(pattern, tokens: list[str], query: int) -> str:

@@ -101,7 +101,15 @@ def text_scores(pattern: np.ndarray) -> dict[str, np.ndarray]:
 def repeat_scores(pattern: np.ndarray, tokens: np.ndarray) -> dict[str, np.ndarray]:
     """Scores measured on a random sequence repeated twice. pattern [..., B, T, T], tokens [B, T]."""
     return {"induction": target_share(pattern, induction_target(tokens)),
-            "duplicate token": target_share(pattern, duplicate_target(tokens))}
+            "duplicate token": target_share(pattern, duplicate_target(tokens)),
+            "repeat sink": sink_share(pattern)}
+
+
+def prompt_scores(pattern: np.ndarray, ids) -> dict[str, np.ndarray]:
+    """Every score measured on one prompt (the text and its own repeats): what the Attention tab's captions
+    name. pattern [..., T, T], ids [T] -> {name: [...]}"""
+    p = np.asarray(pattern)[..., None, :, :]  # one sequence: [..., 1, T, T]
+    return {**text_scores(p), **repeat_scores(p, np.asarray(ids)[None])}
 
 
 @dataclass
@@ -113,6 +121,12 @@ class HeadRole:
     sentence: str  # what the head does, for a student
 
 
+def prompt_roles(pattern: np.ndarray, ids) -> tuple[list[HeadRole], dict[str, np.ndarray]]:
+    """(one role per head, the scores behind them) on one prompt: pattern [L, H, T, T], ids [T]."""
+    scores = prompt_scores(pattern, ids)
+    return head_roles(scores), scores
+
+
 def head_roles(scores: dict[str, np.ndarray]) -> list[HeadRole]:
     """One label per head from text_scores + repeat_scores ({name: [L, H]}), in layer-major order."""
     n_layers, n_heads = np.shape(scores["sink"])
@@ -121,7 +135,10 @@ def head_roles(scores: dict[str, np.ndarray]) -> list[HeadRole]:
 
 def head_role_of(scores: dict[str, np.ndarray], layer: int, head: int) -> HeadRole:
     at = {name: float(np.asarray(value)[layer, head]) for name, value in scores.items()}
-    if at["sink"] >= SINK_REST and at.get("induction", 0.0) >= ROLE_MIN:  # idle on plain text, copies on repeats
+    # idle on plain text, wakes up and copies on repeats (a head that stays on the sink there too is resting: the
+    # crumbs it leaves elsewhere may land on induction targets; snapshots older than "repeat sink" lack it)
+    wakes = at.get("induction", 0.0) >= ROLE_MIN and at.get("repeat sink", 0.0) < SINK_REST
+    if at["sink"] >= SINK_REST and wakes:
         label, score = "induction", at["induction"]
     elif at["sink"] >= SINK_REST:
         label, score = "resting on the sink", at["sink"]
