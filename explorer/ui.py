@@ -95,7 +95,8 @@ def _build_tabs(resumed, model_info, prompt, drop) -> dict:
             for name, component in controls.items():
                 named.setdefault(name, []).append(component)
         with gr.Tab("Experiments", id="experiments"):
-            build_experiments_tab(model_info, prompt, drop)
+            for name, component in build_experiments_tab(model_info, prompt, drop).items():
+                named.setdefault(name, []).append(component)
         with gr.Tab("Guide", id="guide"):
             gr.Markdown(GUIDE)
     tracker = gr.Textbox("attention", visible="hidden", elem_id="selected-tab")

@@ -134,6 +134,16 @@ def test_a_uniform_head_is_broad_with_entropy_at_its_maximum():
     assert s["breadth"][0, 0] == pytest.approx(s["breadth max"][0, 0])
 
 
+def test_a_head_that_keeps_to_one_token_no_habit_explains_is_focused_not_broad():
+    """The Shakespeare model's L1·H3 parks on the last line break: no habit, but nothing like a spread-out head."""
+    T = 2 * N
+    p = previous_token_pattern(T)
+    p[4:] = 0
+    p[4:, 3] = 1  # every query after position 3 looks only at position 3
+    role = head_roles(scores_of(p))[0]
+    assert role.label == "focused" and role.score < 0.5 and "few earlier tokens" in role.sentence
+
+
 def test_induction_target_marks_the_key_after_the_earlier_copy():
     target = induction_target(TOKENS)[0]
     for i in range(N):

@@ -35,9 +35,9 @@ model, no larger than one you may train here."""
 UNITS_HELP = "Layers, heads and neurons count from 0. Separate several with commas."
 
 
-def build_experiments_tab(model_info, prompt, drop):
+def build_experiments_tab(model_info, prompt, drop) -> dict:
     """model_info: the model line above the tabs, updated when model B becomes the inspected model; prompt,
-    drop: the shared prompt box and its drop-unknown checkbox."""
+    drop: the shared prompt box and its drop-unknown checkbox. -> its named controls shared with other tabs."""
     gr.Markdown(INTRO)
     run = run_button("Run ablation")
     gr.Markdown(UNITS_HELP)
@@ -74,8 +74,9 @@ def build_experiments_tab(model_info, prompt, drop):
     top_go.click(bind(top_head_inputs), [mode], units, api_visibility="private", **ANALYSIS).then(
         bind(ablation_view), inputs, outputs, api_visibility="private", **HEAVY)
     data_button("experiments", [losses, dist, numbers, note, imap, map_note], inputs)
-    build_attribution_section(prompt, drop)
+    controls = build_attribution_section(prompt, drop)
     build_compare_section(prompt, drop, model_info)
+    return controls
 
 
 def build_compare_section(prompt, drop, model_info):

@@ -101,7 +101,7 @@ ROLE_DOES = {  # label -> what a head with that role does on the prompt, given i
 }
 ROLE_NOUNS = {label: (f"{noun} head", f"{noun} heads") for label, noun in (
     ("induction", "induction"), ("previous token", "previous-token"), ("duplicate token", "duplicate-token"),
-    ("self", "self"), ("local", "local"), ("broad", "broad"))}
+    ("self", "self"), ("local", "local"), ("focused", "focused"), ("broad", "broad"))}
 ROLE_NOUNS["resting on the sink"] = ("head resting on the sink", "heads resting on the sink")
 BITS = "0 bits is one token; every extra bit doubles the number of tokens it spreads over"
 
@@ -116,9 +116,10 @@ def head_on_prompt_caption(role, scores: dict, n_tokens: int) -> str:
     if role.label == "resting on the sink":
         return (f"{name} is resting on the sink: it puts {sink} of its attention on the first token, a parking place "
                 "for a head with nothing to do here.")
-    if role.label == "broad":
-        does = (f"broad: it spreads its attention over many earlier tokens ({at['breadth']:.1f} of at most "
-                f"{at['breadth max']:.1f} bits; {BITS})")
+    if role.label in ("broad", "focused"):
+        how = ("broad: it spreads its attention over many earlier tokens" if role.label == "broad" else
+               "focused: it keeps its attention on a few earlier tokens that none of the habits explains")
+        does = f"{how} ({at['breadth']:.1f} of at most {at['breadth max']:.1f} bits; {BITS})"
     else:
         does = ROLE_DOES[role.label].format(share=f"{role.score:.0%}")
     return f"{name} is {does}. It puts {sink} of all its attention on the first token (the sink)."
