@@ -16,9 +16,9 @@ from explorer.callbacks.experiments import evaluation_set, means_for
 from explorer.callbacks.heads import report_of
 from explorer.callbacks.links import apply_link
 from explorer.callbacks.model_size import count_params
-from explorer.callbacks.sampling import settings
+from explorer.callbacks.sampling import parse_table, settings
 from explorer.callbacks.train import model_config, prepare_controls_data
-from explorer.common.controls import ARCH_FIELDS, CONTROL_NAMES, PATCH_CHOICES
+from explorer.common.controls import ARCH_FIELDS, CONTROL_NAMES, DEFAULT_COMPARISON, PATCH_CHOICES
 from explorer.common.errors import UserError
 from explorer.common.shipped_list import DEFAULT_MODEL
 from explorer.state.session import new_session
@@ -30,9 +30,10 @@ from model_core.analysis.attribution import logit_attribution
 from model_core.analysis.heads import head_statistics
 from model_core.analysis.patching import patching_sweep
 from model_core.analysis.roles import prompt_roles
-from model_core.model.sampling import filter_logits, generate
+from model_core.model.sampling import compare, filter_logits, generate
 
 GREEDY_TOKENS = 40  # tokens a "greedy continuation" claim reads
+COMPARE_TOKENS = 150  # the Side by side comparison's default length
 
 
 @dataclass
@@ -149,6 +150,14 @@ def tokens_kept(view: LessonView) -> int:
 def greedy_continuation(view: LessonView) -> str:
     steps = generate(view.session.model, view.ids(), GREEDY_TOKENS, temperature=0.0, keep_distributions=False)
     return view.session.tokenizer.decode([s.token for s in steps])
+
+
+def most_repetitive_column(view: LessonView) -> str:
+    table = parse_table(DEFAULT_COMPARISON)
+    columns = compare(view.session.model, view.ids(), table, COMPARE_TOKENS, seed=int(view.values["seed"]))
+    top = max(columns, key=lambda column: column.repetition_rate)
+    top_p = f" with top-p {top.settings.top_p:g}" if top.settings.top_p < 1 else ""
+    return f"temperature {top.settings.temperature:g}{top_p}"
 
 
 def patterns(view: LessonView):
@@ -269,7 +278,8 @@ def parameters(view: LessonView) -> int:
 
 MEASURES = {
     "top token": top_token, "probability": probability, "tokens kept": tokens_kept,
-    "greedy continuation": greedy_continuation, "role": lambda view, head: head_role(view, head).label,
+    "greedy continuation": greedy_continuation,
+    "most repetitive column": most_repetitive_column, "role": lambda view, head: head_role(view, head).label,
     "role score": lambda view, head: head_role(view, head).score, "attention": attention,
     "brightest column": brightest_column, "first-token share": first_token_share,
     "induction score": induction_score, "split logit": split_logit, "largest part": largest_part, "part": part,

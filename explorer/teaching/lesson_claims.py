@@ -22,6 +22,9 @@ QUANTITIES = {
                     "that token's probability after the step's temperature, top-k, top-p and min-p"),
     "tokens kept": (r"tokens kept", "count", "how many tokens those filters keep"),
     "greedy continuation": (r"greedy continuation", "text", "the 40 tokens the model writes at temperature 0"),
+    "most repetitive column": (r"most repetitive column", "text",
+                               "the Side by side column (its settings, e.g. 'temperature 0.5') with the highest "
+                               "repetition, from the shipped comparison table, 150 tokens and the step's seed"),
     "role": (rf"role of head {HEAD}", "text", "the head's role on the prompt, as the Attention tab's caption names it"),
     "role score": (rf"role score of head {HEAD}", "number",
                    "the share that earned the head its role (for most roles: of the attention left after the sink)"),
