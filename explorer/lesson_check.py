@@ -12,6 +12,7 @@ import torch
 
 from explorer.callbacks.attribution import attribution_parts, token_choice
 from explorer.callbacks.common import all_layers, analyse, prompt_ids
+from explorer.callbacks.compare import readable_text, scored
 from explorer.callbacks.experiments import evaluation_set, means_for
 from explorer.callbacks.heads import report_of
 from explorer.callbacks.links import apply_link
@@ -22,15 +23,19 @@ from explorer.common.controls import ARCH_FIELDS, CONTROL_NAMES, DEFAULT_COMPARI
 from explorer.common.errors import UserError
 from explorer.common.shipped_list import DEFAULT_MODEL
 from explorer.state.session import new_session
+from explorer.state.shipped import shipped_template
 from explorer.teaching import view_params
-from explorer.teaching.lesson_claims import Claim, holds, shown
+from explorer.teaching.lesson_claims import Claim, claim_model, holds, models_in_effect, shown
 from explorer.teaching.lessons import Lesson
-from model_core.analysis.ablation import Ablation, validation_loss
+from model_core import GPT
+from model_core.analysis.ablation import Ablation, eval_windows, validation_loss
 from model_core.analysis.attribution import logit_attribution
+from model_core.analysis.comparison import bits_per_character
 from model_core.analysis.heads import head_statistics
 from model_core.analysis.patching import patching_sweep
 from model_core.analysis.roles import prompt_roles
 from model_core.model.sampling import compare, filter_logits, generate
+from model_core.training.train_config import TrainConfig
 
 GREEDY_TOKENS = 40  # tokens a "greedy continuation" claim reads
 COMPARE_TOKENS = 150  # the Side by side comparison's default length
@@ -52,7 +57,8 @@ class ClaimResult:
         where = f"line {self.claim.line}: expect: {self.claim.text}"
         if self.problem:
             return f"{where}: {self.problem}"
-        return f"{where}: measured {shown(self.measured)} on {self.model} (step {self.step})"
+        on = f"on {self.model}" if self.model else "from the step's controls"
+        return f"{where}: measured {shown(self.measured)} {on} (step {self.step})"
 
 
 class LessonView:
@@ -98,28 +104,22 @@ class LessonView:
 
 
 def lesson_claims(lesson: Lesson, models: Optional[set] = None) -> list[ClaimResult]:
-    """Every claim of the lesson measured at its step; models: only the claims measured on these models."""
+    """Every claim of the lesson measured at its step; models: only the claims measured on these shipped models
+    ("" for those that need none). The walk ends at the last step with a claim to measure: a later step's model
+    is never opened."""
+    chosen = [[c for c in step.claims if models is None or claim_model(c, model) in models]
+              for step, model in zip(lesson.steps, models_in_effect(lesson.steps))]
+    last = max((n for n, claims in enumerate(chosen) if claims), default=-1)
     view, results = LessonView(), []
-    for number, step in enumerate(lesson.steps, 1):
+    for number, (step, claims) in enumerate(zip(lesson.steps[: last + 1], chosen), 1):
         view.enter(number, step)
-        for claim in step.claims:
-            model = view.model if claim.needs_model else ""
-            if models is not None and model not in models and (claim.needs_model or "" not in models):
-                continue
+        for claim in claims:
+            model = claim_model(claim, view.model)
             try:
                 results.append(ClaimResult(claim, number, model, view.measure(claim)))
             except (UserError, ValueError) as err:
                 results.append(ClaimResult(claim, number, model, problem=str(err)))
     return results
-
-
-def lesson_models(lesson: Lesson) -> set:
-    """The shipped models the lesson's claims are measured on ("" for claims that need none)."""
-    names, current = set(), DEFAULT_MODEL
-    for step in lesson.steps:
-        current = step.settings.get("model", current)
-        names |= {current if claim.needs_model else "" for claim in step.claims}
-    return names
 
 
 # ---------------------------------------------------------------- the quantities (lesson_claims.QUANTITIES)
@@ -179,6 +179,20 @@ def head_role(view: LessonView, head: str):
     layer, index = head_of(view, head)
     pattern, ids = patterns(view)
     return prompt_roles(pattern, ids)[0][layer * view.session.config.n_heads + index]
+
+
+def heads_with_role(view: LessonView, label: str) -> int:
+    pattern, ids = patterns(view)
+    return sum(role.label == label for role in prompt_roles(pattern, ids)[0])
+
+
+def bits_per_char(view: LessonView, name: str) -> float:
+    """Bits per character of shipped model name on the prompt, read as Compare A and B reads it beside the
+    inspected model."""
+    other = shipped_template(name)
+    text = readable_text(view.prompt, [view.session.checkpoint, other], view.values.get("drop_unknown", False))
+    nats, chars, _, _ = scored(other, text)
+    return bits_per_character(nats, chars)
 
 
 def attention(view: LessonView, head: str, query: str, key: str) -> float:
@@ -270,10 +284,28 @@ def vocabulary_size(view: LessonView) -> int:
     return view.session.data.tokenizer.vocab_size
 
 
-def parameters(view: LessonView) -> int:
-    vocabulary_size(view)  # the data Start would prepare
+def text_tokens(view: LessonView) -> int:
+    vocabulary_size(view)
+    return len(view.session.data.train) + len(view.session.data.val)
+
+
+def train_config(view: LessonView):
+    """The GPTConfig the Train tab's controls describe, for the data Start would prepare."""
+    vocabulary_size(view)
     arch = {field: view.values[CONTROL_NAMES.get(field, field)] for field in ARCH_FIELDS}
-    return count_params(model_config(view.session, arch))
+    return model_config(view.session, arch)
+
+
+def parameters(view: LessonView) -> int:
+    return count_params(train_config(view))
+
+
+def untrained_loss(view: LessonView) -> float:
+    cfg, data = train_config(view), view.session.data
+    torch.manual_seed(TrainConfig().seed)  # as Start seeds it
+    model = GPT(cfg).eval()
+    text = data.val if len(data.val) > 1 else data.train
+    return validation_loss(model, eval_windows(text, cfg.block_size))
 
 
 MEASURES = {
@@ -281,11 +313,13 @@ MEASURES = {
     "greedy continuation": greedy_continuation,
     "most repetitive column": most_repetitive_column, "role": lambda view, head: head_role(view, head).label,
     "role score": lambda view, head: head_role(view, head).score, "attention": attention,
-    "brightest column": brightest_column, "first-token share": first_token_share,
+    "brightest column": brightest_column, "heads with role": heads_with_role,
+    "bits per character": bits_per_char, "first-token share": first_token_share,
     "induction score": induction_score, "split logit": split_logit, "largest part": largest_part, "part": part,
     "top head": top_head, "top head's source": top_head_source,
     "clean difference": lambda view: sweep(view).clean_diff,
     "corrupted difference": lambda view: sweep(view).corrupted_diff,
     "restored": restored, "most restored": most_restored, "loss rise": loss_rise,
     "vocabulary size": vocabulary_size, "parameters": parameters,
+    "untrained loss": untrained_loss, "text tokens": text_tokens,
 }

@@ -45,7 +45,8 @@ def check_file(path, validate: Validate, claims: bool = True) -> bool:
     for result in failed:
         print(f"{path}: {result.message()}", file=sys.stderr)
     if not failed:
-        print(f"{path}: ok, {len(lesson.steps)} steps ({lesson.title}), {n_claims} claims hold")
+        print(f"{path}: ok, {len(lesson.steps)} steps ({lesson.title}), "
+              f"{n_claims} {'claim holds' if n_claims == 1 else 'claims hold'}")
     return not failed
 
 

@@ -8,6 +8,8 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
+from explorer.common.shipped_list import DEFAULT_MODEL
+
 QUOTED = r'"(?:[^"\\]|\\.)*"'
 HEAD = r"(\d{1,3}\.\d{1,3})"
 CELL = r"((?:layer|head) \d{1,4}, (?:position|head) \d{1,4})"
@@ -28,6 +30,7 @@ QUANTITIES = {
     "role": (rf"role of head {HEAD}", "text", "the head's role on the prompt, as the Attention tab's caption names it"),
     "role score": (rf"role score of head {HEAD}", "number",
                    "the share that earned the head its role (for most roles: of the attention left after the sink)"),
+    "heads with role": (r"heads with role ([a-z ]+?)", "count", "how many heads the caption gives that role on the prompt"),
     "attention": (rf"attention of head {HEAD} from (\d{{1,4}}) to (\d{{1,4}})", "number",
                   "the attention weight from one query position to one key position (Where one query looks)"),
     "brightest column": (rf"brightest column of head {HEAD}", "count",
@@ -49,10 +52,15 @@ QUANTITIES = {
     "most restored": (r"most restored", "text", "the cell of the patching chart that restores the most"),
     "loss rise": (rf"loss rise without head {HEAD}", "number",
                   "the validation loss with the head knocked out (mean ablation) minus the intact model's"),
+    "bits per character": (r"bits per character of ([a-z0-9-]+)", "number",
+                           "a shipped model's bits per character on the prompt (Compare A and B's table)"),
     "vocabulary size": (r"vocabulary size", "count", "tokens in the vocabulary of the step's corpus and tokenizer"),
+    "text tokens": (r"text tokens", "count", "tokens in the whole text of the step's corpus (training and validation)"),
     "parameters": (r"parameters", "count", "parameters of the model the Train tab's controls describe"),
+    "untrained loss": (r"untrained loss", "number", "the validation loss of that model as Start builds it, before "
+                                                    "its first step (nats per token)"),
 }
-NEEDS_NO_MODEL = ("vocabulary size", "parameters")  # measured from the step's controls alone
+NEEDS_NO_MODEL = ("vocabulary size", "text tokens", "parameters", "untrained loss")  # measured from the step's controls alone
 NUMBER = r"(-?\d+(?:\.\d+)?(?:e\d+)?)\s*([%kM]?)"
 TESTS = {  # name -> pattern of the test after the quantity, and the kinds it applies to
     "is": (r"is (.+)", ("text", "count", "number")),
@@ -155,3 +163,23 @@ def shown(measured) -> str:
 def describe(claim: Claim) -> Optional[str]:
     """What the claim's quantity measures (for the check command's report)."""
     return QUANTITIES[claim.quantity][2]
+
+
+def models_in_effect(steps) -> list[str]:
+    """The shipped model each step inspects (steps: a lesson's Steps): the one it or an earlier step names, else
+    the app's default."""
+    current, out = DEFAULT_MODEL, []
+    for step in steps:
+        current = step.settings.get("model", current)
+        out.append(current)
+    return out
+
+
+def claim_model(claim: Claim, model: str) -> str:
+    """What a claim is measured on at a step inspecting model: the model, or "" for a claim that needs none."""
+    return model if claim.needs_model else ""
+
+
+def claim_models(steps) -> set:
+    """The shipped models a lesson's claims are measured on ("" for claims that need none)."""
+    return {claim_model(c, model) for step, model in zip(steps, models_in_effect(steps)) for c in step.claims}
