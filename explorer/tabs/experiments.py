@@ -29,8 +29,8 @@ Put a second model, **B**, beside the inspected one, **A**, and run both on the 
 tokenizers differ (characters vs BPE pieces), loss per token is unfair: a model that predicts whole words at once
 is more surprised per token. Both are therefore measured in **bits per character**: the total surprise divided by
 the characters read. A *bit* is one yes-or-no question: 1 bit per character is as unsure as a choice between two
-equally likely characters, 2 bits between four; fewer is better. Try: an early training snapshot of your run vs the end of training (step 0 is the untrained
-model), the shipped Shakespeare model vs first-names, pre-norm vs post-norm, char vs BPE. The slot holds one
+equally likely characters, 2 bits between four; fewer is better. Try: an early training snapshot of your run vs
+the end of training (step 0 is the untrained model), the shipped Shakespeare model vs first-names, pre-norm vs post-norm, char vs BPE. The slot holds one
 model, no larger than one you may train here."""
 
 UNITS_HELP = "Layers, heads and neurons count from 0. Separate several with commas."
