@@ -30,8 +30,8 @@ tokenizers differ (characters vs BPE pieces), loss per token is unfair: a model 
 is more surprised per token. Both are therefore measured in **bits per character**: the total surprise divided by
 the characters read. A *bit* is one yes-or-no question: 1 bit per character is as unsure as a choice between two
 equally likely characters, 2 bits between four; fewer is better. Try: an early training snapshot of your run vs
-the end of training (step 0 is the untrained model), the shipped Shakespeare model vs first-names, pre-norm vs post-norm, char vs BPE. The slot holds one
-model, no larger than one you may train here."""
+the end of training (step 0 is the untrained model), the shipped Shakespeare model vs first-names, pre-norm vs
+post-norm, char vs BPE. The slot holds one model, no larger than one you may train here."""
 
 UNITS_HELP = "Layers, heads and neurons count from 0. Separate several with commas."
 
