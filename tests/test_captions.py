@@ -106,12 +106,12 @@ def test_grid_caption_finds_previous_token_and_sink_heads():
         "The strongest previous-token head is L1·H2 (81%); L1·H0 spreads its attention most widely (3.2 bits).")
 
 
-def test_overview_caption_counts_each_habit():
+def test_overview_caption_says_what_its_maps_show():
     prev, itself, first = np.full((2, 3), 0.1), np.full((2, 3), 0.2), np.full((2, 3), 0.6)
-    prev[1, 2], itself[0, 1] = 0.9, 0.8
+    first[1, 2] = 0.9
     assert C.overview_caption({"prev_token": prev, "self": itself, "first_token": first}, 1) == (
-        "Of the 6 heads, 4 put most of their attention on the first token, 1 on the previous token and 1 on "
-        "themselves; below, the patterns of layer 1's 3 heads.")
+        "The three maps give each of the 6 heads its whole share of attention on the previous token, on itself and "
+        "on the first token (up to 90%, L1·H2); below, the patterns of layer 1's 3 heads.")
 
 
 def test_residual_captions():

@@ -61,15 +61,14 @@ def grid_caption(stats: dict[str, np.ndarray]) -> str:
 
 
 def overview_caption(stats: dict[str, np.ndarray], layer: int) -> str:
-    """{stat: [L, H]} -> how many heads mostly look at the previous token, themselves or the first token, and
-    which layer is drawn in detail (the large-model overview)."""
-    shares = np.stack([np.asarray(stats[k]) for k in ("prev_token", "self", "first_token")])  # [3, L, H]
-    habit = np.argmax(shares, axis=0)
-    counts = [int((habit == i).sum()) for i in range(3)]
-    n_layers, n_heads = habit.shape
-    return (f"Of the {n_layers * n_heads} heads, {counts[2]} put most of their attention on the first token, "
-            f"{counts[0]} on the previous token and {counts[1]} on themselves; below, the patterns of layer "
-            f"{layer}'s {n_heads} heads.")
+    """{stat: [L, H]} -> what the large-model overview's three maps show (raw shares, where the roles judge what is
+    left after the first token), the head with the largest first-token share, and the layer drawn in detail."""
+    first = np.asarray(stats["first_token"])
+    n_layers, n_heads = first.shape
+    top = np.unravel_index(int(np.argmax(first)), first.shape)
+    return (f"The three maps give each of the {n_layers * n_heads} heads its whole share of attention on the previous "
+            f"token, on itself and on the first token (up to {_pct(first[top])}, {head_label(*top)}); below, the "
+            f"patterns of layer {layer}'s {n_heads} heads.")
 
 
 def residual_caption(resid_pre, resid_post, attn_out) -> str:
