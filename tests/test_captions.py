@@ -160,6 +160,8 @@ def test_embedding_captions():
         "the input.")
     assert C.embedding_norms_caption(np.full(4, 0.5), np.full(4, 2.0)).startswith(
         "Position embeddings are 4.0× the size of token embeddings on average (2.00 vs 0.50)")
+    assert C.embedding_norms_caption(np.full(4, 0.08), np.full(4, 0.081)) == (  # seed 003's untrained model
+        "Token and position embeddings are about the same size on average (0.08 and 0.08): neither dominates the input.")
 
 
 def test_positional_caption_states_neighbour_and_distant_similarity():

@@ -12,6 +12,7 @@ from explorer.figures.sampling import SEED_LOGITS, softmax
 SINK_THRESHOLD = 0.5  # a head putting more than this on the first token is a "sink" head
 Z_EXPLAINED = ("The last panel, the head output z, is what each row passes on: the value vectors of the keys mixed "
                "with these weights (one column per number of the head's output).")
+SAME_SIZE = 1.25  # embedding sizes within this ratio are "about the same"
 NUMBER_WORDS = {1: "first component", 2: "first two components", 3: "first three components"}
 ACTIVATION_CAPTION = ("ReLU cuts every negative input to 0; GELU and SiLU are smooth versions that let small "
                       "negative values through, which helps training.")
@@ -155,6 +156,9 @@ def embedding_norms_caption(tok_norms, pos_norms) -> str:
                 f"input is the token embeddings alone (mean size {tok:.2f}).")
     bigger, smaller, ratio = ("Token", "position", tok / max(pos, 1e-12)) if tok >= pos else \
         ("Position", "token", pos / max(tok, 1e-12))
+    if ratio < SAME_SIZE:
+        return (f"Token and position embeddings are about the same size on average ({tok:.2f} and {pos:.2f}): "
+                "neither dominates the input.")
     return (f"{bigger} embeddings are {ratio:.1f}× the size of {smaller} embeddings on average "
             f"({max(tok, pos):.2f} vs {min(tok, pos):.2f}), so they dominate the input.")
 
