@@ -206,6 +206,10 @@ def test_sampling_and_generation_captions():
     assert C.generation_caption(steps) == ("Generated 2 tokens; the picks had 27% probability on average, and the "
                                            "least likely was 'q' at step 2 (4%).")
     assert C.generation_caption([]) == "Nothing generated yet."
+    flatter = np.array([0.3, 0.2, 0.2, 0.15, 0.15])  # temperature 2, nothing cut: the caption says what moved
+    assert C.sampling_caption(before, flatter, np.zeros(5, bool), list("abcde")) == (
+        "Nothing is cut: all 5 tokens stay possible; the temperature moves the top token 'a' from "
+        f"{before[0]:.0%} to 30%.")
 
 
 def test_data_training_and_layernorm_captions():

@@ -192,6 +192,9 @@ def sampling_caption(probs_before, probs_after, removed, labels: list[str]) -> s
     removed = np.asarray(removed, dtype=bool)
     top = int(np.argmax(probs_after))
     now, was = float(probs_after[top]), float(probs_before[top])
+    if not removed.any() and _pct(now) != _pct(was):  # only the temperature changed the odds
+        return (f"Nothing is cut: all {len(removed)} tokens stay possible; the temperature moves the top token "
+                f"'{labels[top]}' from {_pct(was)} to {_pct(now)}.")
     if not removed.any():
         return f"No filtering: all {len(removed)} tokens stay possible; the top token '{labels[top]}' has {_pct(was)}."
     return (f"Filtering kept {int((~removed).sum())} of {len(removed)} tokens; the top token '{labels[top]}' "
