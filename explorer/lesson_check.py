@@ -308,18 +308,19 @@ def untrained_loss(view: LessonView) -> float:
     return validation_loss(model, eval_windows(text, cfg.block_size))
 
 
-MEASURES = {
+MEASURES = {  # lesson_claims.QUANTITIES -> the function measuring it (view, *the claim's arguments)
     "top token": top_token, "probability": probability, "tokens kept": tokens_kept,
-    "greedy continuation": greedy_continuation,
-    "most repetitive column": most_repetitive_column, "role": lambda view, head: head_role(view, head).label,
-    "role score": lambda view, head: head_role(view, head).score, "attention": attention,
-    "brightest column": brightest_column, "heads with role": heads_with_role,
-    "bits per character": bits_per_char, "first-token share": first_token_share,
-    "induction score": induction_score, "split logit": split_logit, "largest part": largest_part, "part": part,
+    "greedy continuation": greedy_continuation, "most repetitive column": most_repetitive_column,
+    "role": lambda view, head: head_role(view, head).label,
+    "role score": lambda view, head: head_role(view, head).score,
+    "heads with role": heads_with_role, "attention": attention, "brightest column": brightest_column,
+    "first-token share": first_token_share, "induction score": induction_score,
+    "split logit": split_logit, "largest part": largest_part, "part": part,
+    "head part": lambda view, head: float(split(view)[0].heads[head_of(view, head)]),
     "top head": top_head, "top head's source": top_head_source,
     "clean difference": lambda view: sweep(view).clean_diff,
     "corrupted difference": lambda view: sweep(view).corrupted_diff,
     "restored": restored, "most restored": most_restored, "loss rise": loss_rise,
-    "vocabulary size": vocabulary_size, "parameters": parameters,
-    "untrained loss": untrained_loss, "text tokens": text_tokens,
+    "bits per character": bits_per_char, "vocabulary size": vocabulary_size, "text tokens": text_tokens,
+    "parameters": parameters, "untrained loss": untrained_loss,
 }

@@ -43,6 +43,7 @@ QUANTITIES = {
                     "what Split the logit splits: the answer's logit, minus the against token's when one is set"),
     "largest part": (r"largest part", "text", "the bar of the split that is largest in size"),
     "part": (rf"part {PART}", "number", "one bar of the split"),
+    "head part": (rf"part of head {HEAD}", "number", "one head's part of the split (a cell of its heatmap)"),
     "top head": (r"top head", "text", "the head whose part of the split is largest in size, as layer.head"),
     "top head's source": (r"top head's main source", "count",
                           "the position the top head's part comes from most (the split's second chart)"),

@@ -23,6 +23,8 @@ MAX_QUESTION, MAX_CHOICE, CHOICES_RANGE = 300, 80, (2, 8)  # characters, charact
 SETTING = re.compile(r"^([a-z][a-z0-9_]*)\s*:(.*)$")  # "layer: 2"; a key is a lower-case name
 QUOTED = re.compile(r'"((?:[^"\\]|\\.)*)"')  # a double-quoted value; backslash escapes the next character
 SLUG = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+TAG = re.compile(r"<[A-Za-z/][^>]*>")  # Markdown would read "<EOS>" as HTML and show nothing
+CODE = re.compile(r"`[^`]*`")  # inside a code span it is shown as written
 
 Validate = Callable[[str, str], Optional[str]]  # (key, value) -> what is wrong, or None when it is fine
 
@@ -123,11 +125,25 @@ def _step(lines: list, i: int, validate: Optional[Validate]) -> tuple:
 
     settings, i = _settings_block(lines, i + 1, check, strict=True, repeated={EXPECT: claim})
     question = _question(settings, where)
+    start = i
     text, i = _text_block(lines, i)
     if not text:
         raise LessonError(heading, f"step {title!r} needs text to read (at least one line after its settings)")
+    fenced = False  # a ``` block shows its lines as written
+    for number, line in [(heading, title), *((n + 1, lines[n]) for n in range(start, i))]:
+        fenced ^= line.lstrip().startswith("```")
+        if not fenced:
+            _shown_as_written(line, number)
     links = {key: value for key, value in settings.items() if key not in QUESTION_KEYS}
     return Step(title, links, text, heading, question, tuple(claims)), i
+
+
+def _shown_as_written(line: str, number: int) -> None:
+    """LessonError when Markdown would swallow part of the line as an HTML tag (`<EOS>` outside backticks)."""
+    tag = TAG.search(CODE.sub("", line))
+    if tag:
+        raise LessonError(number, f"{tag.group(0)} would be read as HTML and not shown: put it in backticks "
+                                  f"(`{tag.group(0)}`)")
 
 
 def _question(settings: dict, where: dict) -> Optional[Question]:
