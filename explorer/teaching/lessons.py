@@ -155,6 +155,7 @@ def _question(settings: dict, where: dict) -> Optional[Question]:
     text = settings["question"].strip()
     if not text:
         raise LessonError(where["question"], "the question is empty")
+    _shown_as_written(text, where["question"])
     if len(text) > MAX_QUESTION:
         raise LessonError(where["question"], f"a question is at most {MAX_QUESTION} characters (this one has "
                                              f"{len(text)})")
