@@ -57,7 +57,7 @@ def do_what_the_step_says(page, text: str, pretrained: bool) -> list[str]:
         box = page.get_by_label(label).locator("visible=true").first  # "Heads": "Heads (layer.head, ...)"
         box.fill(value)
     pressed = []
-    for label in PRESSED.findall(text):
+    for label in (" ".join(found.split()) for found in PRESSED.findall(text)):  # a name may wrap a line
         if label in NOT_PRESSED or (pretrained and label in SLOW_ON_PRETRAINED):
             continue
         button = visible_button(page, label)
