@@ -33,6 +33,7 @@ from model_core.analysis.attribution import logit_attribution
 from model_core.analysis.comparison import bits_per_character
 from model_core.analysis.heads import head_statistics
 from model_core.analysis.patching import patching_sweep
+from model_core.data.tasks.examples import is_examples
 from model_core.analysis.roles import prompt_roles
 from model_core.model.sampling import compare, filter_logits, generate
 from model_core.training.train_config import TrainConfig
@@ -286,7 +287,18 @@ def vocabulary_size(view: LessonView) -> int:
 
 def text_tokens(view: LessonView) -> int:
     vocabulary_size(view)
-    return len(view.session.data.train) + len(view.session.data.val)
+    data = view.session.data
+    if is_examples(data.train):
+        raise UserError(f"{view.values['corpus']!r} is a task of examples, not a text: claim 'training examples'")
+    return len(data.train) + len(data.val)
+
+
+def training_examples(view: LessonView) -> int:
+    """Examples of a task the model trains on (the rest are its test examples)."""
+    vocabulary_size(view)
+    if not is_examples(view.session.data.train):
+        raise UserError(f"{view.values['corpus']!r} is a text, not a task of examples: claim 'text tokens'")
+    return len(view.session.data.train)
 
 
 def train_config(view: LessonView):
@@ -305,6 +317,9 @@ def untrained_loss(view: LessonView) -> float:
     torch.manual_seed(TrainConfig().seed)  # as Start seeds it
     model = GPT(cfg).eval()
     text = data.val if len(data.val) > 1 else data.train
+    if is_examples(text):  # a task: scored where its targets are (the answer after "="), as training scores it
+        with torch.inference_mode():
+            return float(model(text[:, 0], text[:, 1])[1])
     return validation_loss(model, eval_windows(text, cfg.block_size))
 
 
@@ -322,5 +337,6 @@ MEASURES = {  # lesson_claims.QUANTITIES -> the function measuring it (view, *th
     "corrupted difference": lambda view: sweep(view).corrupted_diff,
     "restored": restored, "most restored": most_restored, "loss rise": loss_rise,
     "bits per character": bits_per_char, "vocabulary size": vocabulary_size, "text tokens": text_tokens,
+    "training examples": training_examples,
     "parameters": parameters, "untrained loss": untrained_loss,
 }

@@ -5,12 +5,14 @@ then Next. No error toast may appear, and every button a step names must be on t
 Screenshots land in tests/screenshots/lessons/<lesson>-<step>.png: the page as the student sees it after the
 step's buttons, scrolled to the chart the last one drew (else to the tab's captions and charts). Look at them: every sentence of the step should be true of it.
 Training is not started (Start is left to the student: its run outlasts a test), so steps about the student's own
-model show the shipped or untrained one. SmolLM2's lessons are marked pretrained."""
+model show the shipped or untrained one, and a lab that needs a model of its task (the grokking lab) is shown on the
+shipped one when it is installed, else not pressed. SmolLM2's lessons are marked pretrained."""
 import re
 import time
 
 import pytest
 
+from explorer.common.shipped_list import shipped_models
 from explorer.teaching.lesson_claims import models_in_effect
 from explorer.teaching.lessons import read_lesson, shipped_lessons
 from tests.test_app_browser import ERROR_TOAST, SCREENSHOTS, VISIBLE_PANEL, browser  # noqa: F401 - a fixture
@@ -22,6 +24,8 @@ STEP_TIMEOUT_MS = 600_000  # SmolLM2's first open and its 30-layer patching take
 PRESSED = re.compile(r"[Pp]ress \*\*([^*]+)\*\*")  # "Press **Patch**", "then press **Compare**"
 TYPED = re.compile(r"Type `([^`]+)` in \*\*([^*]+)\*\*")  # "Type `0.1` in **Heads**"
 NOT_PRESSED = {"Start", "Pause", "Resume", "Stop"}  # a training run outlasts the walk
+# A lab that needs a model trained on its task: the walk trains none, so it opens the shipped one when installed
+NEEDS_TASK_MODEL = {"Show the lab": ("grokking", "Open the shipped grokking model")}
 SLOW_ON_PRETRAINED = {"Compare", "Generate step by step"}  # hundreds of SmolLM2 tokens: minutes under load
 BUSY = f"() => {{ const p = {VISIBLE_PANEL}; return p ? p.querySelectorAll('.eta-bar, .pending').length : 1; }}"
 FOLDER = SCREENSHOTS / "lessons"
@@ -60,6 +64,12 @@ def do_what_the_step_says(page, text: str, pretrained: bool) -> list[str]:
     for label in (" ".join(found.split()) for found in PRESSED.findall(text)):  # a name may wrap a line
         if label in NOT_PRESSED or (pretrained and label in SLOW_ON_PRETRAINED):
             continue
+        if label in NEEDS_TASK_MODEL:
+            model, opener = NEEDS_TASK_MODEL[label]
+            if model not in shipped_models():
+                continue
+            visible_button(page, opener).click()
+            wait_idle(page)
         button = visible_button(page, label)
         assert button.count() == 1, f"the step names a button {label!r} that its tab does not show"
         button.scroll_into_view_if_needed()

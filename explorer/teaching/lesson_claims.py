@@ -57,11 +57,13 @@ QUANTITIES = {
                            "a shipped model's bits per character on the prompt (Compare A and B's table)"),
     "vocabulary size": (r"vocabulary size", "count", "tokens in the vocabulary of the step's corpus and tokenizer"),
     "text tokens": (r"text tokens", "count", "tokens in the whole text of the step's corpus (training and validation)"),
+    "training examples": (r"training examples", "count",
+                          "examples the model trains on, of a task's corpus (modular addition: pairs a b)"),
     "parameters": (r"parameters", "count", "parameters of the model the Train tab's controls describe"),
     "untrained loss": (r"untrained loss", "number", "the validation loss of that model as Start builds it, before "
                                                     "its first step (nats per token)"),
 }
-NEEDS_NO_MODEL = ("vocabulary size", "text tokens", "parameters", "untrained loss")  # measured from the step's controls alone
+NEEDS_NO_MODEL = ("vocabulary size", "text tokens", "training examples", "parameters", "untrained loss")  # measured from the step's controls alone
 NUMBER = r"(-?\d+(?:\.\d+)?(?:e\d+)?)\s*([%kM]?)"
 TESTS = {  # name -> pattern of the test after the quantity, and the kinds it applies to
     "is": (r"is (.+)", ("text", "count", "number")),
