@@ -33,8 +33,8 @@ from model_core.analysis.attribution import logit_attribution
 from model_core.analysis.comparison import bits_per_character
 from model_core.analysis.heads import head_statistics
 from model_core.analysis.patching import patching_sweep
-from model_core.data.tasks.examples import is_examples
 from model_core.analysis.roles import prompt_roles
+from model_core.data.tasks.examples import is_examples
 from model_core.model.sampling import compare, filter_logits, generate
 from model_core.training.train_config import TrainConfig
 
