@@ -98,7 +98,8 @@ def _build_tabs(resumed, model_info, prompt, drop) -> dict:
             for name, component in controls.items():
                 named.setdefault(name, []).append(component)
         with gr.Tab("Experiments", id="experiments"):
-            build_experiments_tab(model_info, prompt, drop)
+            for name, component in build_experiments_tab(model_info, prompt, drop).items():
+                named.setdefault(name, []).append(component)
         with gr.Tab("Grokking", id="grokking"):
             build_grokking_tab(model_info)
         with gr.Tab("Guide", id="guide"):
@@ -119,6 +120,7 @@ def _resize_sliders_with_model(demo: gr.Blocks, model_info: gr.Markdown) -> None
 
     def ranges(session):
         maxima = slider_maxima(session)
-        return [gr.Slider(maximum=maxima[kind]) for _, kind in sized]
+        # an update, not gr.Slider(...): a 1-layer model's layer slider is 0..0, which the constructor refuses
+        return [gr.update(maximum=maxima[kind]) for _, kind in sized]
     model_info.change(bind(ranges), None, [block for block, _ in sized], api_visibility="private",
                       concurrency_limit=None)

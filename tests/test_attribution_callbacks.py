@@ -31,11 +31,11 @@ def test_the_parts_sum_to_the_logit_and_the_caption_says_so(session):
 
 
 def test_an_answer_against_another_splits_the_difference(session):
-    _, _, numbers, note = logit_attribution_view(session, CLEAN, -1, "O", "I", False)
-    assert "the logit of O minus that of I" in numbers and "minus that of I" in note
+    _, _, numbers, note = logit_attribution_view(session, CLEAN, -1, "e", "s", False)
+    assert "the logit of e minus that of s" in numbers and "minus that of s" in note
 
 
-def test_the_example_pair_restores_the_answer_where_the_name_differs(session):
+def test_the_example_pair_restores_the_answer_where_the_prompts_differ(session):
     clean, corrupted, shown = example_pair(session)
     assert (clean, corrupted) == (CLEAN, CORRUPTED) and "Example pair" in shown
     fig, note = activation_patching_view(session, clean, corrupted, "residual stream (layer × position)", 0, "", "",

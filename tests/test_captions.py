@@ -6,6 +6,8 @@ import pytest
 
 from explorer.figures.sampling import SEED_LOGITS
 from explorer.teaching import captions as C
+from explorer.teaching import captions_roles as CR
+from model_core.analysis.roles import prompt_roles
 
 TOKENS = list("abcdef")
 T = len(TOKENS)
@@ -28,26 +30,58 @@ def uniform_causal_pattern(n: int) -> np.ndarray:
     return p / p.sum(1, keepdims=True)
 
 
-def habit(share: str, phrase: str, layer: int = 0, head: int = 0) -> str:
-    return f"Head L{layer}·H{head} puts {share} of its attention {phrase}, on average over positions."
+def head_caption(pattern, ids, layer: int = 0, head: int = 0) -> str:
+    """The Selected head caption of a one-head model whose only head is at (layer, head) of the label."""
+    roles, scores = prompt_roles(np.asarray(pattern)[None, None], ids)
+    role = roles[0]
+    role.layer, role.head = layer, head
+    return CR.head_on_prompt_caption(role, {k: np.broadcast_to(v, (layer + 1, head + 1)) for k, v in scores.items()},
+                                     len(ids))
 
 
-def test_attention_head_caption_states_the_share_of_the_habit():
+def test_the_selected_head_caption_names_its_role_on_the_prompt():
+    ids = list(range(T))
     mixed = 0.78 * previous_token_pattern(T) + 0.22 * np.eye(T)  # queries >= 1: 78% back one, 22% on itself
-    assert C.attention_head_caption(mixed, TOKENS, 1, 2) == habit("78%", "on the previous token", 1, 2)
-    assert C.attention_head_caption(previous_token_pattern(T), TOKENS, 0, 0) == habit("100%", "on the previous token")
-    assert C.attention_head_caption(np.eye(T), TOKENS, 0, 0) == habit("100%", "on its own position (itself)")
-    assert C.attention_head_caption(sink_pattern(T), TOKENS, 0, 0) == habit(
-        "100%", "on the first token (a 'sink' it parks attention on)")
-    assert C.attention_head_caption(np.ones((1, 1)), ["a"], 0, 0) == (
-        "Head L0·H0 has only one token to look at, so it attends to itself.")
+    assert head_caption(mixed, ids, 1, 2) == (
+        "Head L1·H2 is a previous-token head: 78% of the attention it does not park on the first token goes to the "
+        "token just before. It puts 16% of all its attention on the first token (the sink).")  # query 1: its previous token is the first
+    assert head_caption(np.eye(T), ids).startswith("Head L0·H0 is a self head: 100% of the attention")
+    assert head_caption(sink_pattern(T), ids) == (
+        "Head L0·H0 is resting on the sink: it puts 100% of its attention on the first token, a parking place for a "
+        "head with nothing to do here.")
+    assert head_caption(np.ones((1, 1)), [0]) == "Head L0·H0 has only one token to look at, so it attends to itself."
 
 
-def test_a_spread_out_head_reports_its_favourite_keys_average_share():
-    favourite = np.mean(1 / np.arange(2, 13))  # query q of a uniform causal head gives each key 1/(q+1)
-    text = C.attention_head_caption(uniform_causal_pattern(12), list("x" * 12), 0, 0)
-    assert text.startswith("Head L0·H0 spreads its attention over many earlier tokens: its favourite key gets "
-                           f"{favourite:.0%} on average") and f"{favourite:.0%}" == "19%"
+def test_a_head_that_copies_on_a_repeated_prompt_is_an_induction_head_despite_its_sink():
+    """Half on the first token, half on the token after the earlier copy: the caption agrees with the report card
+    (the lesson 'A real model' names such a head an induction head)."""
+    n = 6
+    ids = list(range(1, n + 1)) * 2
+    p = 0.5 * np.eye(2 * n)  # the first copy: half on itself, half on the sink
+    p[:, 0] += 0.5
+    p[0, 0] = 1.0
+    for q in range(n, 2 * n):  # the second copy: half on the token after the earlier copy
+        p[q, q], p[q, q - n + 1] = 0.0, 0.5
+    text = head_caption(p, ids)
+    assert text.startswith("Head L0·H0 is an induction head: 100% of the attention it does not park on the first "
+                           "token goes to the token right after an earlier copy")
+    assert "puts 50% of all its attention on the first token" in text
+
+
+def test_a_spread_out_head_is_broad_in_bits():
+    text = head_caption(uniform_causal_pattern(12), [0] + list(range(1, 12)))
+    assert text.startswith("Head L0·H0 is broad: it spreads its attention over many earlier tokens (") and "bits" in text
+    assert "0 bits is one token" in text
+
+
+def test_the_roles_caption_counts_each_role_with_its_strongest_head():
+    ids = list(range(T))
+    patterns = np.stack([np.stack([previous_token_pattern(T), sink_pattern(T), 0.9 * previous_token_pattern(T)
+                                   + 0.1 * np.eye(T)])])  # [1, 3, T, T]
+    roles, scores = prompt_roles(patterns, ids)
+    assert CR.prompt_roles_caption(roles, scores).startswith(
+        "Roles on this prompt: 2 previous-token heads (strongest L0·H0, 100%); 1 head resting on the sink (L0·H1, "
+        "100% on the first token). A head rests on the sink when 70% or more")
 
 
 def test_attention_steps_and_query_captions():
@@ -55,7 +89,7 @@ def test_attention_steps_and_query_captions():
     scores[np.triu_indices(4, 1)] = -np.inf  # 6 of 16 masked
     assert C.attention_steps_caption(scores, previous_token_pattern(4), list("abcd")) == (
         "The causal mask hides 38% of the scores (keys in the future); after softmax each row sums to 1, and the "
-        "sharpest query, 1:b, puts 100% on 0:a.")
+        "sharpest query, 1:b, puts 100% on 0:a. " + C.Z_EXPLAINED)
     assert C.attention_steps_caption(np.zeros((1, 1)), np.ones((1, 1)), ["a"]).startswith(
         "With a single token there is nothing to mask")
     text = C.query_attention_caption(previous_token_pattern(T), TOKENS, 3)
@@ -72,12 +106,12 @@ def test_grid_caption_finds_previous_token_and_sink_heads():
         "The strongest previous-token head is L1·H2 (81%); L1·H0 spreads its attention most widely (3.2 bits).")
 
 
-def test_overview_caption_counts_each_habit():
+def test_overview_caption_says_what_its_maps_show():
     prev, itself, first = np.full((2, 3), 0.1), np.full((2, 3), 0.2), np.full((2, 3), 0.6)
-    prev[1, 2], itself[0, 1] = 0.9, 0.8
+    first[1, 2] = 0.9
     assert C.overview_caption({"prev_token": prev, "self": itself, "first_token": first}, 1) == (
-        "Of the 6 heads, 4 put most of their attention on the first token, 1 on the previous token and 1 on "
-        "themselves; below, the patterns of layer 1's 3 heads.")
+        "The three maps give each of the 6 heads its whole share of attention on the previous token, on itself and "
+        "on the first token (up to 90%, L1·H2); below, the patterns of layer 1's 3 heads.")
 
 
 def test_residual_captions():
@@ -126,6 +160,8 @@ def test_embedding_captions():
         "the input.")
     assert C.embedding_norms_caption(np.full(4, 0.5), np.full(4, 2.0)).startswith(
         "Position embeddings are 4.0× the size of token embeddings on average (2.00 vs 0.50)")
+    assert C.embedding_norms_caption(np.full(4, 0.08), np.full(4, 0.081)) == (  # seed 003's untrained model
+        "Token and position embeddings are about the same size on average (0.08 and 0.08): neither dominates the input.")
 
 
 def test_positional_caption_states_neighbour_and_distant_similarity():
@@ -170,6 +206,10 @@ def test_sampling_and_generation_captions():
     assert C.generation_caption(steps) == ("Generated 2 tokens; the picks had 27% probability on average, and the "
                                            "least likely was 'q' at step 2 (4%).")
     assert C.generation_caption([]) == "Nothing generated yet."
+    flatter = np.array([0.3, 0.2, 0.2, 0.15, 0.15])  # temperature 2, nothing cut: the caption says what moved
+    assert C.sampling_caption(before, flatter, np.zeros(5, bool), list("abcde")) == (
+        "Nothing is cut: all 5 tokens stay possible; the temperature moves the top token 'a' from "
+        f"{before[0]:.0%} to 30%.")
 
 
 def test_data_training_and_layernorm_captions():

@@ -19,6 +19,7 @@ from explorer.teaching import captions_grokking as CG
 from explorer.teaching import captions_progress as CP
 from explorer.teaching import captions_roles as CR
 from model_core.analysis.heads import head_statistics
+from model_core.analysis.roles import prompt_roles
 
 TOKENS = list("abcdef")
 NOT_CHARTS = {"style_figure", "lines_figure", "position_lines_figure", "histogram_pair_figure",  # builders
@@ -85,13 +86,15 @@ def grokking_case() -> str:
 
 # figure function name -> () -> (caption computed from constructed data, text it must contain)
 CASES = {
-    "attention_grid_figure": lambda: (C.grid_caption(head_statistics(grid_with_best_at(1, 2))), "L1·H2 (100%)"),
+    "attention_grid_figure": lambda: (CR.prompt_roles_caption(*prompt_roles(grid_with_best_at(1, 2), [0, 1, 2, 3, 4, 5])),
+                                      "1 previous-token head (L1·H2, 100%)"),
     "attention_overview_figure": lambda: (C.overview_caption(head_statistics(grid_with_best_at(1, 2)), 1),
                                           "the patterns of layer 1's 3 heads"),
     "live_attention_figure": lambda: (C.grid_caption(head_statistics(grid_with_best_at(0, 1))), "L0·H1 (100%)"),
     "head_statistics_figure": lambda: (C.grid_caption(head_statistics(grid_with_best_at(1, 0))), "L1·H0"),
-    "attention_head_figure": lambda: (C.attention_head_caption(previous_token_pattern(), TOKENS, 1, 2),
-                                      "Head L1·H2 puts 100% of its attention on the previous token"),
+    "attention_head_figure": lambda: (CR.head_on_prompt_caption(
+        prompt_roles(grid_with_best_at(1, 2), [0, 1, 2, 3, 4, 5])[0][5],
+        prompt_roles(grid_with_best_at(1, 2), [0, 1, 2, 3, 4, 5])[1], 6), "Head L1·H2 is a previous-token head: 100%"),
     "attention_steps_figure": lambda: (
         C.attention_steps_caption(np.where(np.tril(np.ones((6, 6))) > 0, 0.0, -np.inf), previous_token_pattern(),
                                   TOKENS), "hides 42% of the scores"),

@@ -24,7 +24,7 @@ layer: 1
 Look at the grid.
 
 ```
-## inside a code fence: not a step
+## inside a code fence: not a step, and <EOS> is shown as written
 ```
 
 ## Second
@@ -39,7 +39,7 @@ def test_parse_a_lesson():
     assert [s.title for s in lesson.steps] == ["First look", "Second"]
     first, second = lesson.steps
     assert first.settings == {"tab": "attention", "prompt": "  two spaces\nand a line ", "layer": "1"}
-    assert first.line == 6 and "## inside a code fence" in first.text
+    assert first.line == 6 and "## inside a code fence" in first.text and "<EOS>" in first.text
     assert second.settings == {} and second.text == "Text only, no settings."
     assert parse_lesson("# T\n## S\nx").simple is False  # simple view is off unless asked for
 
@@ -59,6 +59,8 @@ MALFORMED = [
     ("# T\n## \ntext", 2, "title after '## '"),
     ("# T\n## S\nlesson: other\n\ntext", 3, "cannot set 'lesson'"),
     ("# T\n## One\ntext\n\n## Two\n\n## Three\nmore", 5, "'Two' needs text"),
+    ("# T\n## Says awesome <EOS>\ntext", 2, "<EOS> would be read as HTML"),
+    ("# T\n## S\n\nfine `<EOS>` here\nthen <b>bold</b>", 5, "<b> would be read as HTML"),
 ]
 
 

@@ -79,6 +79,20 @@ def test_an_all_on_first_token_pattern_is_resting_on_the_sink():
     assert "100%" in role.sentence and "switched off" in role.sentence
 
 
+def test_a_head_that_stays_on_the_sink_on_repeats_too_is_resting_not_induction():
+    """SmolLM2's L18·H8 puts 99.99% on the first token of plain text and of the repeated probe; the crumbs left land
+    on induction targets. Only a head that wakes up on repeats (less than SINK_REST there) is an induction head."""
+    p = sink_pattern(2 * N) * 0.999
+    p[0, 0] = 1.0
+    for q in range(N + 1, 2 * N):
+        p[q, q - N + 1] += 0.001
+    s = scores_of(p)
+    assert s["induction"][0, 0] > 0.4 and s["repeat sink"][0, 0] > SINK_REST
+    assert head_roles(s)[0].label == "resting on the sink"
+    woke = {**s, "repeat sink": np.array([[0.5]])}  # the same head on text, but half awake on the repeats
+    assert head_roles(woke)[0].label == "induction"
+
+
 def test_roles_are_judged_on_the_attention_left_after_the_sink():
     """90% on the sink, 10% on the previous token: previous-token share of the non-sink mass is 1, but the
     head is resting; at 60% sink it is a previous-token head."""
@@ -118,6 +132,16 @@ def test_a_uniform_head_is_broad_with_entropy_at_its_maximum():
     role = head_roles(s)[0]
     assert role.label == "broad" and role.score == pytest.approx(1.0)
     assert s["breadth"][0, 0] == pytest.approx(s["breadth max"][0, 0])
+
+
+def test_a_head_that_keeps_to_one_token_no_habit_explains_is_focused_not_broad():
+    """The Shakespeare model's L1·H3 parks on the last line break: no habit, but nothing like a spread-out head."""
+    T = 2 * N
+    p = previous_token_pattern(T)
+    p[4:] = 0
+    p[4:, 3] = 1  # every query after position 3 looks only at position 3
+    role = head_roles(scores_of(p))[0]
+    assert role.label == "focused" and role.score < 0.5 and "few earlier tokens" in role.sentence
 
 
 def test_induction_target_marks_the_key_after_the_earlier_copy():

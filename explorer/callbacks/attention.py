@@ -13,8 +13,9 @@ from explorer.figures.attention import (
 from explorer.figures.common import figure_to_json
 from explorer.figures.heads import head_statistics_table
 from explorer.state.session import Session
-from explorer.teaching import captions
+from explorer.teaching import captions, captions_roles
 from model_core.analysis import head_statistics
+from model_core.analysis.roles import prompt_roles
 from model_core.analysis.scale import is_large
 
 
@@ -35,9 +36,12 @@ def attention_view(session: Session, prompt: str, layer, head, query, drop_unkno
     large = is_large(session.config)
     grid = (attention_overview_figure(stats, patterns[layer], a.labels, (layer, head)) if large
             else attention_grid_figure(patterns, a.labels, selected=(layer, head)))
+    roles, role_scores = prompt_roles(patterns, a.ids)
+    n_heads = session.config.n_heads
     caption = captions.chart_captions({
-        "All heads": captions.grid_caption(stats) + (" " + captions.overview_caption(stats, layer) if large else ""),
-        "Selected head": captions.attention_head_caption(pattern, a.labels, layer, head),
+        "All heads": captions_roles.prompt_roles_caption(roles, role_scores)
+        + (" " + captions.overview_caption(stats, layer) if large else ""),
+        "Selected head": captions_roles.head_on_prompt_caption(roles[layer * n_heads + head], role_scores, len(a.ids)),
         "Where one query looks": captions.query_attention_caption(pattern, a.labels, query),
         "How the pattern is made": captions.attention_steps_caption(scores[1], pattern, a.labels)})
     return (grid, attention_head_figure(pattern, a.labels, layer, head), steps,

@@ -42,6 +42,16 @@ def logit_name(session: Session, target: int, baseline) -> str:
     return f"the logit of {label(target)}" + (f" minus that of {label(baseline)}" if baseline is not None else "")
 
 
+def attribution_parts(attribution) -> list[tuple[str, float]]:
+    """(name, value) of every bar of the split: the embeddings, each layer's attention and MLP, the biases."""
+    parts = [("embeddings", attribution.embed)]
+    for layer in range(len(attribution.heads)):
+        parts.append((f"layer {layer} attention", float(attribution.heads[layer].sum())))
+        if attribution.mlps is not None:
+            parts.append((f"layer {layer} MLP", float(attribution.mlps[layer])))
+    return parts + [("biases", attribution.bias)]
+
+
 def logit_attribution_view(session: Session, prompt: str, position=-1, target: str = "", baseline: str = "",
                            drop_unknown: bool = False):
     """-> parts figure, the top head by source position, numbers, caption."""
@@ -50,13 +60,7 @@ def logit_attribution_view(session: Session, prompt: str, position=-1, target: s
     position = clamp_query(position, len(ids))
     target_id, baseline_id = token_choice(session, target, "Answer"), token_choice(session, baseline, "Against")
     attribution, run = logit_attribution(session.model, ids, position, target_id, baseline_id)
-    cfg = session.config
-    parts = [("embeddings", attribution.embed)]
-    for layer in range(cfg.n_layers):
-        parts.append((f"layer {layer} attention", float(attribution.heads[layer].sum())))
-        if attribution.mlps is not None:
-            parts.append((f"layer {layer} MLP", float(attribution.mlps[layer])))
-    parts.append(("biases", attribution.bias))
+    parts = attribution_parts(attribution)
     what = logit_name(session, attribution.target, attribution.baseline)
     labels = index_labels([session.tokenizer.token_label(i) for i in ids])
     layer, head = attribution.top_head()

@@ -4,10 +4,13 @@ import torch
 from explorer.common.errors import UserError
 from explorer.common.limits import LIMITS
 from model_core import GPT, GPTConfig
+from model_core.training.presets import get_preset
 
 CPU_FLOPS = 1e11  # what a 2-core CPU sustains training here (~27k tokens/s x 6 x 0.8M parameters, docs/training.md)
 GPU_FLOPS = 3e13  # a mid-range GPU in bf16, for the comparison
-CLASSROOM_HINT = "On this CPU use the classroom size (preset 'classroom': 4 layers x 4 heads, d_model 128)."
+_CLASSROOM = get_preset("classroom").model
+CLASSROOM_HINT = (f"On this CPU use the classroom size (preset 'classroom': {_CLASSROOM['n_layers']} layers x "
+                  f"{_CLASSROOM['n_heads']} heads, d_model {_CLASSROOM['d_model']}).")
 
 
 def count_params(cfg: GPTConfig) -> int:

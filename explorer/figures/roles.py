@@ -20,10 +20,10 @@ from explorer.figures.plain import Figure, heatmap, scatter
 
 ROLE_COLOURS = {  # one colour per label of model_core.analysis.roles.ROLE_LABELS
     "induction": "#d62728", "previous token": "#1f77b4", "duplicate token": "#9467bd", "self": "#2ca02c",
-    "local": "#17becf", "broad": "#ff7f0e", "resting on the sink": "#c7c7c7",
+    "local": "#17becf", "focused": "#8c564b", "broad": "#ff7f0e", "resting on the sink": "#c7c7c7",
 }
 ROLE_SHORT = {"induction": "induction", "previous token": "prev", "duplicate token": "dup", "self": "self",
-              "local": "local", "broad": "broad", "resting on the sink": "sink"}
+              "local": "local", "focused": "focused", "broad": "broad", "resting on the sink": "sink"}
 SCORE_COLUMNS = ("induction", "previous token", "duplicate token", "self", "local", "sink", "breadth",
                  "breadth max")
 # snapshot head_stats drawn over training by role_scores_over_steps_figure -> their names

@@ -12,6 +12,11 @@ from explorer.tabs.raw_inputs import RawSlider
 attention_page_view, clicked_head = callbacks("attention", "attention_page_view", "clicked_head")
 snapshot_view = callbacks("history", "snapshot_view")
 
+STATS_HELP = ("**Head statistics**, averaged over the prompt's positions: the share of attention on the previous token, "
+              "on itself and on the first token; how far back it looks; its **entropy** in **bits** (0 bits: all on one "
+              "token; 1 bit: two tokens half and half; each extra bit doubles the number of tokens). The **no sink** "
+              "columns measure the same after dropping the first token and rescaling what is left to 100%.")
+
 
 def build_attention_tab(prompt, drop):
     """prompt, drop: the shared prompt box and its drop-unknown checkbox. -> (view, inputs, outputs) so the app
@@ -32,6 +37,7 @@ def build_attention_tab(prompt, drop):
         big = gr.Plot(label="Selected head")
         bars = gr.Plot(label="Where one query looks")
     steps = gr.Plot(label="How the pattern is made")
+    gr.Markdown(STATS_HELP)
     stats = gr.Dataframe(headers=HEAD_TABLE_HEADERS, label="Head statistics", interactive=False, wrap=True)
     inputs = [prompt, layer, head, query, drop]
     outputs = [grid, big, steps, bars, stats, note]

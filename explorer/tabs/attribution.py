@@ -29,7 +29,8 @@ comes back: 0 % is the corrupted answer, 100 % the clean one. Where the share ju
 information lives."""
 
 
-def build_attribution_section(prompt, drop):
+def build_attribution_section(prompt, drop) -> dict:
+    """-> its controls that share a name with other tabs' (the head × position sweep's layer is `layer`)."""
     gr.Markdown(DLA_INTRO)
     with gr.Row():
         position = model_slider("query", "Position whose prediction is split (-1 = last)")
@@ -65,3 +66,4 @@ def build_attribution_section(prompt, drop):
     patch.click(bind(activation_patching_view, heavy=True), patch_inputs, [restored, patch_note], api_name="activation_patching",
                 **API, **HEAVY)
     data_button("patching", [restored, patch_note], patch_inputs)
+    return {"layer": layer}

@@ -28,16 +28,17 @@ COMPARE_INTRO = """### Compare two models
 Put a second model, **B**, beside the inspected one, **A**, and run both on the prompt above. When their
 tokenizers differ (characters vs BPE pieces), loss per token is unfair: a model that predicts whole words at once
 is more surprised per token. Both are therefore measured in **bits per character**: the total surprise divided by
-the characters read. Try: an early training snapshot of your run vs the end of training (step 0 is the untrained
-model), the shipped Shakespeare model vs first-names, pre-norm vs post-norm, char vs BPE. The slot holds one
-model, no larger than one you may train here."""
+the characters read. A *bit* is one yes-or-no question: 1 bit per character is as unsure as a choice between two
+equally likely characters, 2 bits between four; fewer is better. Try: an early training snapshot of your run vs
+the end of training (step 0 is the untrained model), the shipped Shakespeare model vs first-names, pre-norm vs
+post-norm, char vs BPE. The slot holds one model, no larger than one you may train here."""
 
 UNITS_HELP = "Layers, heads and neurons count from 0. Separate several with commas."
 
 
-def build_experiments_tab(model_info, prompt, drop):
+def build_experiments_tab(model_info, prompt, drop) -> dict:
     """model_info: the model line above the tabs, updated when model B becomes the inspected model; prompt,
-    drop: the shared prompt box and its drop-unknown checkbox."""
+    drop: the shared prompt box and its drop-unknown checkbox. -> its named controls shared with other tabs."""
     gr.Markdown(INTRO)
     run = run_button("Run ablation")
     gr.Markdown(UNITS_HELP)
@@ -75,8 +76,9 @@ def build_experiments_tab(model_info, prompt, drop):
     top_go.click(bind(top_head_inputs, heavy=True), [mode], units, api_visibility="private", **HEAVY).then(
         bind(ablation_view, heavy=True), inputs, outputs, api_visibility="private", **HEAVY)
     data_button("experiments", [losses, dist, numbers, note, imap, map_note], inputs)
-    build_attribution_section(prompt, drop)
+    controls = build_attribution_section(prompt, drop)
     build_compare_section(prompt, drop, model_info)
+    return controls
 
 
 def build_compare_section(prompt, drop, model_info):

@@ -15,7 +15,9 @@ composition_view, head_circuits_view = callbacks("circuits", "composition_view",
 INTRO = """**So what does this head do?** Each head gets one role, measured on purpose-built inputs rather than on
 your prompt: windows of the validation text, and a random sequence shown twice. Many heads park their attention
 on the first token when they have nothing to do (an *attention sink*), so every score is the share of the
-attention **left after the sink**; a head that gives almost everything to the sink is *resting on the sink*."""
+attention **left after the sink**; a head that gives almost everything to the sink is *resting on the sink*. A head
+with no habit is *broad* when it spreads its attention widely and *focused* when it keeps it on a few tokens. The
+Attention tab's captions use the same roles, measured on your prompt."""
 
 INDUCTION_INTRO = """### Induction heads: copying a repeated sequence
 An **induction head** looks at the token that came *after* the previous occurrence of the current token, so the

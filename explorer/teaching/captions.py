@@ -8,12 +8,11 @@ import numpy as np
 
 from explorer.figures.common import head_label, index_labels, stream_labels
 from explorer.figures.sampling import SEED_LOGITS, softmax
-from model_core.analysis.heads import head_statistics
 
-BROAD_THRESHOLD = 0.3  # a head whose strongest habit gets less than this share is "spread out"
 SINK_THRESHOLD = 0.5  # a head putting more than this on the first token is a "sink" head
-ROLE_PHRASES = {"previous token": "on the previous token", "itself": "on its own position (itself)",
-                "first token": "on the first token (a 'sink' it parks attention on)"}
+Z_EXPLAINED = ("The last panel, the head output z, is what each row passes on: the value vectors of the keys mixed "
+               "with these weights (one column per number of the head's output).")
+SAME_SIZE = 1.25  # embedding sizes within this ratio are "about the same"
 NUMBER_WORDS = {1: "first component", 2: "first two components", 3: "first three components"}
 ACTIVATION_CAPTION = ("ReLU cuts every negative input to 0; GELU and SiLU are smooth versions that let small "
                       "negative values through, which helps training.")
@@ -28,31 +27,6 @@ def chart_captions(captions: dict[str, str]) -> str:
     return "\n".join(f"- **{chart}:** {text}" for chart, text in captions.items() if text)
 
 
-def attention_shares(pattern) -> dict[str, float]:
-    """pattern [T, T] -> mean share of attention (over queries ≥ 1) on previous token, itself, first token:
-    the same numbers as the head-statistics table (model_core.analysis.head_statistics)."""
-    p = np.asarray(pattern, dtype=np.float64)
-    if p.shape[0] < 2:
-        return {"previous token": 0.0, "itself": float(p[0, 0]) if p.size else 0.0, "first token": 0.0}
-    stats = head_statistics(p)
-    return {"previous token": float(stats["prev_token"]), "itself": float(stats["self"]),
-            "first token": float(stats["first_token"])}
-
-
-def attention_head_caption(pattern, tokens: list[str], layer: int, head: int) -> str:
-    """'Head L1·H2 puts 78% of its attention on the previous token.' (or itself / first token / spread)."""
-    name = f"Head {head_label(layer, head)}"
-    if len(tokens) < 2:
-        return f"{name} has only one token to look at, so it attends to itself."
-    shares = attention_shares(pattern)
-    role, share = max(shares.items(), key=lambda item: item[1])
-    if share < BROAD_THRESHOLD:
-        favourite = np.asarray(pattern, dtype=np.float64)[1:].max(axis=1).mean()
-        return (f"{name} spreads its attention over many earlier tokens: its favourite key gets "
-                f"{_pct(favourite)} on average, and no simple habit (previous token, itself, first token) dominates.")
-    return f"{name} puts {_pct(share)} of its attention {ROLE_PHRASES[role]}, on average over positions."
-
-
 def attention_steps_caption(scores_masked, pattern, tokens: list[str]) -> str:
     """How much the causal mask hides, and the sharpest query after softmax."""
     masked = float(np.isneginf(np.asarray(scores_masked, dtype=np.float64)).mean())
@@ -62,7 +36,8 @@ def attention_steps_caption(scores_masked, pattern, tokens: list[str]) -> str:
     query = int(np.argmax(p[1:].max(axis=1))) + 1  # skip query 0, which can only see itself
     key = int(np.argmax(p[query]))
     return (f"The causal mask hides {_pct(masked)} of the scores (keys in the future); after softmax each row "
-            f"sums to 1, and the sharpest query, {labels[query]}, puts {_pct(p[query, key])} on {labels[key]}.")
+            f"sums to 1, and the sharpest query, {labels[query]}, puts {_pct(p[query, key])} on {labels[key]}. "
+            f"{Z_EXPLAINED}")
 
 
 def query_attention_caption(pattern, tokens: list[str], query: int) -> str:
@@ -87,15 +62,14 @@ def grid_caption(stats: dict[str, np.ndarray]) -> str:
 
 
 def overview_caption(stats: dict[str, np.ndarray], layer: int) -> str:
-    """{stat: [L, H]} -> how many heads mostly look at the previous token, themselves or the first token, and
-    which layer is drawn in detail (the large-model overview)."""
-    shares = np.stack([np.asarray(stats[k]) for k in ("prev_token", "self", "first_token")])  # [3, L, H]
-    habit = np.argmax(shares, axis=0)
-    counts = [int((habit == i).sum()) for i in range(3)]
-    n_layers, n_heads = habit.shape
-    return (f"Of the {n_layers * n_heads} heads, {counts[2]} put most of their attention on the first token, "
-            f"{counts[0]} on the previous token and {counts[1]} on themselves; below, the patterns of layer "
-            f"{layer}'s {n_heads} heads.")
+    """{stat: [L, H]} -> what the large-model overview's three maps show (raw shares, where the roles judge what is
+    left after the first token), the head with the largest first-token share, and the layer drawn in detail."""
+    first = np.asarray(stats["first_token"])
+    n_layers, n_heads = first.shape
+    top = np.unravel_index(int(np.argmax(first)), first.shape)
+    return (f"The three maps give each of the {n_layers * n_heads} heads its whole share of attention on the previous "
+            f"token, on itself and on the first token (up to {_pct(first[top])}, {head_label(*top)}); below, the "
+            f"patterns of layer {layer}'s {n_heads} heads.")
 
 
 def residual_caption(resid_pre, resid_post, attn_out) -> str:
@@ -182,6 +156,9 @@ def embedding_norms_caption(tok_norms, pos_norms) -> str:
                 f"input is the token embeddings alone (mean size {tok:.2f}).")
     bigger, smaller, ratio = ("Token", "position", tok / max(pos, 1e-12)) if tok >= pos else \
         ("Position", "token", pos / max(tok, 1e-12))
+    if ratio < SAME_SIZE:
+        return (f"Token and position embeddings are about the same size on average ({tok:.2f} and {pos:.2f}): "
+                "neither dominates the input.")
     return (f"{bigger} embeddings are {ratio:.1f}× the size of {smaller} embeddings on average "
             f"({max(tok, pos):.2f} vs {min(tok, pos):.2f}), so they dominate the input.")
 
@@ -215,6 +192,9 @@ def sampling_caption(probs_before, probs_after, removed, labels: list[str]) -> s
     removed = np.asarray(removed, dtype=bool)
     top = int(np.argmax(probs_after))
     now, was = float(probs_after[top]), float(probs_before[top])
+    if not removed.any() and _pct(now) != _pct(was):  # only the temperature changed the odds
+        return (f"Nothing is cut: all {len(removed)} tokens stay possible; the temperature moves the top token "
+                f"'{labels[top]}' from {_pct(was)} to {_pct(now)}.")
     if not removed.any():
         return f"No filtering: all {len(removed)} tokens stay possible; the top token '{labels[top]}' has {_pct(was)}."
     return (f"Filtering kept {int((~removed).sum())} of {len(removed)} tokens; the top token '{labels[top]}' "

@@ -3,6 +3,7 @@ training. Pure functions: numbers in, one or two plain sentences out."""
 import numpy as np
 
 from explorer.figures.common import head_label
+from model_core.analysis.roles import ROLE_LABELS, SINK_REST
 
 INDUCTION_FOUND = 0.3  # a head above this induction score counts as an induction head in the captions
 
@@ -85,3 +86,57 @@ def embedding_motion_caption(coords: list, steps, labels: list[str]) -> str:
     top = int(np.argmax(moved))
     return (f"From step {int(steps[0]):,} to {int(steps[-1]):,} the token that moves furthest in the picture is "
             f"'{labels[top]}' ({moved[top]:.2f}); on average a token moves {moved.mean():.2f}.")
+
+
+# The Attention tab names what a head does on the prompt with the report card's labels (roles.ROLE_LABELS),
+# measured the same way but on the prompt itself: one vocabulary for captions, the Heads tab and lessons.
+NON_SINK = "of the attention it does not park on the first token"
+ROLE_DOES = {  # label -> what a head with that role does on the prompt, given its share of the non-sink attention
+    "induction": "an induction head: {share} " + NON_SINK + " goes to the token right after an earlier copy of the "
+                 "current token (what came next last time)",
+    "previous token": "a previous-token head: {share} " + NON_SINK + " goes to the token just before",
+    "duplicate token": "a duplicate-token head: {share} " + NON_SINK + " goes to earlier copies of the current token",
+    "self": "a self head: {share} " + NON_SINK + " stays on the current token",
+    "local": "a local head: {share} " + NON_SINK + " goes to the last 4 tokens",
+}
+ROLE_NOUNS = {label: (f"{noun} head", f"{noun} heads") for label, noun in (
+    ("induction", "induction"), ("previous token", "previous-token"), ("duplicate token", "duplicate-token"),
+    ("self", "self"), ("local", "local"), ("focused", "focused"), ("broad", "broad"))}
+ROLE_NOUNS["resting on the sink"] = ("head resting on the sink", "heads resting on the sink")
+BITS = "0 bits is one token; every extra bit doubles the number of tokens it spreads over"
+
+
+def head_on_prompt_caption(role, scores: dict, n_tokens: int) -> str:
+    """The selected head's role on the prompt (a roles.HeadRole of roles.prompt_roles, and its scores {name: [L, H]})."""
+    name = f"Head {head_label(role.layer, role.head)}"
+    if n_tokens < 2:
+        return f"{name} has only one token to look at, so it attends to itself."
+    at = {key: float(np.asarray(value)[role.layer, role.head]) for key, value in scores.items()}
+    sink = f"{at['sink']:.0%}"
+    if role.label == "resting on the sink":
+        return (f"{name} is resting on the sink: it puts {sink} of its attention on the first token, a parking place "
+                "for a head with nothing to do here.")
+    if role.label in ("broad", "focused"):
+        how = ("broad: it spreads its attention over many earlier tokens" if role.label == "broad" else
+               "focused: it keeps its attention on a few earlier tokens that none of the habits explains")
+        does = f"{how} ({at['breadth']:.1f} of at most {at['breadth max']:.1f} bits; {BITS})"
+    else:
+        does = ROLE_DOES[role.label].format(share=f"{role.score:.0%}")
+    return f"{name} is {does}. It puts {sink} of all its attention on the first token (the sink)."
+
+
+def prompt_roles_caption(roles: list, scores: dict) -> str:
+    """How many heads play each role on the prompt, with the strongest of each."""
+    sink = np.asarray(scores["sink"])
+    parts = []
+    for label in ROLE_LABELS:
+        mine = [r for r in roles if r.label == label]
+        if not mine:
+            continue
+        best = max(mine, key=lambda r: r.score)
+        value = sink[best.layer, best.head] if label == "resting on the sink" else best.score
+        many = len(mine) > 1
+        parts.append(f"{len(mine)} {ROLE_NOUNS[label][many]} ({'strongest ' * many}{head_label(best.layer, best.head)}, "
+                     f"{value:.0%}{' on the first token' * (label == 'resting on the sink')})")
+    return (f"Roles on this prompt: {'; '.join(parts)}. A head rests on the sink when {SINK_REST:.0%} or more of its "
+            "attention is on the first token; the other roles are judged on the attention left after it.")

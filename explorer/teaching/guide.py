@@ -48,10 +48,17 @@ are the tokens it can look at (the *keys*). Only earlier tokens are allowed (the
 right half is empty. The four panels show the steps: raw scores, scores after the mask, softmax weights,
 and the head's output.
 **Look for:** a bright line just below the diagonal is a *previous-token head*. A bright first column is an
-*attention sink*: the head parks attention on the first token when it has nothing useful to do.
+*attention sink*: the head parks attention on the first token when it has nothing useful to do. The captions name
+each head's role on your prompt with the words of the Heads tab's report card (previous token, self, local,
+focused, broad, induction, duplicate token, resting on the sink), measured the same way: on the attention left
+after the first token. The fourth panel, the head output *z*, is what each position passes on: the value vectors
+mixed with the attention weights.
 The big heatmap is the **selected head** (layer and head sliders); **Where one query looks** shows one row of it
 as bars (the query position slider; later keys are greyed out: masked). **Head statistics** lists, per head, its
-share of attention on the previous token, itself and the first token, and its entropy (how spread out it is).
+share of attention on the previous token, itself and the first token, the mean distance it looks back, and its
+entropy in *bits* (how spread out a row is: 0 bits is all on one token, 1 bit is two tokens half and half, each
+extra bit doubles the number of tokens). The *no sink* columns measure the same after dropping the first token and
+rescaling what is left to 100%.
 **Watch the heads form during training** (the fold-out below): slide from the start of training to the end to
 see the attention of every head at each recorded snapshot, with the loss at that point. Untrained heads look
 at everything evenly; the diagonal and previous-token stripes appear as the loss falls.
@@ -96,8 +103,8 @@ after filtering and under the model, the running log-probability). Pale tokens a
 **Ask the class:** which column reads most like Shakespeare, and which number agrees?
 
 ### Heads
-**What you see:** one role per head (previous token, self, local, broad, induction, duplicate token, or
-resting on the sink), measured on windows of the validation text and on a random sequence shown twice, not on
+**What you see:** one role per head (previous token, self, local, focused, broad, induction, duplicate token,
+or resting on the sink), measured on windows of the validation text and on a random sequence shown twice, not on
 your prompt; the loss on the first and the second copy of that sequence; the places in the whole validation
 text that excite a head or a neuron most; how one head's attention changed over training.
 **Look for:** many heads park their attention on the first token when they have nothing to do (an *attention

@@ -12,15 +12,19 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from explorer.common import app_state
+from explorer.teaching.lesson_claims import ClaimError, parse_claim
 
 LESSONS_DIR = Path(__file__).resolve().parents[1] / "assets" / "lessons"
 LESSON_SETTINGS = {"simple": ("yes", "no")}  # lesson-wide settings, before the first step
 NOT_IN_STEPS = {"lesson"}  # link parameters a step may not set (a lesson cannot open another lesson)
 QUESTION_KEYS = ("question", "choices")  # a step's own keys, never link parameters: not validated, not in settings
+EXPECT = "expect"  # a step's claim about its model (explorer.teaching.lesson_claims); the one key that may repeat
 MAX_QUESTION, MAX_CHOICE, CHOICES_RANGE = 300, 80, (2, 8)  # characters, characters, how many choices
 SETTING = re.compile(r"^([a-z][a-z0-9_]*)\s*:(.*)$")  # "layer: 2"; a key is a lower-case name
 QUOTED = re.compile(r'"((?:[^"\\]|\\.)*)"')  # a double-quoted value; backslash escapes the next character
 SLUG = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+TAG = re.compile(r"<[A-Za-z/][^>]*>")  # Markdown would read "<EOS>" as HTML and show nothing
+CODE = re.compile(r"`[^`]*`")  # inside a code span it is shown as written
 
 Validate = Callable[[str, str], Optional[str]]  # (key, value) -> what is wrong, or None when it is fine
 
@@ -51,6 +55,7 @@ class Step:
     text: str  # Markdown the student reads
     line: int  # line number of the step's "## " heading
     question: Optional[Question] = None  # what the student answers in the lesson box (answers go to the teacher)
+    claims: tuple = ()  # of lesson_claims.Claim: what the step says about its model, checked by explorer.lesson_check
 
 
 @dataclass(frozen=True)
@@ -110,13 +115,35 @@ def _step(lines: list, i: int, validate: Optional[Validate]) -> tuple:
         where[key] = line
         _step_setting(line, key, value, validate)
 
-    settings, i = _settings_block(lines, i + 1, check, strict=True)
+    claims = []
+
+    def claim(line: int, value: str) -> None:
+        try:
+            claims.append(parse_claim(value, line))
+        except ClaimError as err:
+            raise LessonError(line, str(err)) from None
+
+    settings, i = _settings_block(lines, i + 1, check, strict=True, repeated={EXPECT: claim})
     question = _question(settings, where)
+    start = i
     text, i = _text_block(lines, i)
     if not text:
         raise LessonError(heading, f"step {title!r} needs text to read (at least one line after its settings)")
+    fenced = False  # a ``` block shows its lines as written
+    for number, line in [(heading, title), *((n + 1, lines[n]) for n in range(start, i))]:
+        fenced ^= line.lstrip().startswith("```")
+        if not fenced:
+            _shown_as_written(line, number)
     links = {key: value for key, value in settings.items() if key not in QUESTION_KEYS}
-    return Step(title, links, text, heading, question), i
+    return Step(title, links, text, heading, question, tuple(claims)), i
+
+
+def _shown_as_written(line: str, number: int) -> None:
+    """LessonError when Markdown would swallow part of the line as an HTML tag (`<EOS>` outside backticks)."""
+    tag = TAG.search(CODE.sub("", line))
+    if tag:
+        raise LessonError(number, f"{tag.group(0)} would be read as HTML and not shown: put it in backticks "
+                                  f"(`{tag.group(0)}`)")
 
 
 def _question(settings: dict, where: dict) -> Optional[Question]:
@@ -128,6 +155,7 @@ def _question(settings: dict, where: dict) -> Optional[Question]:
     text = settings["question"].strip()
     if not text:
         raise LessonError(where["question"], "the question is empty")
+    _shown_as_written(text, where["question"])
     if len(text) > MAX_QUESTION:
         raise LessonError(where["question"], f"a question is at most {MAX_QUESTION} characters (this one has "
                                              f"{len(text)})")
@@ -154,9 +182,11 @@ def _choices(value: str, line: int) -> tuple:
     return choices
 
 
-def _settings_block(lines: list, i: int, check, strict: bool = False) -> tuple:
+def _settings_block(lines: list, i: int, check, strict: bool = False, repeated=None) -> tuple:
     """"key: value" lines from lines[i] up to the first blank line -> ({key: value}, next index). strict: once
-    the block has begun, every line up to the blank line must be a setting (a step's text follows a blank)."""
+    the block has begun, every line up to the blank line must be a setting (a step's text follows a blank).
+    repeated {key: take(line, value)}: keys that may come many times, handed to take instead of the dict."""
+    repeated = repeated or {}
     start = i = _skip_blank(lines, i)
     settings = {}
     while i < len(lines) and lines[i].strip():
@@ -166,7 +196,12 @@ def _settings_block(lines: list, i: int, check, strict: bool = False) -> tuple:
                 raise LessonError(i + 1, "expected 'key: value'; leave a blank line between a step's settings "
                                          "and its text")
             break
-        key, value = match.group(1), _value(match.group(2), i + 1)
+        key = match.group(1)
+        if key in repeated:  # its own grammar (quotes inside): not unquoted as a whole
+            repeated[key](i + 1, match.group(2).strip())
+            i += 1
+            continue
+        value = _value(match.group(2), i + 1)
         if key in settings:
             raise LessonError(i + 1, f"{key!r} is set twice")
         check(i + 1, key, value)

@@ -2,9 +2,11 @@
 the answer is decided."""
 
 PAIRS = {  # shipped model -> (clean, corrupted, what the pair shows)
-    "shakespeare": ("VOLUMNIA:\nGood morrow.\n\nV", "VIRGILIA:\nGood morrow.\n\nV",
-                    "the name that spoke before is likely to speak again: after V the model writes O when "
-                    "VOLUMNIA spoke, I when VIRGILIA did"),
+    # +9.0 and -8.1 logits (e vs s) on the shipped model, moved by its previous-token head 0.1 (the lesson
+    # who-wrote-the-answer checks it); the old VOLUMNIA / VIRGILIA pair differed by +0.07
+    "shakespeare": ("To be, or not to be, that is the qu", "To be, or not to be, that is the mu",
+                    "the letter before the last decides the next one: after qu the model writes e (queen, "
+                    "question), after mu it writes s (must, muse)"),
     "smollm2-135m": ("The Eiffel Tower is in the city of", "The Colosseum is in the city of",
                      "a fact recalled from the subject: Paris for the tower, Rome for the arena"),
 }

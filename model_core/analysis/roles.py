@@ -15,10 +15,11 @@ LOCAL_WINDOW = 4  # "local" = the current token and the 3 before it
 SINK_REST = 0.7  # a head giving the first token more than this share is resting on the sink
 ROLE_MIN = 0.4  # a specific role needs at least this share of the non-sink attention
 LOCAL_MIN = 0.6  # a local head puts at least this share within the last LOCAL_WINDOW tokens
+BROAD_MIN = 0.5  # a broad head's entropy is at least this share of its maximum; below it a head is "focused"
 
 # The specific roles, in the order they win ties.
 SPECIFIC_ROLES = ("induction", "previous token", "duplicate token", "self")
-ROLE_LABELS = SPECIFIC_ROLES + ("local", "broad", "resting on the sink")
+ROLE_LABELS = SPECIFIC_ROLES + ("local", "focused", "broad", "resting on the sink")
 
 
 def target_share(pattern: np.ndarray, target: np.ndarray) -> np.ndarray:
@@ -101,7 +102,15 @@ def text_scores(pattern: np.ndarray) -> dict[str, np.ndarray]:
 def repeat_scores(pattern: np.ndarray, tokens: np.ndarray) -> dict[str, np.ndarray]:
     """Scores measured on a random sequence repeated twice. pattern [..., B, T, T], tokens [B, T]."""
     return {"induction": target_share(pattern, induction_target(tokens)),
-            "duplicate token": target_share(pattern, duplicate_target(tokens))}
+            "duplicate token": target_share(pattern, duplicate_target(tokens)),
+            "repeat sink": sink_share(pattern)}
+
+
+def prompt_scores(pattern: np.ndarray, ids) -> dict[str, np.ndarray]:
+    """Every score measured on one prompt (the text and its own repeats): what the Attention tab's captions
+    name. pattern [..., T, T], ids [T] -> {name: [...]}"""
+    p = np.asarray(pattern)[..., None, :, :]  # one sequence: [..., 1, T, T]
+    return {**text_scores(p), **repeat_scores(p, np.asarray(ids)[None])}
 
 
 @dataclass
@@ -109,8 +118,14 @@ class HeadRole:
     layer: int
     head: int
     label: str  # one of ROLE_LABELS
-    score: float  # the share that earned the label (for "broad": entropy / its maximum)
+    score: float  # the share that earned the label (for "broad" and "focused": entropy / its maximum)
     sentence: str  # what the head does, for a student
+
+
+def prompt_roles(pattern: np.ndarray, ids) -> tuple[list[HeadRole], dict[str, np.ndarray]]:
+    """(one role per head, the scores behind them) on one prompt: pattern [L, H, T, T], ids [T]."""
+    scores = prompt_scores(pattern, ids)
+    return head_roles(scores), scores
 
 
 def head_roles(scores: dict[str, np.ndarray]) -> list[HeadRole]:
@@ -121,7 +136,10 @@ def head_roles(scores: dict[str, np.ndarray]) -> list[HeadRole]:
 
 def head_role_of(scores: dict[str, np.ndarray], layer: int, head: int) -> HeadRole:
     at = {name: float(np.asarray(value)[layer, head]) for name, value in scores.items()}
-    if at["sink"] >= SINK_REST and at.get("induction", 0.0) >= ROLE_MIN:  # idle on plain text, copies on repeats
+    # idle on plain text, wakes up and copies on repeats (a head that stays on the sink there too is resting: the
+    # crumbs it leaves elsewhere may land on induction targets; snapshots older than "repeat sink" lack it)
+    wakes = at.get("induction", 0.0) >= ROLE_MIN and at.get("repeat sink", 0.0) < SINK_REST
+    if at["sink"] >= SINK_REST and wakes:
         label, score = "induction", at["induction"]
     elif at["sink"] >= SINK_REST:
         label, score = "resting on the sink", at["sink"]
@@ -129,7 +147,10 @@ def head_role_of(scores: dict[str, np.ndarray], layer: int, head: int) -> HeadRo
         label, score = max(((r, at[r]) for r in SPECIFIC_ROLES if r in at), key=lambda item: item[1])
         if score < ROLE_MIN:
             broad = at["breadth"] / at["breadth max"] if at["breadth max"] > 0 else 0.0
-            label, score = ("local", at["local"]) if at["local"] >= LOCAL_MIN else ("broad", broad)
+            if at["local"] >= LOCAL_MIN:
+                label, score = "local", at["local"]
+            else:  # no habit: attention spread widely, or kept on a few tokens no habit explains (a line break)
+                label, score = ("broad" if broad >= BROAD_MIN else "focused"), broad
     return HeadRole(layer, head, label, score, role_sentence(label, score, at))
 
 
@@ -149,6 +170,9 @@ def role_sentence(label: str, score: float, at: dict[str, float]) -> str:
                 "on, transformed.",
         "local": f"It spreads its attention over the last {LOCAL_WINDOW} tokens ({share} of its non-sink "
                  "attention), like a short sliding window.",
+        "focused": f"It keeps its attention on a few earlier tokens ({at['breadth']:.1f} of at most "
+                   f"{at['breadth max']:.1f} bits) that none of the habits above explains (in a play: often the "
+                   "last line break).",
         "broad": f"It spreads its attention widely ({at['breadth']:.1f} of at most {at['breadth max']:.1f} bits), "
                  "averaging many earlier tokens; no single habit dominates.",
         "resting on the sink": f"It puts {share} of its attention on the first token, a resting place (an "

@@ -1,0 +1,118 @@
+"""Every shipped lesson walked start to end in headless Chromium, as a student would: open its link, on each step
+do what the text says (type what it says to type, press the buttons it names), answer its question in the box,
+then Next. No error toast may appear, and every button a step names must be on the step's tab.
+
+Screenshots land in tests/screenshots/lessons/<lesson>-<step>.png: the page as the student sees it after the
+step's buttons, scrolled to the chart the last one drew (else to the tab's captions and charts). Look at them: every sentence of the step should be true of it.
+Training is not started (Start is left to the student: its run outlasts a test), so steps about the student's own
+model show the shipped or untrained one, and a lab that needs a model of its task (the grokking lab) is shown on the
+shipped one when it is installed, else not pressed. SmolLM2's lessons are marked pretrained."""
+import re
+import time
+
+import pytest
+
+from explorer.common.shipped_list import shipped_models
+from explorer.teaching.lesson_claims import models_in_effect
+from explorer.teaching.lessons import read_lesson, shipped_lessons
+from tests.test_app_browser import ERROR_TOAST, SCREENSHOTS, VISIBLE_PANEL, browser  # noqa: F401 - a fixture
+
+pytestmark = pytest.mark.browser
+
+PRETRAINED = "smollm2-135m"
+STEP_TIMEOUT_MS = 600_000  # SmolLM2's first open and its 30-layer patching take minutes on a loaded machine
+PRESSED = re.compile(r"[Pp]ress \*\*([^*]+)\*\*")  # "Press **Patch**", "then press **Compare**"
+TYPED = re.compile(r"Type `([^`]+)` in \*\*([^*]+)\*\*")  # "Type `0.1` in **Heads**"
+NOT_PRESSED = {"Start", "Pause", "Resume", "Stop"}  # a training run outlasts the walk
+# A lab that needs a model trained on its task: the walk trains none, so it opens the shipped one when installed
+NEEDS_TASK_MODEL = {"Show the lab": ("grokking", "Open the shipped grokking model")}
+SLOW_ON_PRETRAINED = {"Compare", "Generate step by step"}  # hundreds of SmolLM2 tokens: minutes under load
+BUSY = f"() => {{ const p = {VISIBLE_PANEL}; return p ? p.querySelectorAll('.eta-bar, .pending').length : 1; }}"
+FOLDER = SCREENSHOTS / "lessons"
+FIRST_VIEW = f"""() => {{ const p = {VISIBLE_PANEL};
+  const said = p && [...p.querySelectorAll('.te-caption')].find(c => c.innerText.trim());
+  const target = said || (p && p.querySelector('.js-plotly-plot'));
+  if (target) target.scrollIntoView({{block: 'start'}}); else window.scrollTo(0, 0); }}"""
+
+
+def walked_lessons() -> list:
+    params = []
+    for slug, path in shipped_lessons().items():
+        pretrained = PRETRAINED in models_in_effect(read_lesson(path).steps)
+        marks = [pytest.mark.pretrained, pytest.mark.timeout(3600)] if pretrained else [pytest.mark.timeout(1200)]
+        params.append(pytest.param(slug, marks=marks, id=slug))
+    return params
+
+
+def wait_idle(page) -> None:
+    """Until the visible tab has no event running (after giving a just-clicked one a moment to start)."""
+    time.sleep(0.5)
+    page.wait_for_function(f"() => ({BUSY})() === 0", timeout=STEP_TIMEOUT_MS)
+    time.sleep(0.5)  # Plotly lays out after the data arrives
+
+
+def visible_button(page, label: str):
+    return page.get_by_role("button", name=label, exact=True).locator("visible=true").first
+
+
+def do_what_the_step_says(page, text: str, pretrained: bool) -> list[str]:
+    """Type what the step says to type and press the buttons it names, in its order; -> the buttons pressed."""
+    for value, label in TYPED.findall(text):
+        box = page.get_by_label(label).locator("visible=true").first  # "Heads": "Heads (layer.head, ...)"
+        box.fill(value)
+    pressed = []
+    for label in (" ".join(found.split()) for found in PRESSED.findall(text)):  # a name may wrap a line
+        if label in NOT_PRESSED or (pretrained and label in SLOW_ON_PRETRAINED):
+            continue
+        if label in NEEDS_TASK_MODEL:
+            model, opener = NEEDS_TASK_MODEL[label]
+            if model not in shipped_models():
+                continue
+            visible_button(page, opener).click()
+            wait_idle(page)
+        button = visible_button(page, label)
+        assert button.count() == 1, f"the step names a button {label!r} that its tab does not show"
+        button.scroll_into_view_if_needed()
+        button.click()
+        wait_idle(page)
+        pressed.append(label)
+    return pressed
+
+
+def answer(page, question) -> None:
+    if question.choices:
+        page.locator("#te-answer-choice").get_by_text(question.choices[0], exact=True).first.click()
+    else:
+        page.locator("#te-answer-text textarea").fill("My answer, typed by the lesson walk test.")
+    page.locator("#te-answer-send").click()
+    page.locator("#te-answer-sent").get_by_text("Sent").wait_for()
+
+
+@pytest.mark.parametrize("slug", walked_lessons())
+def test_walk_a_lesson_start_to_end(browser, app_url, slug):
+    lesson = read_lesson(shipped_lessons()[slug])
+    pretrained = PRETRAINED in models_in_effect(lesson.steps)
+    context = browser.new_context(viewport={"width": 1400, "height": 1400})
+    page = context.new_page()
+    page.set_default_timeout(STEP_TIMEOUT_MS)
+    FOLDER.mkdir(parents=True, exist_ok=True)
+    page.goto(app_url + f"?lesson={slug}")
+    n = len(lesson.steps)
+    for k, step in enumerate(lesson.steps, 1):
+        page.get_by_text(f"Step {k} of {n}: {step.title.replace('`', '')}", exact=True).wait_for()
+        wait_idle(page)
+        pressed = do_what_the_step_says(page, step.text, pretrained)
+        if step.question:
+            answer(page, step.question)
+        if pressed:  # the chart the last button drew, as the student scrolls to it
+            visible_button(page, pressed[-1]).evaluate("b => b.scrollIntoView({block: 'start'})")
+        else:  # the tab's captions (the sentences computed from its charts) and the charts below them
+            page.evaluate(FIRST_VIEW)
+        time.sleep(0.3)
+        page.screenshot(path=str(FOLDER / f"{slug}-{k}.png"))
+        errors = [t.inner_text() for t in page.locator(f"{ERROR_TOAST} [data-testid=toast-text]").all()]
+        assert not errors, f"{slug}, step {k} ({step.title}): {errors}"
+        if k < n:
+            page.evaluate("() => window.scrollTo(0, 0)")
+            page.get_by_role("button", name="Next →").click()
+    context.close()
