@@ -2,6 +2,7 @@
 leaderboard and loss-curve figure, pushes checked before they go, a student's "Go there" and answers."""
 import json
 import time
+from pathlib import Path
 from types import SimpleNamespace
 
 import gradio as gr
@@ -168,6 +169,22 @@ def test_rows_leaderboard_and_curves_of_a_class():
     assert again["figure"] is None and again["figure_key"] == view["figure_key"]  # nothing new: not resent
     ana.run.trainer.history.append({"step": 4, "loss": 2.4, "tokens_per_sec": 1.0})
     assert teacher.class_view([ana, ben, other, idle], view["figure_key"])["figure"] is not None
+
+
+def test_a_loss_reported_by_an_uploaded_file_never_ranks_above_a_measured_one():
+    from model_core.checkpoints.checkpoint import Checkpoint
+
+    ana = student("Ana", FakeRun([4.0, 3.0, 2.5], val=[(0, 4.2), (3, 2.6)]))
+    ana.shared_key = None
+    eve = student("Eve")  # uploads a .zip whose evals claim a loss nobody reaches on this text
+    claim = Checkpoint(tiny_model(), CharTokenizer("abcdefghijk"), evals=[{"step": 9000, "val_loss": 0.01}],
+                       corpus="shakespeare")
+    eve.use(claim, "uploaded best.zip")
+    board = teacher.class_view([eve, ana])["leaderboard"]
+    assert [(r["name"], r["val_source"], r["val_step"]) for r in board[0]["rows"]] == [
+        ("Ana", "measured", 3), ("Eve", "file", 9000)]  # Ana's latest evaluation, not her step-0 one
+    page = (Path(teacher.__file__).parents[1] / "assets" / "teacher" / "page.html").read_text()
+    assert "reported by the file" in page  # the page says whose loss was measured where
 
 
 def test_loss_figure_cells_share_axes_and_label_only_the_outer_ticks():
