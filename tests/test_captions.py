@@ -198,6 +198,8 @@ def test_loss_caption_never_sets_a_stale_evaluation_against_fresh_batches():
     assert "fell" not in only_start and "(mean of the last 8, step 8)" in only_start
     below = CT.loss_caption(np.arange(1, 11), np.full(10, 3.0), [0, 10], [4.0, 3.0], None, vocab_size=65)
     assert "rose" not in below and "untrained" not in below  # 4.0 < ln 65: nothing to explain
+    level = CT.loss_caption([5], [3.0], [0, 5], [np.log(27) + 0.001, 3.0], None, vocab_size=27)
+    assert "untrained" not in level  # 3.30 against 3.30 as printed: nothing to explain either
     assert "rose from 2.00 (step 10) to 2.50 (step 20)" in CT.loss_caption([20], [2.0], [10, 20], [2.0, 2.5])
     before = np.array([1.0, 3.0, 5.0, 7.0])  # mean 4, std sqrt(5)
     assert C.layernorm_caption(before, (before - 4) / np.sqrt(5)) == (

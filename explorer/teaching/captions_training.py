@@ -49,7 +49,7 @@ def baseline_sentence(vocab_size: int | None, untrained_loss: float | None = Non
         return ""
     guess = float(np.log(vocab_size))
     text = f" Random guessing would score {guess:.2f} (ln {vocab_size:,})"
-    if untrained_loss is not None and untrained_loss > guess:
+    if untrained_loss is not None and round(untrained_loss, 2) > round(guess, 2):  # above it as printed
         text += f"; the untrained model's {untrained_loss:.2f} at step 0 is above it because {UNTRAINED_NOTE}"
     return text + "."
 
