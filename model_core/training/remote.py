@@ -295,6 +295,14 @@ def obey(trainer: Trainer, commands, outbox: Outbox, parent_pid: int, wanted_thr
             wanted_threads[0] = int(command.split()[1])
 
 
+def start_forkserver() -> None:
+    """Start the forkserver now, in the background (its preloads take seconds): the app's warm-up calls this, so
+    a class's first Start does not wait for torch to import."""
+    from multiprocessing import forkserver
+
+    forkserver.ensure_running()
+
+
 # ---------------------------------------------------------------- shutdown
 
 def shutdown_all(timeout: float = 3.0) -> None:
