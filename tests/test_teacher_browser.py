@@ -16,7 +16,13 @@ import sys
 import pytest
 
 from tests.conftest import ROOT, free_port, wait_for_app
-from tests.test_app_browser import SCREENSHOTS, TIMEOUT_MS, browser, error_toasts  # noqa: F401 - browser: a fixture
+from tests.test_app_browser import (  # noqa: F401 - browser: a fixture
+    PANEL_STATE,
+    SCREENSHOTS,
+    TIMEOUT_MS,
+    browser,
+    error_toasts,
+)
 
 pytestmark = pytest.mark.browser
 KEY = "test-teacher-key-7f3a"
@@ -167,7 +173,7 @@ def test_pushes_reach_a_scrolled_page_in_turn_and_ask_before_replacing_a_student
 
     # scrolled far down a long tab, two pushes back to back: the first shows in view, the second waits its turn
     page.get_by_role("tab", name="Residual stream").click()
-    page.locator(".js-plotly-plot").nth(3).wait_for()
+    page.wait_for_function(f"() => ({PANEL_STATE})().plots >= 4")
     page.mouse.wheel(0, 3000)
     page.wait_for_function("() => window.scrollY > 800")
     teacher_push(teacher, {"kind": "message", "text": "First: look at the residual stream."})

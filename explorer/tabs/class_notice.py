@@ -29,6 +29,7 @@ CSS = f"""
 body:not(.te-class-open) #{NOTICE_ID}, body.te-class-message #te-class-go {{ display: none !important; }}
 body.te-class-asking #te-class-go, body:not(.te-class-asking) .te-class-ask {{ display: none !important; }}
 body.te-class-asking #te-class-dismiss {{ display: none !important; }}
+body.te-class-open .gradio-container {{ padding-bottom: 160px; }}  /* the page's end can scroll above the notice */
 #te-class-text {{ font-size: 1.05rem; }}
 #te-class-more {{ font-size: 0.9rem; color: var(--body-text-color-subdued); }}
 """
