@@ -5,7 +5,11 @@ and the time from Start to each event reaching the server is printed: the child'
 
 --cold starts with no forkserver running (the app's first Start before its warm-up had started one), else the
 forkserver is started and waited for first (as the app's warm-up does). Prints `uptime`'s load: on a shared
-machine the numbers scale with it."""
+machine the numbers scale with it (the child runs at nice 10, behind every busy process).
+
+--cpu does the child's work up to the step-`until` evaluation in this process instead, on one torch thread, and
+prints the CPU seconds of each part (build the trainer from the job, evaluate, snapshot, sample, train): what the
+run costs whatever else the machine does, an upper bound for its wall time on an idle machine."""
 import argparse
 import os
 import time
@@ -19,6 +23,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--until", type=int, default=50, help="stop once the evaluation at this step has arrived")
     p.add_argument("--cold", action="store_true", help="no forkserver running before Start")
     p.add_argument("--timeout", type=float, default=300.0, help="give up after this many seconds")
+    p.add_argument("--cpu", action="store_true", help="CPU seconds of each part of the child's work, in this process")
     return p.parse_args(argv)
 
 
@@ -73,9 +78,53 @@ def timeline(session, began: float, until: int, timeout: float) -> list[tuple[fl
     return events
 
 
+def cpu_parts(preset: str, until: int) -> list[tuple[str, float]]:
+    """(part, CPU seconds on one thread) of what a run's child does up to the evaluation at step `until`."""
+    import torch
+
+    from explorer.callbacks.train import start_training
+    from explorer.state.session import new_session
+    from model_core.training.remote import child_trainer, sample_text
+    from model_core.training.trainer import evaluation_due
+
+    session = new_session()
+    start_training(session, *start_values(preset))  # the app's own Trainer and job; its child is stopped at once
+    job = session.run.remote.job()
+    session.stop_training()
+    parts = []
+
+    def timed(name, work):
+        began = time.process_time()
+        result = work()
+        parts.append((name, time.process_time() - began))
+        return result
+
+    torch.set_num_threads(1)
+    trainer = timed("build the trainer from the job", lambda: child_trainer(job))
+    for step in range(until + 1):
+        if step:
+            timed("training steps", trainer.step)
+        if evaluation_due(step, trainer.cfg.eval_interval):
+            timed(f"evaluation at step {step}", trainer.evaluate)
+            timed(f"snapshot at step {step}", trainer.snapshot)
+            timed(f"sample at step {step}", lambda: sample_text(trainer.model, trainer.tokenizer,
+                                                                trainer.probe_ids[:1], job["sample_tokens"]))
+    merged: dict[str, float] = {}
+    for name, seconds in parts:
+        merged[name] = merged.get(name, 0.0) + seconds
+    return list(merged.items())
+
+
 def main(argv=None) -> None:
     args = parse_args(argv)
     import torch
+
+    if args.cpu:
+        parts = cpu_parts(args.preset, args.until)
+        for name, seconds in parts:
+            print(f"{seconds:6.2f} CPU s  {name}")
+        print(f"{sum(s for _, s in parts):6.2f} CPU s  in all, to the evaluation at step {args.until} ({load()})")
+        return
 
     from explorer.callbacks.train import start_training
     from explorer.state.session import new_session

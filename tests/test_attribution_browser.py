@@ -3,15 +3,8 @@ pretrained SmolLM2 opens from a link with its Attention overview. Screenshots in
 import pytest
 
 from explorer.common.shipped_list import pretrained_path
-from tests.test_app_browser import (  # noqa: F401 - browser and page: fixtures
-    SCREENSHOTS,
-    browser,
-    error_toasts,
-    page,
-    screenshot,
-    visible,
-    wait_until_idle,
-)
+from tests import test_app_browser
+from tests.test_app_browser import browser, error_toasts, page, screenshot, visible, wait_until_idle  # noqa: F401
 
 pytestmark = pytest.mark.browser
 # the parts chart (the figure with an 'MLP' trace) draws a tick label on its y2 axis for every row named
@@ -59,5 +52,5 @@ def test_smollm2_logit_split_labels_every_layers_row(page, app_url):  # noqa: F8
     page.wait_for_function(EVERY_ROW_DRAWN, arg=rows)
     assert error_toasts(page) == []
     chart.scroll_into_view_if_needed()
-    SCREENSHOTS.mkdir(exist_ok=True)
-    chart.screenshot(path=str(SCREENSHOTS / "logit-split-smollm2.png"))
+    test_app_browser.SCREENSHOTS.mkdir(exist_ok=True)
+    chart.screenshot(path=str(test_app_browser.SCREENSHOTS / "logit-split-smollm2.png"))

@@ -107,3 +107,14 @@ def test_the_header_says_it_is_working_while_a_slow_request_fills_it(browser, ap
     page.evaluate("document.querySelector('#te-model-info [data-testid=status-tracker]').classList.add('hide')")
     page.wait_for_function(f"({note})().content === 'none'")
     page.context.close()
+
+
+def test_the_data_file_box_shows_only_once_it_holds_a_file(browser, app_url):  # noqa: F811
+    """An empty 'Data of this tab (.zip)' box sat between the sections of every tab until its button was pressed."""
+    page = open_app(browser, app_url)
+    boxes = page.get_by_text("Data of this tab (.zip)")
+    assert all(not box.is_visible() for box in boxes.all())
+    page.locator("button:visible", has_text="Download data (CSV + settings)").first.click()
+    visible_box = page.locator(".block:visible", has=page.get_by_text("Data of this tab (.zip)"))
+    visible_box.locator("a[href*='.zip']").first.wait_for()  # the file's link
+    page.context.close()
