@@ -22,6 +22,7 @@ from explorer.tabs.lesson_player import build_lesson_player, wire_lesson_player
 from explorer.tabs.links import link_row, selected_view, wire_copy_link, wire_link_on_load, wire_model_name
 from explorer.tabs.residual import build_residual_tab
 from explorer.tabs.sampling import build_sampling_tab
+from explorer.tabs.slider_keys import wire_slider_keys
 from explorer.tabs.train import build_train_tab
 from explorer.teaching.guide import GUIDE
 from explorer.teaching.view_params import TAB_TRACKER, register_control, register_tabs, reset_controls
@@ -37,6 +38,14 @@ CSS = """
 .te-gen { white-space: pre-wrap; font-family: ui-monospace, monospace; font-size: 0.95rem; margin: 0; }
 .te-metrics { margin-top: 6px; font-size: 0.9rem; color: var(--body-text-color-subdued); }
 .te-examples mark { color: #111827; }  /* dark text on the light highlight, in both themes */
+/* the header while the model line is being worked out (Gradio's status tracker shown): a request that takes over
+   1.5 s says so, since a pretrained model's first open takes ~20 s and the old line looked current meanwhile */
+#te-model-info:has([data-testid="status-tracker"]:not(.hide))::after {
+  content: "Working on it… opening a model for the first time can take up to half a minute.";
+  display: block; font-weight: 600; color: var(--body-text-color); opacity: 0;
+  animation: te-appear 0.3s ease 1.5s forwards;
+}
+@keyframes te-appear { to { opacity: 1; } }
 """ + CLASS_CSS
 
 
@@ -48,6 +57,7 @@ ANALYSIS_TABS = [("attention", "Attention", build_attention_tab, True), ("heads"
                  ("blocks", "Building blocks", build_blocks_tab, True),
                  ("sampling", "Sampling", build_sampling_tab, True)]
 ADVANCED = {"min_p", "seed"}  # named controls a lesson in simple mode hides
+MODEL_INFO_ID = "te-model-info"  # the header's model line
 
 
 def build_app() -> gr.Blocks:
@@ -56,7 +66,7 @@ def build_app() -> gr.Blocks:
     with gr.Blocks(title="Transformer Explorer", delete_cache=(300, 900)) as demo:
         gr.Markdown("# Transformer Explorer\nTrain a tiny GPT and look inside it: every head, the residual "
                     "stream, the embeddings, the FFN neurons and the sampling knobs.")
-        model_info = gr.Markdown()
+        model_info = gr.Markdown(elem_id=MODEL_INFO_ID)
         notice = build_class_notice()  # what the teacher pushes (explorer.classroom)
         player = build_lesson_player()  # wired below, once every tab has registered its controls
         prompt, drop = shared_prompt()
@@ -77,6 +87,7 @@ def build_app() -> gr.Blocks:
         dispatch, inputs, outputs = selected_view(views)
         prompt.submit(dispatch, [TAB_TRACKER[0], *inputs], outputs, api_visibility="private", **ANALYSIS)
         _resize_sliders_with_model(demo, model_info)
+        wire_slider_keys(demo)
         demo.unload(detach_session)
     return demo
 

@@ -174,8 +174,9 @@ def test_ffn_view_names_every_activation(activation):
 def test_model_summary_names_the_last_loss_and_where_it_was_measured(session):
     split = Checkpoint(session.model, session.tokenizer, evals=[{"step": 9, "train_loss": 2.5, "val_loss": 2.75}])
     no_split = Checkpoint(session.model, session.tokenizer, evals=[{"step": 9, "train_loss": 0.25, "val_loss": None}])
-    assert models.model_summary(Session(split, "a")).endswith("val loss 2.750.")
-    assert models.model_summary(Session(no_split, "b")).endswith("loss on the training text 0.250 (no validation split).")
+    assert models.model_summary(Session(split, "a")).endswith("val loss 2.750 (its training's evaluation at step 9).")
+    assert models.model_summary(Session(no_split, "b")).endswith(
+        "loss on the training text 0.250 (its training's evaluation at step 9; no validation split).")
     assert "loss" not in models.model_summary(Session(Checkpoint(session.model, session.tokenizer), "c"))
 
 

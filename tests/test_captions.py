@@ -7,6 +7,7 @@ import pytest
 from explorer.figures.sampling import SEED_LOGITS
 from explorer.teaching import captions as C
 from explorer.teaching import captions_roles as CR
+from explorer.teaching import captions_training as CT
 from model_core.analysis.roles import prompt_roles
 
 TOKENS = list("abcdef")
@@ -215,12 +216,31 @@ def test_sampling_and_generation_captions():
 def test_data_training_and_layernorm_captions():
     assert C.token_index_caption(np.array([1, 2, 1, 3]), list("abac")) == (
         "4 positions use 3 distinct token ids; the most common is 'a' (id 1, 2 times).")
-    text = C.loss_caption(np.arange(100), np.ones(100), [0, 99], np.array([4.17, 1.62]), np.array([4.1, 1.54]),
-                          vocab_size=65)
-    assert text == ("Validation loss fell from 4.17 to 1.62 over 99 steps; the train–validation gap is 0.08 (a "
-                    f"growing gap means overfitting). Random guessing would score {np.log(65):.2f}.")
-    assert C.loss_caption(np.arange(20), np.r_[np.full(10, 3.0), np.full(10, 1.0)]) == (
+    text = CT.loss_caption(np.arange(1, 101), np.ones(100), [0, 100], np.array([4.17, 1.62]),
+                           np.array([4.1, 1.54]), vocab_size=65)
+    assert text == ("Validation loss fell from 4.17 (step 0) to 1.62 (step 100); at step 100 the train–validation gap "
+                    f"is 0.08 (a growing gap means overfitting). Random guessing would score {np.log(65):.2f} (ln 65).")
+    assert CT.loss_caption(np.arange(20), np.r_[np.full(10, 3.0), np.full(10, 1.0)]) == (
         "Training loss fell from 3.00 to 1.00 over 20 steps.")  # means of the first and last 10%
+
+
+def test_loss_caption_never_sets_a_stale_evaluation_against_fresh_batches():
+    """Paused at step 140 with evaluations at steps 0 and 100 only: each number names its step, the batch loss is
+    told as the batches' own, and the untrained model's loss above guessing is explained."""
+    steps, batches = np.arange(1, 141), np.r_[np.full(120, 2.5), np.full(20, 1.88)]
+    text = CT.loss_caption(steps, batches, [0, 100], [4.21, 2.35], [4.2, 2.3], vocab_size=65)
+    assert "from 4.21 (step 0) to 2.35 (step 100)" in text and "over 140 steps" not in text
+    assert "The training batches' loss is 1.88 now (mean of the last 20, step 140)" in text
+    assert "4.21 at step 0 is above it because an untrained model is more confidently wrong than uniform guessing" \
+        in text
+    only_start = CT.loss_caption(np.arange(1, 9), np.full(8, 3.0), [0], [4.21], [4.2], vocab_size=65)
+    assert only_start.startswith("Validation loss 4.21 (step 0).") and "gap" not in only_start
+    assert "fell" not in only_start and "(mean of the last 8, step 8)" in only_start
+    below = CT.loss_caption(np.arange(1, 11), np.full(10, 3.0), [0, 10], [4.0, 3.0], None, vocab_size=65)
+    assert "rose" not in below and "untrained" not in below  # 4.0 < ln 65: nothing to explain
+    level = CT.loss_caption([5], [3.0], [0, 5], [np.log(27) + 0.001, 3.0], None, vocab_size=27)
+    assert "untrained" not in level  # 3.30 against 3.30 as printed: nothing to explain either
+    assert "rose from 2.00 (step 10) to 2.50 (step 20)" in CT.loss_caption([20], [2.0], [10, 20], [2.0, 2.5])
     before = np.array([1.0, 3.0, 5.0, 7.0])  # mean 4, std sqrt(5)
     assert C.layernorm_caption(before, (before - 4) / np.sqrt(5)) == (
         "LayerNorm moves the values from mean 4.00, std 2.24 to mean 0.00, std 1.00, so every layer sees inputs "

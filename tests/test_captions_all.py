@@ -18,6 +18,7 @@ from explorer.teaching import captions_features as CF
 from explorer.teaching import captions_grokking as CG
 from explorer.teaching import captions_progress as CP
 from explorer.teaching import captions_roles as CR
+from explorer.teaching import captions_training as CT
 from model_core.analysis.heads import head_statistics
 from model_core.analysis.roles import prompt_roles
 
@@ -127,8 +128,8 @@ CASES = {
                                   "kept 2 of 3 tokens; the top token 'a' now has 62%"),
     "temperature_curve_figure": lambda: (C.temperature_caption(np.array([2.0, 0.0]), [0.5, 2.0], ["x", "y"]),
                                          "the top token 'x' gets 98%"),
-    "loss_figure": lambda: (C.loss_caption([10, 20], [3.0, 2.0], [10, 20], [3.2, 2.5], [3.0, 2.1], 65),
-                            "Validation loss fell from 3.20 to 2.50"),
+    "loss_figure": lambda: (CT.loss_caption([10, 20], [3.0, 2.0], [10, 20], [3.2, 2.5], [3.0, 2.1], 65),
+                            "Validation loss fell from 3.20 (step 10) to 2.50 (step 20)"),
     "token_index_figure": lambda: (C.token_index_caption([5, 7, 5], ["a", "b", "a"]), "most common is 'a' (id 5, 2"),
     "layernorm_effect_figure": lambda: (C.layernorm_caption([1.0, 3.0], [-1.0, 1.0]),
                                         "mean 2.00, std 1.00 to mean 0.00, std 1.00"),

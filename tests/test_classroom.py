@@ -2,6 +2,7 @@
 leaderboard and loss-curve figure, pushes checked before they go, a student's "Go there" and answers."""
 import json
 import time
+from pathlib import Path
 from types import SimpleNamespace
 
 import gradio as gr
@@ -10,7 +11,7 @@ import torch
 
 from explorer.callbacks.classroom import apply_push, send_answer, set_name
 from explorer.callbacks.lessons import PLAYER_OUTPUTS
-from explorer.classroom.broadcast import KEPT, Broadcast
+from explorer.classroom.broadcast import KEPT, RECENT, Broadcast
 from explorer.classroom.copies import TOKEN_SECONDS, PendingCopies
 from explorer.classroom.gate import MAX_DELAY, TeacherGate
 from explorer.classroom.room import ROOM, configure
@@ -84,6 +85,7 @@ def test_broadcast_numbers_pushes_and_keeps_the_newest():
     assert [p.id for p in pushes] == list(range(1, KEPT + 6))
     assert broadcast.latest() == pushes[-1] and broadcast.get(str(pushes[-1].id)) == pushes[-1]
     assert broadcast.get(1) is None and len(broadcast.history()) == KEPT
+    assert broadcast.recent() == pushes[-RECENT:]  # what every page's poll brings, oldest first
     with pytest.raises(ValueError):
         broadcast.send("shell", "x")
     assert Broadcast().epoch != broadcast.epoch
@@ -170,6 +172,22 @@ def test_rows_leaderboard_and_curves_of_a_class():
     assert teacher.class_view([ana, ben, other, idle], view["figure_key"])["figure"] is not None
 
 
+def test_a_loss_reported_by_an_uploaded_file_never_ranks_above_a_measured_one():
+    from model_core.checkpoints.checkpoint import Checkpoint
+
+    ana = student("Ana", FakeRun([4.0, 3.0, 2.5], val=[(0, 4.2), (3, 2.6)]))
+    ana.shared_key = None
+    eve = student("Eve")  # uploads a .zip whose evals claim a loss nobody reaches on this text
+    claim = Checkpoint(tiny_model(), CharTokenizer("abcdefghijk"), evals=[{"step": 9000, "val_loss": 0.01}],
+                       corpus="shakespeare")
+    eve.use(claim, "uploaded best.zip")
+    board = teacher.class_view([eve, ana])["leaderboard"]
+    assert [(r["name"], r["val_source"], r["val_step"]) for r in board[0]["rows"]] == [
+        ("Ana", "measured", 3), ("Eve", "file", 9000)]  # Ana's latest evaluation, not her step-0 one
+    page = (Path(teacher.__file__).parents[1] / "assets" / "teacher" / "page.html").read_text()
+    assert "reported by the file" in page  # the page says whose loss was measured where
+
+
 def test_loss_figure_cells_share_axes_and_label_only_the_outer_ticks():
     curves = [{"name": f"<s{i}>", "steps": [1, 2], "loss": [3.0, 2.0], "val_steps": [], "val_loss": []}
               for i in range(7)]
@@ -210,8 +228,31 @@ def test_go_there_opens_the_pushed_step_and_applies_a_pushed_link():
     link = teacher.push_link("?tab=residual&layer=1")["push"]
     outputs = apply_push(session, str(link["id"]))
     assert outputs[0] is not None and len(outputs) > PLAYER_OUTPUTS  # the controls' updates follow the player's
+    assert outputs[-1] == ""  # nothing to ask: the session inspects a shipped model
     with pytest.raises(UserError, match="too old"):
         apply_push(session, "999")
+
+
+def test_a_pushed_step_asks_before_it_replaces_the_students_own_model():
+    """"Go there" on a step that names a shipped model silently swapped a student's trained model for it."""
+    from model_core.checkpoints.checkpoint import Checkpoint
+
+    session = new_session()
+    own = Checkpoint(tiny_model(), CharTokenizer("abcdefghijk"))
+    session.use(own, "trained on my poems (400 steps)")
+    step = str(teacher.push_step("attention-basics", 0)["push"]["id"])  # the step names model: shakespeare
+    outputs = apply_push(session, step)
+    assert ("opens the shipped model shakespeare in place of the model you are inspecting now (trained on my poems "
+            "(400 steps)), which is kept nowhere else") in outputs[-1]
+    assert all(o == gr.skip() for o in outputs[:PLAYER_OUTPUTS])  # the player and the model stay as they were
+    assert session.held is own and session.model_name == "trained on my poems (400 steps)"
+    view = str(teacher.push_link("?tab=attention&model=first-names&layer=0")["push"]["id"])
+    assert apply_push(session, view)[-1].startswith("This view opens the shipped model first-names")
+    no_model = str(teacher.push_link("?tab=residual&layer=1")["push"]["id"])
+    assert apply_push(session, no_model)[-1] == "" and session.held is own  # a view of the same model: no question
+    outputs = apply_push(session, step, replace_model=True)  # "Open it anyway"
+    assert outputs[-1] == "" and outputs[0] == {"lesson": "attention-basics", "step": 0}
+    assert session.model_name == "shakespeare" and session.held is not own
 
 
 def test_answers_are_checked_kept_with_the_session_and_replaced():

@@ -61,7 +61,7 @@ def test_ablation_view_shows_both_columns_and_numbers_from_the_same_run():
     val_before, val_after = (float(x) for x in numbers.splitlines()[2].split("|")[2:4])
     assert f"from {val_before:.2f} to {val_after:.2f}" in note or "stays at" in note
     assert note.startswith("With head 1.1, head 0.0, neuron 2.5 replaced by its mean")
-    assert "tiny text" in numbers
+    assert "tiny text" in numbers and "The val loss in the header was measured by the model's training" in numbers
 
 
 def test_ablation_caption_names_the_tokens_that_got_hardest_from_the_numbers():
@@ -188,6 +188,11 @@ def test_char_and_bpe_models_are_compared_in_bits_per_character():
     assert list(bits.data[0].x)[0] == f"{len(first)}:{text[len(first)]}"  # positions in the text
     rows = [r.split("|") for r in numbers.splitlines()[2:]]
     assert [r[2].strip() for r in rows] == ["char", "bpe"]
+    # one number per model: the table's bits per character are the chart's legend means, over the same characters
+    assert f"the last {len(a)} characters, which both predict" in numbers.splitlines()[0]
+    for row, trace, curve in zip(rows, bits.data, (a, b)):
+        assert float(row[5]) == pytest.approx(curve.mean(), abs=5e-4)
+        assert f"(mean {curve.mean():.2f})" in trace.name
     assert "Their kinds of tokenizer differ" in note
     assert len(nxt.data) == 2
     assert "A has 3 layers × 2 heads and B 1 × 2, so their heads cannot be paired" in note

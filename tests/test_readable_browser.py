@@ -73,3 +73,48 @@ def test_tab_key_reaches_the_download_button_past_every_chart(browser, app_url):
     assert seen[-1].startswith("Download data"), seen
     assert len(set(seen)) > len(seen) // 2  # focus moves on; nothing holds it
     page.context.close()
+
+
+SELECTED_HEAD_TITLE = """() => { const plots = [...document.querySelectorAll('.js-plotly-plot')].filter(
+  (g) => g.layout && g.layout.title && /attention pattern$/.test(g.layout.title.text || ''));
+  return plots.length ? plots[0].layout.title.text : ''; }"""
+
+
+def test_arrow_keys_on_a_slider_redraw_its_view(browser, app_url):  # noqa: F811
+    page = open_app(browser, app_url)
+    page.wait_for_function(f"({SELECTED_HEAD_TITLE})().includes('head 0')")
+    slider = page.get_by_label("range slider for Head").first
+    slider.focus()
+    page.keyboard.press("ArrowRight")  # keydown moves the value, keyup sends the release the view listens to
+    page.wait_for_function(f"({SELECTED_HEAD_TITLE})() === 'Layer 0 · head 1 attention pattern'")
+    page.keyboard.down("ArrowRight")  # a held key repeats the move; its one keyup redraws once, at the end
+    for _ in range(2):
+        page.keyboard.down("ArrowRight")
+    page.keyboard.up("ArrowRight")
+    page.wait_for_function(f"({SELECTED_HEAD_TITLE})() === 'Layer 0 · head 3 attention pattern'")
+    page.context.close()
+
+
+def test_the_header_says_it_is_working_while_a_slow_request_fills_it(browser, app_url):  # noqa: F811
+    """The model line's status tracker shows while a request fills it (a pretrained model's first open: ~20 s);
+    after 1.5 s the header says what is going on, and the note goes once the tracker hides."""
+    page = open_app(browser, app_url)
+    note = "() => getComputedStyle(document.querySelector('#te-model-info'), '::after')"
+    page.wait_for_function(f"({note})().content === 'none'")  # the page's own loading requests are done
+    page.evaluate("document.querySelector('#te-model-info [data-testid=status-tracker]').classList.remove('hide')")
+    page.wait_for_function(f"({note})().opacity === '1'")
+    assert "opening a model for the first time can take up to half a minute" in page.evaluate(f"({note})().content")
+    page.evaluate("document.querySelector('#te-model-info [data-testid=status-tracker]').classList.add('hide')")
+    page.wait_for_function(f"({note})().content === 'none'")
+    page.context.close()
+
+
+def test_the_data_file_box_shows_only_once_it_holds_a_file(browser, app_url):  # noqa: F811
+    """An empty 'Data of this tab (.zip)' box sat between the sections of every tab until its button was pressed."""
+    page = open_app(browser, app_url)
+    boxes = page.get_by_text("Data of this tab (.zip)")
+    assert all(not box.is_visible() for box in boxes.all())
+    page.locator("button:visible", has_text="Download data (CSV + settings)").first.click()
+    visible_box = page.locator(".block:visible", has=page.get_by_text("Data of this tab (.zip)"))
+    visible_box.locator("a[href*='.zip']").first.wait_for()  # the file's link
+    page.context.close()

@@ -42,6 +42,15 @@ def test_samples_come_from_the_child_model_at_that_step():
         assert len(local.tokenizer.encode(samples[step])) == 13  # the start token and 12 new ones
 
 
+def test_each_evaluation_brings_a_fresh_sample():
+    """The early evaluations (steps 10 and 25 before the first interval of 40) come with a sample, as the
+    interval's own do: the sample box never shows the untrained model's text long after training began."""
+    trainer = make_trainer(max_steps=30, eval_interval=40, snapshot_interval=0)
+    seen = []
+    RemoteTrainer(trainer, sample_every=100, sample_tokens=8).run(callback=seen.append)
+    assert [m["step"] for m in seen if "sample" in m] == [m["step"] for m in seen if "eval" in m] == [0, 10, 25, 30]
+
+
 def test_pause_sends_the_weights_resume_and_stop_work_from_another_thread():
     trainer = make_trainer(max_steps=10**6, eval_interval=0)
     remote = RemoteTrainer(trainer, threads=torch.get_num_threads())  # same float sums as the local check

@@ -58,14 +58,24 @@ def test_a_run_keeps_a_few_snapshot_weights_and_step_0_is_the_untrained_model():
 
 def test_only_every_kth_snapshot_and_the_last_bring_weights():
     cfg = SimpleNamespace(max_steps=60, snapshot_interval=5)
-    trainer = SimpleNamespace(cfg=cfg, step_count=0)
+    trainer = SimpleNamespace(cfg=cfg, step_count=0, stopping=False)
     due = []
     for index, step in enumerate([*range(0, 40, 5), 37]):  # a run stopped at step 37
-        trainer.step_count = step
+        trainer.step_count, trainer.stopping = step, step == 37
         due.append(weights_due(trainer, index, every=3))
     assert due == [True, False, False, True, False, False, True, False, True]
-    trainer.step_count = 60
+    trainer.step_count, trainer.stopping = 60, False
     assert weights_due(trainer, 12, every=5) and not weights_due(trainer, 12, every=0)
+
+
+def test_an_early_evaluations_snapshot_is_not_taken_for_the_last():
+    """Snapshots also come with the early evaluations (steps 10, 25, ... off the snapshot interval): only a stop or
+    the end makes an off-interval snapshot the run's last."""
+    trainer = SimpleNamespace(cfg=SimpleNamespace(max_steps=1200, snapshot_interval=200), step_count=25,
+                              stopping=False)
+    assert not weights_due(trainer, 2, every=3)
+    trainer.stopping = True
+    assert weights_due(trainer, 2, every=3)
 
 
 def test_a_model_over_the_parameter_limit_keeps_no_weights(monkeypatch):

@@ -16,7 +16,13 @@ import sys
 import pytest
 
 from tests.conftest import ROOT, free_port, wait_for_app
-from tests.test_app_browser import SCREENSHOTS, TIMEOUT_MS, browser, error_toasts  # noqa: F401 - browser: a fixture
+from tests.test_app_browser import (  # noqa: F401 - browser: a fixture
+    PANEL_STATE,
+    SCREENSHOTS,
+    TIMEOUT_MS,
+    browser,
+    error_toasts,
+)
 
 pytestmark = pytest.mark.browser
 KEY = "test-teacher-key-7f3a"
@@ -145,3 +151,57 @@ def test_teacher_and_three_students(browser, class_url):
     # no error but the third student's "slots in use", which may still show (a toast lasts 10 s)
     assert [error_toasts(page) for page in students[:2]] == [[], []]
     assert all("training slots of this server are in use" in text for text in error_toasts(students[2]))
+
+
+def teacher_push(teacher, body: dict) -> dict:
+    """A push as the teacher page's own script sends it."""
+    return teacher.evaluate("(body) => fetch('/teacher/api/push', {method: 'POST', headers: {'Content-Type': "
+                            "'application/json', 'X-Teacher-Page': '1'}, body: JSON.stringify(body)})"
+                            ".then((r) => r.json())", body)
+
+
+def test_pushes_reach_a_scrolled_page_in_turn_and_ask_before_replacing_a_students_model(browser, class_url):
+    teacher = browser.new_context().new_page()
+    teacher.set_default_timeout(TIMEOUT_MS)
+    assert teacher.goto(class_url + "teacher?key=" + KEY).ok
+    teacher_push(teacher, {"kind": "message", "text": "Welcome."})  # a page new to the class shows the newest push
+    (page,) = student_pages(browser, class_url, ["Dana"])
+    notice = page.locator("#te-class-notice").first
+    notice.get_by_text("Welcome.").wait_for()
+    notice.get_by_role("button", name="Dismiss").click()
+    notice.wait_for(state="hidden")
+
+    # scrolled far down a long tab, two pushes back to back: the first shows in view, the second waits its turn
+    page.get_by_role("tab", name="Residual stream").click()
+    page.wait_for_function(f"() => ({PANEL_STATE})().plots >= 4")
+    page.mouse.wheel(0, 3000)
+    page.wait_for_function("() => window.scrollY > 800")
+    teacher_push(teacher, {"kind": "message", "text": "First: look at the residual stream."})
+    teacher_push(teacher, {"kind": "message", "text": "Second: compare the layers."})
+    notice.get_by_text("First: look at the residual stream.").wait_for()
+    notice.get_by_text("1 more from your teacher after this one").wait_for()
+    box, height = notice.bounding_box(), page.viewport_size["height"]
+    assert 0 <= box["y"] and box["y"] + box["height"] <= height, box  # in the window, however far it scrolled
+    SCREENSHOTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / "class-notice-scrolled.png"))
+    notice.get_by_role("button", name="Dismiss").click()
+    notice.get_by_text("Second: compare the layers.").wait_for()
+    assert notice.get_by_text("more from your teacher").count() == 0
+    notice.get_by_role("button", name="Dismiss").click()
+    notice.wait_for(state="hidden")
+
+    # the student's own model: a pushed step naming a shipped model asks first; "Keep my model" keeps it
+    page.get_by_role("tab", name="Train").click()
+    page.get_by_role("button", name="Use the untrained model (random weights)").click()
+    page.get_by_text("Inspecting untrained").first.wait_for()
+    for answer in ("Keep my model", "Open it anyway (replaces my model)"):
+        teacher_push(teacher, {"kind": "step", "lesson": "attention-basics", "step": 0})  # names model: shakespeare
+        notice.get_by_text("step 1: How to read an attention map").wait_for()
+        notice.get_by_role("button", name="Go there").click()
+        notice.get_by_text("in place of the model you are inspecting now (untrained").wait_for()
+        assert page.get_by_text("Inspecting untrained").first.is_visible()  # nothing changed while it asks
+        notice.get_by_role("button", name=answer).click()
+        notice.wait_for(state="hidden")
+    page.get_by_text("Step 1 of 7: How to read an attention map").wait_for()
+    page.get_by_text("Inspecting shakespeare").first.wait_for()
+    assert error_toasts(page) == []

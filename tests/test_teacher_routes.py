@@ -73,8 +73,12 @@ def test_the_key_opens_the_page_and_its_requests(client):
     sent = client.post("/teacher/api/push", json={"kind": "message", "text": "Pens down"},
                        headers={"X-Teacher-Page": "1"})
     assert sent.status_code == 200 and sent.json()["push"]["text"] == "Pens down"
+    client.post("/teacher/api/push", json={"kind": "message", "text": "Eyes up"}, headers={"X-Teacher-Page": "1"})
     latest = client.get("/class/latest").json()
-    assert latest["push"]["text"] == "Pens down" and latest["epoch"]
+    assert latest["push"]["text"] == "Eyes up" and latest["epoch"]
+    texts = [p["text"] for p in latest["pushes"]]  # the newest few, oldest first: an unread one is never lost
+    assert texts[-2:] == ["Pens down", "Eyes up"] and [p["id"] for p in latest["pushes"]] == sorted(
+        p["id"] for p in latest["pushes"])
 
 
 def test_teacher_requests_are_bounded_and_refused_with_a_sentence(client):
@@ -106,4 +110,4 @@ def test_students_pages_and_api_have_no_way_to_the_teacher(app_url):
     page = httpx.get(base + "/").text
     assert "key=" not in page and "te_teacher" not in page
     latest = httpx.get(base + "/class/latest").json()
-    assert set(latest) == {"epoch", "push"}  # what everyone may see: the newest push, no names
+    assert set(latest) == {"epoch", "push", "pushes"}  # what everyone may see: the newest pushes, no names

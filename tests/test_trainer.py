@@ -13,7 +13,15 @@ from model_core.data.dataset import token_tensor, train_val_split
 from model_core.data.tokenization import build_tokenizer
 from model_core.training.snapshots import Snapshot
 from model_core.training.train_config import TrainConfig, TrainConfigError
-from model_core.training.trainer import Trainer, TrainingError, lr_at, param_groups, resolve_device
+from model_core.training.trainer import (
+    Trainer,
+    TrainingError,
+    evaluation_due,
+    lr_at,
+    next_evaluation,
+    param_groups,
+    resolve_device,
+)
 
 TEXT = "the cat sat on the mat. the dog sat on the log. " * 40
 
@@ -35,7 +43,7 @@ def test_loss_decreases_on_a_tiny_corpus():
     assert trainer.run() == "finished"
     assert trainer.step_count == 60 and len(trainer.history) == 60
     first, last = trainer.evals[0], trainer.evals[-1]
-    assert [e["step"] for e in trainer.evals] == [0, 20, 40, 60]
+    assert [e["step"] for e in trainer.evals] == [0, 10, 20, 40, 60]  # step 10: an early evaluation
     assert last["val_loss"] < first["val_loss"] - 1.0
     metrics = trainer.history[-1]
     assert set(metrics) == {"step", "loss", "lr", "grad_norm", "tokens_per_sec", "elapsed"}
@@ -43,6 +51,34 @@ def test_loss_decreases_on_a_tiny_corpus():
     seconds = np.diff([0.0] + [m["elapsed"] for m in trainer.history])  # each step's own time
     tokens = trainer.cfg.batch_size * trainer.block_size
     assert [m["tokens_per_sec"] for m in trainer.history] == pytest.approx(list(tokens / seconds), rel=1e-6)
+
+
+def test_evaluations_come_early_then_every_interval():
+    """The classroom preset evaluates every 200 steps: a class would wait that long to see its run learn."""
+    assert [s for s in range(1001) if evaluation_due(s, 200)] == [0, 10, 25, 50, 100, 200, 400, 600, 800, 1000]
+    assert [s for s in range(61) if evaluation_due(s, 20)] == [0, 10, 20, 40, 60]
+    assert [s for s in range(21) if evaluation_due(s, 5)] == [0, 5, 10, 15, 20]  # nothing earlier to add
+    assert not any(evaluation_due(s, 0) for s in range(300))  # 0: never
+    for interval in (5, 20, 200):  # next_evaluation names the next step evaluation_due agrees with
+        for step in range(450):
+            upcoming = next_evaluation(step, interval)
+            assert upcoming > step and evaluation_due(upcoming, interval)
+            assert not any(evaluation_due(s, interval) for s in range(step + 1, upcoming))
+    assert next_evaluation(140, 200) == 200 and next_evaluation(0, 200) == 10 and next_evaluation(7, 0) is None
+
+
+def test_each_evaluation_brings_a_snapshot_with_its_losses():
+    """Live attention refreshes with the numbers: a snapshot at every evaluation step, holding that evaluation's
+    losses, besides the snapshot interval's own."""
+    trainer = make_trainer(max_steps=60, eval_interval=40, snapshot_interval=30)
+    reported = []
+    trainer.run(callback=reported.append)
+    assert [e["step"] for e in trainer.evals] == [0, 10, 25, 40, 60]
+    assert [s.step for s in trainer.snapshots] == [0, 10, 25, 30, 40, 60]
+    by_step = {s.step: s for s in trainer.snapshots}
+    for e in trainer.evals:
+        assert by_step[e["step"]].val_loss == e["val_loss"]
+    assert [m["step"] for m in reported if "eval" in m] == [0, 10, 25, 40, 60]
 
 
 def test_same_seed_same_losses():

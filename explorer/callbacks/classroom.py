@@ -35,20 +35,43 @@ def name_of(session: Session):
     return session.display_name or gr.skip()
 
 
-def apply_push(session: Session, push_id: str) -> list:
-    """"Go there" on a push -> the lesson player's outputs: a lesson step opened, or a link's (or class run's)
-    settings applied; a message changes nothing."""
+def apply_push(session: Session, push_id: str, replace_model: bool = False) -> list:
+    """"Go there" on a push -> the lesson player's outputs and a question: a lesson step opened, or a link's (or
+    class run's) settings applied, a message changing nothing; the question is '' then. A push that would open a
+    shipped model in place of the student's own (trained, uploaded) model changes nothing and asks first, unless
+    replace_model says they agreed."""
     push = ROOM.broadcast.get(push_id)
     if push is None:
         raise UserError("That notice is too old: the teacher has sent newer ones since.")
+    question = "" if replace_model else replacement_question(session, push)
+    if question or push.kind == "message":
+        return [*player_skips(), *view_params.updates_for({}), question]
     if push.kind == "step":
-        return open_lesson(session, push.lesson, push.step)
-    if push.kind in ("link", "run"):
-        summary, notes, values = apply_link(session, push.query)
-        skips = player_skips()
-        skips[4] = summary
-        return [*skips, *view_params.updates_for(values)]
-    return [*player_skips(), *view_params.updates_for({})]
+        return [*open_lesson(session, push.lesson, push.step), ""]
+    summary, notes, values = apply_link(session, push.query)
+    skips = player_skips()
+    skips[4] = summary
+    return [*skips, *view_params.updates_for(values), ""]
+
+
+def pushed_model(push) -> str:
+    """The shipped model a push opens ('' when it keeps the inspected one): a lesson step's or a link's `model`."""
+    if push.kind == "step":
+        steps = load_lesson(push.lesson).steps
+        return steps[push.step].settings.get("model", "") if 0 <= push.step < len(steps) else ""
+    return push.query.get("model", "") if push.kind == "link" else ""
+
+
+def replacement_question(session: Session, push) -> str:
+    """What to ask before a push replaces the student's own model with a shipped one; '' when nothing of theirs
+    would be lost (they inspect a shipped model, or the push keeps the model)."""
+    wanted = pushed_model(push)
+    if not wanted or session.shared_key is not None:  # an unmodified shipped model: nothing to lose
+        return ""
+    where = "This lesson step" if push.kind == "step" else "This view"
+    return (f"{where} opens the shipped model {wanted} in place of the model you are inspecting now "
+            f"({session.model_name}), which is kept nowhere else. To keep it, save it first (Train tab: “Save "
+            "inspected model as .zip”). Open it anyway, or keep your model?")
 
 
 def send_answer(session: Session, state, choice, text) -> str:

@@ -24,7 +24,6 @@ from explorer.teaching.captions_experiments import compare_caption
 from model_core import GPT, GPTConfig
 from model_core.analysis.comparison import (
     attention_patterns,
-    bits_per_character,
     character_bits,
     chars_per_token,
     pattern_differences,
@@ -237,10 +236,13 @@ def compare_view(session: Session, prompt, drop_unknown=False):
     bits_a, bits_b = character_bits(nats_a, chars_a), character_bits(nats_b, chars_b)
     n = min(len(bits_a), len(bits_b))  # both curves end at the text's end; the first token is never predicted
     chars = [f"{len(text) - n + i}:{visible(c)}" for i, c in enumerate(text[len(text) - n:])]
-    bpc = (bits_per_character(nats_a, chars_a), bits_per_character(nats_b, chars_b))
+    # one number per model, the chart's: the mean over the n characters both predict (a BPE model's first token
+    # covers characters it never predicts, so over its own characters it would score other ones than A)
+    bpc = (float(bits_a[-n:].mean()), float(bits_b[-n:].mean()))
     names = (session.model_name, b.name)
     rows = [("A: " + names[0], a_ckpt, nats_a, bpc[0]), ("B: " + names[1], b_ckpt, nats_b, bpc[1])]
-    table = ["| model | tokenizer | tokens | loss per token (nats) | bits per character |", "|---|---|---:|---:|---:|"]
+    table = ["| model | tokenizer | tokens | loss per token (nats) | bits per character (the last "
+             f"{n:,} characters, which both predict) |", "|---|---|---:|---:|---:|"]
     table += [f"| {name} | {c.tokenizer.kind} | {len(nats) + 1} | {nats.mean():.3f} | {bits:.3f} |"
               for name, c, nats, bits in rows]
     grids, grid_note = attention_pair([a_ckpt, b_ckpt], text, names)

@@ -206,7 +206,8 @@ def numbers_table(evaluation: dict, val_before: float, val_after: float, prompt_
     lines += [f"| {name} | {b:.3f} | {a:.3f} | {a - b:+.3f} |" for name, b, a in rows]
     lines.append(f"\nValidation text: {windows.shape[0]} windows of {windows.shape[1] - 1} tokens from the "
                  f"validation split of **{html.escape(evaluation['name'])}**, chosen with a fixed seed (the same "
-                 "windows every time).")
+                 "windows every time). The val loss in the header was measured by the model's training, on other "
+                 "windows of the same split, so the intact loss here differs from it a little.")
     return "\n".join(lines)
 
 

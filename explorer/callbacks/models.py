@@ -21,13 +21,15 @@ def model_summary(session: Session) -> str:
 
 
 def _last_loss(evals: list[dict]) -> str:
-    """', val loss 1.234' from the last evaluation (', loss on the training text 1.234' without a validation
-    split), or '' for an untrained model."""
+    """', val loss 1.234 (its training's evaluation at step 1,200)' from the last evaluation (', loss on the training
+    text ...' without a validation split), or '' for an untrained model. The step and 'training' say where the
+    number comes from: the Experiments tab measures validation loss again, on its own fixed windows."""
     for e in reversed(evals):
+        at = f" (its training's evaluation at step {int(e.get('step', 0)):,})"
         if e.get("val_loss") is not None:
-            return f", val loss {e['val_loss']:.3f}"
+            return f", val loss {e['val_loss']:.3f}{at}"
         if e.get("train_loss") is not None:
-            return f", loss on the training text {e['train_loss']:.3f} (no validation split)"
+            return f", loss on the training text {e['train_loss']:.3f}{at[:-1]}; no validation split)"
     return ""
 
 

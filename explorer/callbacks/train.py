@@ -15,11 +15,12 @@ from explorer.figures.training import loss_figure
 from explorer.state.session import Session
 from explorer.state.training_run import TrainingRun, slots_text
 from explorer.teaching import captions, captions_progress
+from explorer.teaching.captions_training import loss_caption
 from model_core import GPT, GPTConfig
 from model_core.analysis.heads import head_statistics
 from model_core.data.dataset import val_or_none
 from model_core.training.train_config import TrainConfig
-from model_core.training.trainer import Trainer
+from model_core.training.trainer import Trainer, next_evaluation
 
 LOSS_POINTS = 400  # the live chart shows at most this many per-step points
 NO_VAL_NOTE = " (no validation split: evaluated on the training text)"
@@ -103,7 +104,7 @@ def poll(session: Session):
         status += f" The other tabs still inspect **{session.model_name}**."
     if run.expired:
         status += f" The server stopped this run because {run.expired}, to free its slot for others."
-    sample = f"step {run.samples[-1][0]}:\n{run.samples[-1][1]}" if run.samples else ""
+    sample = sample_text(run)
     live, live_caption = live_attention(run)
     return (loss_json(t.history, t.evals, t.val_data is not None, t.step_count), status, live, live_caption, sample,
             *progress_json(t.evals, t.step_count), run.active)
@@ -116,6 +117,14 @@ def progress_json(evals: list[dict], step: int) -> tuple[str, str]:
         return "", "Progress measures appear here at each evaluation."
     fig = progress_figure(steps, series, max_step=step).update_layout(uirevision="progress")
     return figure_to_json(fig), captions_progress.progress_caption(steps, series, step)
+
+
+def sample_text(run: TrainingRun) -> str:
+    """The newest sample under the step it was generated at (a fresh one comes with each evaluation)."""
+    if not run.samples:
+        return ""
+    step, text = run.samples[-1]
+    return f"step {step:,}{' (untrained)' if step == 0 else ''}:\n{text}"
 
 
 def live_attention(run: TrainingRun) -> tuple[str, str]:
@@ -139,20 +148,36 @@ def status_text(run: TrainingRun, last: dict) -> str:
     tps = sum(m["tokens_per_sec"] for m in t.history[-20:]) / max(1, len(t.history[-20:]))
     steps_per_sec = tps / (t.cfg.batch_size * t.block_size) if tps else 0
     eta = (total - step) / steps_per_sec if steps_per_sec and run.active else 0
-    evals = t.evals[-1] if t.evals else {}
-    val = f" · val loss **{evals['val_loss']:.3f}**" if evals.get("val_loss") is not None else ""
+    loss = f" · batch loss {last['loss']:.3f}" if last else ""
+    return (f"**{t.state}** · step **{step:,} / {total:,}**{loss}{evaluated_text(t)} · {tps:,.0f} tokens/s"
+            + (f" · ETA {eta:,.0f} s" if eta else "") + ". " + loss_sentence(t) + next_evaluation_text(run))
+
+
+def evaluated_text(t: Trainer) -> str:
+    """' · val loss **2.351** (step 100)': the latest evaluation, with its step when training has moved on."""
+    if not t.evals:
+        return ""
+    latest = t.evals[-1]
+    at = f" (step {latest['step']:,})" if latest["step"] != t.step_count else ""
     if t.val_data is None:
-        val = (f" · loss on the training text **{evals['train_loss']:.3f}**" if evals else "") + NO_VAL_NOTE
-    loss = f" · loss {last['loss']:.3f}" if last else ""
-    return (f"**{t.state}** · step **{step:,} / {total:,}**{loss}{val} · {tps:,.0f} tokens/s"
-            + (f" · ETA {eta:,.0f} s" if eta else "") + ". " + loss_sentence(t))
+        return f" · loss on the training text **{latest['train_loss']:.3f}**{at}{NO_VAL_NOTE}"
+    return f" · val loss **{latest['val_loss']:.3f}**{at}" if latest.get("val_loss") is not None else ""
+
+
+def next_evaluation_text(run: TrainingRun) -> str:
+    """' Next evaluation at step 25.' while the run goes on and one is due before its end."""
+    t = run.trainer
+    upcoming = next_evaluation(t.step_count, t.cfg.eval_interval)
+    if not run.active or upcoming is None or upcoming >= t.cfg.max_steps:
+        return ""
+    return f" Next evaluation (and sample, and attention) at step {upcoming:,}."
 
 
 def loss_sentence(t: Trainer) -> str:
-    if not t.history:
+    if not t.history and not t.evals:
         return ""
     ev = [e for e in t.evals if e.get("val_loss") is not None]
-    return captions.loss_caption(
+    return loss_caption(
         [m["step"] for m in t.history], [m["loss"] for m in t.history], [e["step"] for e in ev],
         [e["val_loss"] for e in ev] or None, [e["train_loss"] for e in ev] or None, t.model.cfg.vocab_size)
 

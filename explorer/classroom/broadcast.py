@@ -1,6 +1,7 @@
 """What the teacher sends to every student: a message, a link (tab, prompt, layer, head, knobs), a lesson step or
-a class run. Students' pages ask for the newest one every few seconds (`/class/latest`, no session needed: it is
-the same for everyone) and show it as a notice with a "Go there" button; nothing moves until they press it."""
+a class run. Students' pages ask for the newest ones every few seconds (`/class/latest`, no session needed: it is
+the same for everyone) and show each unread one in turn as a notice with a "Go there" button; nothing moves until
+they press it."""
 import secrets
 import threading
 import time
@@ -9,6 +10,7 @@ from typing import Optional
 
 KINDS = ("message", "link", "step", "run")
 KEPT = 32  # pushes remembered (a "Go there" names the push it shows)
+RECENT = 8  # pushes every poll brings, so a page shows in turn those that came while one was unread
 MAX_TEXT = 500  # characters of a message
 
 
@@ -53,3 +55,7 @@ class Broadcast:
 
     def history(self) -> list[Push]:
         return list(self._pushes)
+
+    def recent(self) -> list[Push]:
+        """The RECENT newest pushes, oldest first."""
+        return self._pushes[-RECENT:]

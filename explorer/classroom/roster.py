@@ -1,5 +1,5 @@
 """The class as the teacher page shows it: one row per session (name, model, run, last activity), the loss curves
-of every run, and a leaderboard by validation loss per corpus. Read-only: nothing here changes a session, and a
+of every run, and a leaderboard by the latest validation loss per corpus. Read-only: nothing here changes a session, and a
 shared shipped model is read without being copied."""
 import statistics
 import time
@@ -37,7 +37,9 @@ def model_facts(session) -> dict:
     return {"name": name, "shape": f"{cfg.n_layers} layers × {cfg.n_heads} heads, d_model {cfg.d_model}",
             "params": model.num_params(), "own": (run is not None or session.shared_key is None) and not session.teacher,
             "steps": steps, "val_loss": last_val_loss(evals), "val_step": last_val_step(evals),
-            "corpus": corpus_of(session)}
+            # a run's losses were measured by this server; any other model's came with its file (an uploaded .zip
+            # may say anything: the page marks them and ranks them after the measured ones)
+            "val_source": "measured" if run is not None else "file", "corpus": corpus_of(session)}
 
 
 def run_facts(run) -> Optional[dict]:
@@ -89,16 +91,18 @@ def loss_curve(session) -> Optional[dict]:
 
 
 def leaderboard(rows: list[dict]) -> list[dict]:
-    """[{corpus, rows: [{name, id, val_loss, val_step, steps}] best first}] for every corpus some own model was trained on:
-    losses on different corpora (or tokenizers) are not comparable, so each corpus ranks apart."""
+    """[{corpus, rows: [{name, id, val_loss, val_step, val_source, steps}]}] for every corpus some own model was
+    trained on: losses on different corpora (or tokenizers) are not comparable, so each corpus ranks apart. Each
+    ranks by the latest evaluation of each model: those measured here first, best first, then the losses reported by
+    uploaded files (unchecked: a file claiming 0.01 is listed, never ranked above a measured one)."""
     boards: dict[str, list] = {}
     for row in rows:
         model = row["model"]
         if model["own"] and model["val_loss"] is not None and model["corpus"]:
             boards.setdefault(model["corpus"], []).append(
                 {"name": row["name"], "id": row["id"], "val_loss": model["val_loss"], "val_step": model["val_step"],
-                 "steps": model["steps"]})
-    return [{"corpus": corpus, "rows": sorted(entries, key=lambda e: e["val_loss"])}
+                 "val_source": model["val_source"], "steps": model["steps"]})
+    return [{"corpus": corpus, "rows": sorted(entries, key=lambda e: (e["val_source"] != "measured", e["val_loss"]))}
             for corpus, entries in sorted(boards.items())]
 
 

@@ -157,8 +157,8 @@ def attention_head_figure(pattern, tokens: list[str], layer: int, head: int) -> 
         hovertemplate=PAIR_HOVER + "<extra></extra>",
         texttemplate="%{z:.2f}" if n <= 12 else None, textfont=dict(size=SMALL_FONT),
     ))
-    fig.update_xaxes(**position_axis(n, "key position (looked at)"))
-    fig.update_yaxes(title_text="query position (looking)", type="category", autorange="reversed")
+    fig.update_xaxes(**position_axis("key position (looked at)"))
+    fig.update_yaxes(**position_axis("query position (looking)", turn=False), autorange="reversed")
     title = f"Layer {layer} · head {head} attention pattern"
     return style_figure(fig, title, height=int(np.clip(14 * n + 180, 440, 780)), margin=dict(l=90, b=90))
 
@@ -183,7 +183,7 @@ def attention_steps_figure(scores_unmasked, scores_masked, pattern, z, tokens: l
     fig.update_layout(**_steps_coloraxes(fig, scores, z))
     fig.update_xaxes(title_text="key position", type="category", showticklabels=len(tokens) <= 32)
     fig.update_xaxes(title_text="d_head dimension", type="linear", showticklabels=True, row=1, col=4)
-    fig.update_yaxes(type="category", autorange="reversed")
+    fig.update_yaxes(**position_axis("", turn=False), autorange="reversed")
     fig.update_yaxes(title_text="query position", row=1, col=1)
     title = f"Layer {layer} · head {head}: from scores to output, step by step"
     return style_figure(fig, title, height=int(np.clip(9 * len(tokens) + 220, 400, 640)),
@@ -218,7 +218,7 @@ def query_attention_bars_figure(pattern, tokens: list[str], query: int,
     if query < n - 1:
         fig.add_vrect(x0=query + 0.5, x1=n - 0.5, fillcolor=GREY, opacity=0.25, line_width=0,
                       annotation_text="future keys (masked)", annotation_position="top left")
-    fig.update_xaxes(**position_axis(n, "key position"))
+    fig.update_xaxes(**position_axis("key position"))
     fig.update_yaxes(title_text="attention weight", range=[0, 1.05])
     where = f" (layer {layer}, head {head})" if layer is not None and head is not None else ""
     return style_figure(fig, f"Where {labels[query]} looks{where}", height=380, margin=dict(b=80))

@@ -6,13 +6,16 @@ import numpy as np
 from explorer.figures.common import (
     BLUE,
     DIVERGING_SCALE,
+    GREEN,
     GREY,
+    PURPLE,
     RED,
     SMALL_FONT,
     compact,
     position_axis,
     style_figure,
     symmetric_range,
+    top_legend,
 )
 from explorer.figures.plain import Figure, bar, heatmap, subplots
 
@@ -20,8 +23,10 @@ TEXT_CELLS = 400  # heatmaps with more cells than this show no numbers in the ce
 
 
 def attribution_figure(heads, layer_parts: list[tuple[str, float]], what: str) -> Figure:
-    """Left: [L, H] each head's part of the logit (difference); right: one bar per part in reading order
-    (embeddings, each layer's attention and MLP, biases). Red adds to `what`, blue takes away."""
+    """Left: [L, H] each head's part of the logit (difference); right: the parts in reading order, one row per layer
+    with its attention (all heads) and its MLP side by side, embeddings above and biases below. Every row is
+    labelled (PART_ROW_PX per row). layer_parts: (name, value) as 'embeddings', 'layer N attention', 'layer N MLP',
+    'biases'. Red cells add to `what`, blue take away; a bar's direction says the same."""
     heads = np.asarray(heads, dtype=np.float64)
     n_layers, n_heads = heads.shape
     fig = subplots(rows=1, cols=2, column_widths=[0.5, 0.5], horizontal_spacing=0.3,
@@ -35,17 +40,48 @@ def attribution_figure(heads, layer_parts: list[tuple[str, float]], what: str) -
         hovertemplate="%{y} · %{x}<br>part of the logit %{z:+.3f}<extra></extra>",
         colorbar=dict(title=dict(text="logit part", side="right"), thickness=14, x=0.37),  # beside the heatmap
     ), row=1, col=1)
-    names, values = [n for n, _ in layer_parts], np.array([v for _, v in layer_parts], dtype=np.float64)
-    fig.add_trace(bar(
-        x=compact(values), y=names, orientation="h", showlegend=False,
-        marker_color=[RED if v > 0 else BLUE if v < 0 else GREY for v in values],
-        hovertemplate="%{y}<br>part of the logit %{x:+.3f}<extra></extra>",
-    ), row=1, col=2)
+    rows = _part_rows(layer_parts)
+    has_mlp = any(kind == "MLP" for _, kind, _ in rows.values())
+    for series, (offset, width, color) in PART_SERIES.items():
+        found = [(row, name, value) for name, (row, kind, value) in rows.items() if kind == series]
+        if not has_mlp:  # attention only: its bars take the whole row
+            offset, width = PART_SERIES["embeddings, biases"][:2]
+        if found:
+            y, names, values = zip(*found)
+            fig.add_trace(bar(
+                x=compact(values), y=list(y), orientation="h", name=series, offset=offset, width=width,
+                marker_color=color, customdata=list(names), legendgroup=series,
+                hovertemplate="%{customdata}<br>part of the logit %{x:+.3f}<extra></extra>",
+            ), row=1, col=2)
     fig.update_yaxes(autorange="reversed", row=1, col=1)  # layer 0 on top, as the model reads
-    fig.update_yaxes(autorange="reversed", type="category", row=1, col=2)
+    order = list(dict.fromkeys(row for row, _, _ in rows.values()))
+    fig.update_yaxes(autorange="reversed", type="category", categoryorder="array", categoryarray=order,
+                     row=1, col=2)
     fig.update_xaxes(title_text="part of the logit", zeroline=True, zerolinecolor="#888", row=1, col=2)
-    height = max(360, 130 + max(24 * n_layers, 14 * len(names)))
-    return style_figure(fig, f"Who wrote {what}: each part's share of the logit", height, margin=dict(t=90, l=90))
+    height = 210 + PART_ROW_PX * max(n_layers, len(order))
+    legend = {**top_legend(), "x": 0.62, "y": 1 + 28 / (height - 180)}  # above the subplot title: 28 px up
+    return style_figure(fig, f"Who wrote {what}: each part's share of the logit", height,
+                        margin=dict(t=120, l=90, b=60), legend=legend, bargap=0.15)
+
+
+PART_ROW_PX = 26  # pixels per row of the parts chart: over 1.2 × the tick font, so Plotly draws every label
+PART_SERIES = {  # series -> (offset, width, colour): attention above MLP within a layer's row
+    "attention (all heads)": (-0.42, 0.42, PURPLE),
+    "MLP": (0.0, 0.42, GREEN),
+    "embeddings, biases": (-0.42, 0.84, GREY),
+}
+
+
+def _part_rows(layer_parts: list[tuple[str, float]]) -> dict[str, tuple[str, str, float]]:
+    """{part name: (row label, series, value)}: 'layer 3 attention' -> ('layer 3', 'attention (all heads)', v)."""
+    rows = {}
+    for name, value in layer_parts:
+        layer, _, kind = name.rpartition(" ")
+        if name.startswith("layer ") and kind in ("attention", "MLP"):
+            rows[name] = (layer, "MLP" if kind == "MLP" else "attention (all heads)", float(value))
+        else:
+            rows[name] = (name, "embeddings, biases", float(value))
+    return rows
 
 
 def head_source_figure(values, sources: list[str], head: str, what: str) -> Figure:
@@ -55,7 +91,7 @@ def head_source_figure(values, sources: list[str], head: str, what: str) -> Figu
         x=list(sources), y=compact(values), marker_color=[RED if v > 0 else BLUE for v in values],
         hovertemplate="read from %{x}<br>part of the logit %{y:+.3f}<extra></extra>",
     )])
-    fig.update_xaxes(**position_axis(len(sources), "position the head read from (position:token)"))
+    fig.update_xaxes(**position_axis("position the head read from (position:token)"))
     fig.update_yaxes(title_text="part of the logit", zeroline=True, zerolinecolor="#888")
     return style_figure(fig, f"Head {head}'s part of {what}, by the position it read from", 380,
                         margin=dict(t=80, b=90))
@@ -72,7 +108,7 @@ def patching_figure(restored, rows: list[str], cols: list[str], title: str, x_ti
         **cells, hovertemplate="%{y} · %{x}<br>restores %{z:.1%} of the clean answer<extra></extra>",
         colorbar=dict(title=dict(text="restored", side="right"), thickness=14, tickformat=".0%"),
     )])
-    fig.update_xaxes(**position_axis(len(cols), x_title) if x_title.startswith("position") else
+    fig.update_xaxes(**position_axis(x_title) if x_title.startswith("position") else
                      dict(title_text=x_title, type="category"))
     fig.update_yaxes(title_text=y_title, autorange="reversed", type="category")
     return style_figure(fig, title, max(320, 140 + 22 * len(rows)), margin=dict(t=80, l=90, b=90))

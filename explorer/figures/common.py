@@ -13,6 +13,7 @@ DIVERGING_SCALE = "RdBu_r"  # red positive, blue negative, white at 0 (matplotli
 BLUE, ORANGE, GREEN, RED, PURPLE = "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd"
 GREY = "#c7c7c7"
 PALETTE = [BLUE, ORANGE, GREEN, RED, PURPLE, "#8c564b", "#e377c2", "#17becf"]
+TICK_ANGLES = (0, -45, -90)  # index:token tick labels turn to the first of these at which none overlap
 
 
 def index_labels(tokens: list[str]) -> list[str]:
@@ -54,9 +55,14 @@ def attention_coloraxis(**colorbar) -> dict:
                 colorbar={"title": dict(text="weight", side="right"), "thickness": 14, **colorbar})
 
 
-def position_axis(n_positions: int, title: str = "position") -> dict:
-    """x-axis settings for index:token categories; labels tilt once they would collide."""
-    return dict(title_text=title, type="category", tickangle=-60 if n_positions > 24 else 0)
+def position_axis(title: str = "position", turn: bool = True) -> dict:
+    """Axis settings for index:token categories. Labels never overlap: on a category axis Plotly skips labels closer than 1.2 × their font, and an
+    x axis turns them to the first of TICK_ANGLES at which none collide; the margin grows to fit them, and hover
+    names every position in full. turn False: a y axis (its labels never turn)."""
+    axis = dict(title_text=title, type="category", automargin=True)
+    if turn:  # tickangle left unset: Plotly's 'auto', which picks from autotickangles
+        axis["autotickangles"] = list(TICK_ANGLES)
+    return axis
 
 
 def style_figure(fig: Figure, title: str, height: int, **layout) -> Figure:
@@ -94,8 +100,9 @@ def lines_figure(x, series: list[tuple[str, np.ndarray]], title: str, x_title: s
 def position_lines_figure(series: list[tuple[str, np.ndarray]], tokens: list[str], title: str,
                           y_title: str) -> Figure:
     """Per-position lines (x = index:token) with means in the legend, as in the seed's norm plots."""
-    fig = lines_figure(index_labels(tokens), series, title, "position", y_title)
-    return fig.update_xaxes(**position_axis(len(tokens)))
+    labels = index_labels(tokens)
+    fig = lines_figure(labels, series, title, "position", y_title)
+    return fig.update_xaxes(**position_axis())
 
 
 def histogram_bars(counts, edges, name: str, color: str = BLUE) -> dict:

@@ -25,7 +25,7 @@ def character_bits_figure(bits_a, bits_b, positions: list[str], name_a: str, nam
                          hovertemplate="%{x}<br>B − A %{y:+.2f} bits<extra></extra>"), row=2, col=1)
     fig.update_yaxes(title_text="bits per character", rangemode="tozero", row=1, col=1)
     fig.update_yaxes(title_text="B − A", row=2, col=1)
-    fig.update_xaxes(**position_axis(len(x), "character of the text (position:character)"), row=2, col=1)
+    fig.update_xaxes(**position_axis("character of the text (position:character)"), row=2, col=1)
     fig.update_xaxes(type="category", row=1, col=1)
     return style_figure(fig, "Surprise at each character, model A and model B (lower = predicted better)", 540,
                         legend=top_legend(), margin=dict(t=100, b=90))

@@ -10,6 +10,6 @@ def token_index_figure(ids, labels: list[str]) -> Figure:
     ids = np.asarray(ids, dtype=np.int64)
     fig = Figure(bar(x=index_labels(labels), y=ids, marker_color=BLUE,
                            hovertemplate="position %{x}<br>token id %{y}<extra></extra>"))
-    fig.update_xaxes(**position_axis(len(ids), "position:token"))
+    fig.update_xaxes(**position_axis("position:token"))
     fig.update_yaxes(title_text="token id", rangemode="tozero")
     return style_figure(fig, "Token indices over the sequence", height=380, margin=dict(b=90))

@@ -39,7 +39,7 @@ def loss_change_figure(before, after, targets: list[str]) -> Figure:
     ), row=2, col=1)
     fig.update_yaxes(title_text="loss (nats)", rangemode="tozero", row=1, col=1)
     fig.update_yaxes(title_text="after − before", zeroline=True, zerolinecolor="#888", row=2, col=1)
-    fig.update_xaxes(**position_axis(len(x), "predicted token (position:token)"), row=2, col=1)
+    fig.update_xaxes(**position_axis("predicted token (position:token)"), row=2, col=1)
     fig.update_xaxes(type="category", row=1, col=1)
     return style_figure(fig, "Loss at each position of the prompt: which tokens got harder to predict", 560,
                         legend=top_legend(), margin=dict(t=100, b=90))

@@ -36,8 +36,9 @@ def logit_lens_figure(top_labels, top_probs, tokens: list[str], hover_text=None,
         hover_text = top_k_hover_text(top_k_labels, top_k_probs)
     rows = stream_labels(n_rows - 1)
     rows[-1] += " (final)"
+    positions = [f"{first_position + i}:{t}" for i, t in enumerate(tokens)]
     fig = Figure(heatmap(
-        z=probs, x=[f"{first_position + i}:{t}" for i, t in enumerate(tokens)], y=rows, zmin=0, zmax=1,
+        z=probs, x=positions, y=rows, zmin=0, zmax=1,
         colorscale=MAGNITUDE_SCALE,
         colorbar=dict(title=dict(text="top-1 probability", side="right")),
         text=np.asarray(top_labels, dtype=object).tolist(), customdata=hover_text,
@@ -45,7 +46,7 @@ def logit_lens_figure(top_labels, top_probs, tokens: list[str], hover_text=None,
         hovertemplate="%{y} · position %{x}<br>"
         + ("%{customdata}" if hover_text is not None else "top-1 %{text}  %{z:.0%}") + "<extra></extra>",
     ))
-    fig.update_xaxes(**position_axis(n_pos, "position (predicting the next token)"))
+    fig.update_xaxes(**position_axis("position (predicting the next token)"))
     fig.update_yaxes(title_text="decoded after", type="category", autorange="reversed")
     title = "Logit lens: the top next-token guess after each layer"
     return style_figure(fig, title, height=170 + 42 * n_rows, margin=dict(l=130, b=90))

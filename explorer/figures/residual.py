@@ -64,7 +64,7 @@ def residual_heatmap_figure(stream, tokens: list[str], mode: str = "norm") -> Fi
             z=norms, x=labels, y=rows, colorscale=MAGNITUDE_SCALE, zmin=0, zmax=float(norms.max()) or 1.0,
             colorbar=dict(title=dict(text="L2 norm", side="right")),
             hovertemplate="%{y} · position %{x}<br>norm %{z:.3f}<extra></extra>"))
-        fig.update_xaxes(**position_axis(len(tokens)))
+        fig.update_xaxes(**position_axis())
         title = "Residual stream size at every layer and position"
     else:
         fig = _full_stream_heatmap(stream, rows, labels)

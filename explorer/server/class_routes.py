@@ -1,7 +1,7 @@
 """HTTP routes of the class, beside Gradio's on the same server and port (installed as ASGI middleware, like
 explorer.server.http_guard):
 
-- `/class/latest`: the newest push, for every student's page (the same for everyone; no session, no names).
+- `/class/latest`: the newest pushes, for every student's page (the same for everyone; no session, no names).
 - `/teacher` (the page) and `/teacher/api/...`: only with the teacher's cookie, set by `/teacher?key=KEY`.
   Without it: HTTP 403 and a page saying how to get in; a wrong key is answered slowly (explorer.classroom.gate).
 
@@ -51,8 +51,10 @@ class ClassRoutes:
 
 
 def latest() -> Response:
-    push = ROOM.broadcast.latest()
-    body = {"epoch": ROOM.broadcast.epoch, "push": None if push is None else push.public(ROOM.broadcast.epoch)}
+    """{epoch, push: the newest push or None, pushes: the few newest, oldest first} (a page shows them in turn)."""
+    push, epoch = ROOM.broadcast.latest(), ROOM.broadcast.epoch
+    body = {"epoch": epoch, "push": None if push is None else push.public(epoch),
+            "pushes": [p.public(epoch) for p in ROOM.broadcast.recent()]}
     return JSONResponse(body, headers=NO_STORE)
 
 

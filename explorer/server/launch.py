@@ -131,7 +131,8 @@ def warm_up_or_say_why(torch_threads: int, default_model: str) -> None:
 def warm_up(torch_threads: int, default_model: str) -> None:
     """Once the server answers, load what the first page needs first (torch, the default model, the Attention
     tab's code), then the rest: the other shipped models but the pretrained ones, the Train tab's default data,
-    scikit-learn. A class that arrives at once then does not queue behind the first student to ask for them."""
+    scikit-learn, the training children's forkserver. A class that arrives at once then does not queue behind the
+    first student to ask for them."""
     import torch
 
     torch.set_num_threads(torch_threads)
@@ -156,6 +157,10 @@ def warm_up(torch_threads: int, default_model: str) -> None:
     if sampling_workers.WORKERS:  # Compare's processes, started beside the rest (a signal never lands inside it)
         threading.Thread(target=sampling_workers.start, name="sampling-workers", daemon=True).start()
     import sklearn.decomposition  # noqa: F401  (the Embeddings tab's PCA; 1-2 s)
+
+    from model_core.training.remote import start_forkserver
+
+    start_forkserver()  # imports torch in the background (seconds): the class's first Start does not wait for it
 
 
 def release_memory(demo) -> None:

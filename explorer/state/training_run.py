@@ -51,8 +51,9 @@ class TrainingRun:
         self.samples: list[tuple[int, str]] = []  # (step, generated text)
         self.error: Optional[str] = None
         self.expired: Optional[str] = None  # why the server stopped this run, told to its user
-        # (step of the snapshot shown, live attention JSON, its caption), kept by the poller
-        self.live_figure: tuple[int, str, str] = (0, "", LIVE_CAPTION)
+        # (step of the snapshot shown, live attention JSON, its caption), kept by the poller; -1: none shown yet (the
+        # step-0 snapshot of the untrained model is shown too)
+        self.live_figure: tuple[int, str, str] = (-1, "", LIVE_CAPTION)
         self.last_poll = self.last_action = time.monotonic()
         self.paused_at: Optional[float] = None
         self.stop_requested_at: Optional[float] = None

@@ -97,12 +97,12 @@ def data_button(tab: str, shown: list, settings: list) -> gr.Button:
     labels = [_name(c, f"setting {i + 1}") for i, c in enumerate(settings)]
     labels += [f"caption {i + 1}" for i in range(len(captions))]
     settings = [*settings, *captions]
-    with gr.Row(equal_height=True):
-        button = gr.Button("Download data (CSV + settings)", size="sm", scale=1)
-        file = gr.File(label="Data of this tab (.zip)", interactive=False, scale=2, height=60)
+    with gr.Row():  # the file box shows once there is a file: an empty one read as a gap between sections
+        button = gr.Button("Download data (CSV + settings)", size="sm", scale=0, min_width=260)
+        file = gr.File(label="Data of this tab (.zip)", interactive=False, scale=2, height=60, visible=False)
 
     def tab_data(session, *values):
-        return data_zip(session, tab, named, labels, *values)
+        return gr.File(value=data_zip(session, tab, named, labels, *values), visible=True)
     tab_data.__name__ = f"{tab}_data"
     button.click(bind(tab_data), [c for c, _ in charts] + list(settings), file, api_visibility="private",
                  **ANALYSIS)

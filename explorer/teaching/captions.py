@@ -229,21 +229,6 @@ def token_index_caption(ids, labels: list[str]) -> str:
             f"(id {token_id}, {count} times).")
 
 
-def loss_caption(steps, train_loss, eval_steps=None, val_loss=None, eval_train_loss=None,
-                 vocab_size: int | None = None) -> str:
-    """Loss history -> how far validation (or train) loss fell, the train-val gap, the guessing baseline."""
-    baseline = f" Random guessing would score {np.log(vocab_size):.2f}." if vocab_size else ""
-    if val_loss is not None and len(val_loss):
-        text = f"Validation loss fell from {val_loss[0]:.2f} to {val_loss[-1]:.2f} over {int(steps[-1])} steps"
-        if eval_train_loss is not None and len(eval_train_loss):
-            gap = float(val_loss[-1] - eval_train_loss[-1])
-            text += f"; the train–validation gap is {gap:.2f} (a growing gap means overfitting)"
-        return text + "." + baseline
-    window = max(1, len(train_loss) // 10)  # smooth the noisy per-batch loss
-    start, end = float(np.mean(train_loss[:window])), float(np.mean(train_loss[-window:]))
-    return f"Training loss fell from {start:.2f} to {end:.2f} over {len(train_loss)} steps." + baseline
-
-
 def layernorm_caption(x_before, x_after) -> str:
     """Values before/after LayerNorm -> how mean and spread change."""
     before, after = np.asarray(x_before, dtype=np.float64), np.asarray(x_after, dtype=np.float64)

@@ -180,7 +180,7 @@ def child_main(job: dict, commands, messages) -> None:
 
     def report(metrics: dict) -> None:
         step = metrics.get("step", 0)
-        if every and step % every == 0:
+        if every and (step % every == 0 or "eval" in metrics):  # each evaluation shows a fresh sample too
             metrics["sample"] = sample_text(trainer.model, tokenizer, trainer.probe_ids[:1] or [0], n_tokens)
         if "snapshot" in metrics:
             if weights_due(trainer, snapshots_seen[0], job["weights_every"]):
@@ -260,9 +260,8 @@ def weights_every(cfg, sets: int) -> int:
 
 def weights_due(trainer: Trainer, index: int, every: int) -> bool:
     """Send the weights with snapshot number `index`? Every `every`-th, and the run's last (the end of the run,
-    or a stop between two regular snapshots)."""
-    step, cfg = trainer.step_count, trainer.cfg
-    return bool(every) and (index % every == 0 or step >= cfg.max_steps or step % cfg.snapshot_interval != 0)
+    or a stop)."""
+    return bool(every) and (index % every == 0 or trainer.step_count >= trainer.cfg.max_steps or trainer.stopping)
 
 
 def obey(trainer: Trainer, commands, outbox: Outbox, parent_pid: int, wanted_threads: list) -> None:
@@ -294,6 +293,14 @@ def obey(trainer: Trainer, commands, outbox: Outbox, parent_pid: int, wanted_thr
             trainer.stop()
         elif command.startswith("threads "):
             wanted_threads[0] = int(command.split()[1])
+
+
+def start_forkserver() -> None:
+    """Start the forkserver now, in the background (its preloads take seconds): the app's warm-up calls this, so
+    a class's first Start does not wait for torch to import."""
+    from multiprocessing import forkserver
+
+    forkserver.ensure_running()
 
 
 # ---------------------------------------------------------------- shutdown

@@ -51,6 +51,23 @@ def lr_at(step: int, cfg: TrainConfig, time_fraction: Optional[float] = None) ->
     return cfg.final_lr + 0.5 * (1.0 + math.cos(math.pi * progress)) * (cfg.lr - cfg.final_lr)
 
 
+# Steps evaluated before the first eval_interval: a class sees its run learn within seconds, not after 200 steps
+# (at step 140 of the classroom preset the only validation loss was still the untrained model's).
+EARLY_EVALS = (10, 25, 50, 100)
+
+
+def evaluation_due(step: int, interval: int) -> bool:
+    """Evaluate after `step` steps? Every `interval` steps (0: never), and at the EARLY_EVALS below the first."""
+    return bool(interval) and (step % interval == 0 or (step < interval and step in EARLY_EVALS))
+
+
+def next_evaluation(step: int, interval: int) -> Optional[int]:
+    """The first step after `step` that evaluation_due names; None when evaluation is off."""
+    if not interval:
+        return None
+    return next((s for s in EARLY_EVALS if step < s < interval), (step // interval + 1) * interval)
+
+
 FROZEN_MODEL = ("this model is frozen (a pretrained model, shared read-only): it is inspected, never trained; "
                 "train a model built from a config instead.")
 
@@ -107,6 +124,11 @@ class Trainer:
     def stop(self) -> None:
         self._stop.set()
         self._unpaused.set()  # wake a paused run so it can finish
+
+    @property
+    def stopping(self) -> bool:
+        """stop() was called and run() has not returned yet."""
+        return self._stop.is_set()
 
     # ------------------------------------------------------------------ one step
     def step(self, time_fraction: Optional[float] = None) -> dict:
@@ -236,7 +258,8 @@ class Trainer:
                     self.budget = None if deadline is None else (deadline, max_seconds)
                     continue
                 metrics = self.step(fraction)
-                self.checkpoint_extras(metrics, callback)
+                # the last step evaluates and snapshots together (else a snapshot due then would lack its losses)
+                self.checkpoint_extras(metrics, callback, force=self.step_count >= target)
             stopped = self._stop.is_set()
             # A stop answers at once: a final snapshot but no final evaluation (seconds on a large model).
             self.checkpoint_extras(None, callback, force=True, evaluate=not stopped)
@@ -271,16 +294,17 @@ class Trainer:
 
     def checkpoint_extras(self, metrics: Optional[dict], callback, force: bool = False,
                           evaluate: bool = True) -> None:
-        """Evaluate and snapshot when due, or when forced (start and end) unless their interval is 0
-        (off) or they were already done at this step; then the callback."""
+        """Evaluate when due (evaluation_due), snapshot every snapshot_interval and with each evaluation (live views
+        refresh with the numbers), or both when forced (start and end), unless their interval is 0 (off) or they
+        were already done at this step; then the callback."""
         step, cfg = self.step_count, self.cfg
         extras = {}
         if not self.world.is_main:  # rank 0 evaluates, snapshots and reports for everyone
             return
-        if evaluate and cfg.eval_interval and (force or step % cfg.eval_interval == 0):
+        if evaluate and cfg.eval_interval and (force or evaluation_due(step, cfg.eval_interval)):
             if not self.evals or self.evals[-1]["step"] != step:
                 extras["eval"] = self.evaluate()
-        if cfg.snapshot_interval and (force or step % cfg.snapshot_interval == 0):
+        if cfg.snapshot_interval and (force or step % cfg.snapshot_interval == 0 or "eval" in extras):
             if not self.snapshots or self.snapshots[-1].step != step:
                 extras["snapshot"] = self.snapshot()
         if callback is not None and (metrics is not None or extras):

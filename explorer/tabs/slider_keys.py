@@ -1,0 +1,27 @@
+"""Sliders moved with the keyboard redraw their view, as a mouse release does.
+
+Gradio's slider sends `release` (what the views listen to: one request per move, not one per pixel dragged) on
+pointerup only, so arrow keys changed the value and drew nothing. Here a key that moves a range input sends it a
+pointerup when the key comes up: holding a key repeats the move but ends in one keyup, so the server still gets
+one request per move."""
+import json
+
+import gradio as gr
+
+MOVE_KEYS = ("ArrowLeft", "ArrowRight", "ArrowUp", "ArrowDown", "PageUp", "PageDown", "Home", "End")
+RELEASE_ON_KEYUP_JS = """() => {
+  if (window.teSliderKeys) return [];
+  window.teSliderKeys = true;
+  const keys = new Set(KEYS);
+  document.addEventListener('keyup', (event) => {
+    const input = event.target;
+    if (input instanceof HTMLInputElement && input.type === 'range' && keys.has(event.key)) {
+      input.dispatchEvent(new PointerEvent('pointerup', {bubbles: true}));
+    }
+  }, true);
+  return [];
+}""".replace("KEYS", json.dumps(list(MOVE_KEYS)))
+
+
+def wire_slider_keys(demo: gr.Blocks) -> None:
+    demo.load(None, None, None, js=RELEASE_ON_KEYUP_JS)
