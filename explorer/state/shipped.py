@@ -1,11 +1,14 @@
 """The demo models that ship in explorer/assets/models/, and a fallback when they are missing."""
 import functools
+import threading
+import traceback
 
 import torch
 
 from explorer.common.shipped_list import MODELS_DIR, PRETRAINED, check_model_name, pretrained_path, shipped_models
 from model_core import GPT
 from model_core.checkpoints.checkpoint import Checkpoint, load_checkpoint
+from model_core.data.chat import chat_stop_token, check_prompts
 from model_core.data.corpora import load_corpus
 from model_core.data.tokenization import build_tokenizer
 from model_core.training.presets import get_preset
@@ -48,7 +51,27 @@ def load_pretrained(name: str) -> Checkpoint:
     ckpt = load_gguf(pretrained_path(name), block_size=entry.block_size)
     ckpt.corpus = f"pretrained: {entry.title}"
     ckpt.model.freeze()  # never trained here: every session's copy shares these weights
+    pick_generation_path_soon(name, ckpt)
     return ckpt
+
+
+def pick_generation_path_soon(name: str, ckpt: Checkpoint) -> threading.Thread:
+    """Measure which way the pretrained model generates fastest on this machine (GPT.pick_generation_path) in a
+    thread of its own, and print the choice; until it has chosen, generation reads the weights in float32."""
+    tok = ckpt.tokenizer
+    template = getattr(tok, "chat_template", None)
+    checks, stop = check_prompts(template, tok.encode), chat_stop_token(template, tok.encode)
+
+    def pick():
+        try:
+            print(f"{name} {ckpt.model.pick_generation_path(checks, stop).sentence()}", flush=True)
+        except Exception:  # noqa: BLE001 - generation goes on in float32
+            print(f"{name}: measuring its generation paths failed; it generates in float32:", flush=True)
+            traceback.print_exc()
+
+    thread = threading.Thread(target=pick, name="generation-path", daemon=True)
+    thread.start()
+    return thread
 
 
 def untrained_default() -> Checkpoint:
