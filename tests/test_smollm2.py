@@ -66,24 +66,34 @@ def test_token_labels_are_readable(smollm2):
     assert tok.decode(ids) == "Hello world\nagain"
 
 
-def test_every_generation_path_answers_the_check_prompts_as_float32_does(smollm2):
-    """The paths GPT.pick_generation_path chooses from, on the shipped check prompts (greedy, 40 tokens, batched as
-    the chooser runs them): float32's one-token decoder draws what the model's own modules draw on every prompt;
-    bfloat16 and 4-bit weights on at least 9 of 10 (a near-tie may fall the other way: the chooser's bar). The
-    4-bit path applies to this file: its linear weights are Q4_1."""
+@pytest.fixture(scope="module")
+def checked(smollm2):
+    """A frozen model over the fixture's tensors, the shipped check prompts, their stop token, and the greedy
+    answers (40 tokens, batched as the chooser runs them) of the model's own modules in float32, cached."""
     from model_core.data.chat import chat_stop_token, check_prompts
-    from model_core.model.generation_paths import AGREEMENT, FORMATS, generation_twin, greedy_answers
+    from model_core.model.generation_paths import generation_twin, greedy_answers
     from model_core.model.gpt import GPT
 
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # the app's --torch-threads
     model = GPT.with_weights(smollm2.model.cfg, dict(smollm2.model.state_dict())).freeze()  # the same tensors
     tok = smollm2.tokenizer
-    checks = check_prompts(tok.chat_template, tok.encode)
-    stop = chat_stop_token(tok.chat_template, tok.encode)
+    checks, stop = check_prompts(tok.chat_template, tok.encode), chat_stop_token(tok.chat_template, tok.encode)
     plain = generation_twin(model, "float32")
-    plain.decoder = None  # the hooked modules' own arithmetic, cached
-    expected = greedy_answers(plain, checks, 40, stop)
-    assert "Paris" in tok.decode(expected[0])
-    for path in FORMATS:
-        answers = greedy_answers(generation_twin(model, path), checks, 40, stop)
-        equal = sum(a == b for a, b in zip(answers, expected))
-        assert equal >= (len(checks) if path == "float32" else AGREEMENT * len(checks)), (path, equal)
+    plain.decoder = None  # the hooked modules' own arithmetic
+    yield model, checks, stop, greedy_answers(plain, checks, 40, stop)
+    torch.set_num_threads(threads)
+
+
+@pytest.mark.parametrize("path", ["float32", "bfloat16", "int4"])
+def test_every_generation_path_answers_the_check_prompts_as_float32_does(checked, smollm2, path):
+    """The paths GPT.pick_generation_path chooses from, on the shipped check prompts: float32's one-token decoder
+    draws what the model's own modules draw on every prompt; bfloat16 and 4-bit weights on at least 9 of 10 (a
+    near-tie may fall the other way: the chooser's bar). The 4-bit path applies to this file: its weights are Q4_1."""
+    from model_core.model.generation_paths import AGREEMENT, generation_twin, greedy_answers
+
+    model, checks, stop, expected = checked
+    assert "Paris" in smollm2.tokenizer.decode(expected[0])
+    answers = greedy_answers(generation_twin(model, path), checks, 40, stop)
+    equal = sum(a == b for a, b in zip(answers, expected))
+    assert equal >= (len(checks) if path == "float32" else AGREEMENT * len(checks)), equal

@@ -29,6 +29,9 @@ def shipped_template(name: str) -> Checkpoint:
     return _loaded(name)
 
 
+_PATHS_CHOSEN: list[str] = []  # the pretrained models whose generation paths have been chosen
+
+
 @functools.lru_cache(maxsize=8)
 def _loaded(name: str) -> Checkpoint:
     check_model_name(name)
@@ -38,9 +41,10 @@ def _loaded(name: str) -> Checkpoint:
 
 
 def models_loaded() -> int:
-    """How many shipped models this process has loaded so far (a pretrained one's loader frees ~200 MB of
-    temporaries that the server's sweeper then hands back to the kernel)."""
-    return _loaded.cache_info().currsize
+    """How many shipped models this process has loaded so far, and generation paths chosen (a pretrained one's
+    loader frees ~200 MB of temporaries, the choice the twins it did not keep: the server's sweeper then hands
+    them back to the kernel)."""
+    return _loaded.cache_info().currsize + len(_PATHS_CHOSEN)
 
 
 def load_pretrained(name: str) -> Checkpoint:
@@ -65,6 +69,7 @@ def pick_generation_path_soon(name: str, ckpt: Checkpoint) -> threading.Thread:
     def pick():
         try:
             print(f"{name} {ckpt.model.pick_generation_path(checks, stop).sentence()}", flush=True)
+            _PATHS_CHOSEN.append(name)
         except Exception:  # noqa: BLE001 - generation goes on in float32
             print(f"{name}: measuring its generation paths failed; it generates in float32:", flush=True)
             traceback.print_exc()
