@@ -13,7 +13,9 @@ from explorer.tabs.common import ANALYSIS, RANGE_CLASS, shared_prompt
 from explorer.tabs.data import build_data_tab
 from explorer.tabs.embeddings import build_embeddings_tab
 from explorer.tabs.experiments import build_experiments_tab
+from explorer.tabs.features import build_features_tab
 from explorer.tabs.ffn import build_ffn_tab
+from explorer.tabs.grokking import build_grokking_tab
 from explorer.tabs.heads import build_heads_tab
 from explorer.tabs.lazy import callbacks
 from explorer.tabs.lesson_player import build_lesson_player, wire_lesson_player
@@ -42,6 +44,7 @@ CSS = """
 ANALYSIS_TABS = [("attention", "Attention", build_attention_tab, True), ("heads", "Heads", build_heads_tab, False),
                  ("residual", "Residual stream", build_residual_tab, True),
                  ("embeddings", "Embeddings", build_embeddings_tab, True), ("ffn", "FFN", build_ffn_tab, True),
+                 ("features", "Features", build_features_tab, True),
                  ("blocks", "Building blocks", build_blocks_tab, True),
                  ("sampling", "Sampling", build_sampling_tab, True)]
 ADVANCED = {"min_p", "seed"}  # named controls a lesson in simple mode hides
@@ -96,6 +99,8 @@ def _build_tabs(resumed, model_info, prompt, drop) -> dict:
                 named.setdefault(name, []).append(component)
         with gr.Tab("Experiments", id="experiments"):
             build_experiments_tab(model_info, prompt, drop)
+        with gr.Tab("Grokking", id="grokking"):
+            build_grokking_tab(model_info)
         with gr.Tab("Guide", id="guide"):
             gr.Markdown(GUIDE)
     tracker = gr.Textbox("attention", visible="hidden", elem_id="selected-tab")

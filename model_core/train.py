@@ -16,6 +16,7 @@ from tqdm import tqdm
 from model_core.checkpoints.checkpoint import Checkpoint, save_checkpoint
 from model_core.data.corpora import CORPORA, load_corpus, load_text_file
 from model_core.data.dataset import DEFAULT_VAL_FRACTION, split_by_val_fraction, token_tensor, val_or_none
+from model_core.data.tasks.registry import TASKS, make_task
 from model_core.data.tokenization import TOKENIZER_KINDS, build_tokenizer
 from model_core.model.config import ACTIVATIONS, NORM_PLACEMENTS, NORMS, POSITIONALS
 from model_core.model.gpt import GPT
@@ -38,6 +39,12 @@ def build_parser() -> argparse.ArgumentParser:
     source.add_argument("--corpus", choices=CORPORA,
                         help="built-in text to train on (default: the preset's own, else shakespeare)")
     source.add_argument("--text-file", help="path of your own UTF-8 text file to train on")
+    source.add_argument("--task", choices=list(TASKS),
+                        help="an algorithmic task instead of a text (the grokking and induction-phase presets "
+                             "bring their own); its spec, with the prompt format, is saved in config.json under "
+                             "train_config.task")
+    p.add_argument("--task-setting", action="append", default=[], metavar="KEY=VALUE",
+                   help="change one setting of the task, e.g. p=113 or train_fraction=0.3 (repeatable)")
     p.add_argument("--tokenizer", choices=TOKENIZER_KINDS,
                    help="how text becomes tokens (default: the preset's own, else char)")
     p.add_argument("--bpe-vocab", type=int, help="vocabulary size of the bpe tokenizer (256..4096, default 512)")
@@ -67,6 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--batch-size", type=int,
                        help="windows per optimisation step, over all processes (torchrun splits it evenly)")
     train.add_argument("--lr", type=float, help="peak learning rate")
+    train.add_argument("--weight-decay", type=float, help="AdamW weight decay of the weight matrices (0: none)")
     train.add_argument("--optimizer", choices=OPTIMIZERS,
                        help="adamw for everything, or muon for the blocks' matrices (AdamW at --lr for the rest)")
     train.add_argument("--muon-lr", type=float, help="Muon's peak learning rate (with --optimizer muon)")
@@ -119,14 +127,50 @@ def fitted_block_size(args, preset_block: int, n_train: int):
     return fitted
 
 
-def train(args) -> dict:
-    """Run the whole pipeline for parsed args; returns the summary printed as JSON."""
-    preset = get_preset(args.preset)
+def task_spec(args, preset):
+    """The task to train on (--task, else the preset's own unless a text was asked for) with --task-setting
+    applied, or None for a text."""
+    spec = None
+    if args.task:
+        own = preset.data.get("task") or {}
+        spec = dict(own) if own.get("name") == args.task else {"name": args.task}
+    elif not args.text_file and args.corpus is None:
+        spec = preset.data.get("task")
+    if spec is None:
+        if args.task_setting:
+            raise ValueError("--task-setting changes a task: give --task (or a preset with a task) too.")
+        return None
+    spec = dict(spec)
+    for item in args.task_setting:
+        key, _, value = item.partition("=")
+        if not key or not value:
+            raise ValueError(f"--task-setting {item!r}: write KEY=VALUE, e.g. p=113.")
+        spec[key.strip()] = json.loads(value) if value.strip()[:1] in "0123456789-." else value.strip()
+    return make_task(spec).spec()
+
+
+def training_data(args, preset):
+    """(tokenizer, train data, validation data, corpus label, task spec or None, block size from the data or
+    None)."""
+    spec = task_spec(args, preset)
+    if spec is not None:
+        task = make_task(spec)
+        train_data, val_data = task.splits()
+        return task.tokenizer(), train_data, val_data, f"task:{task.name}", spec, getattr(task, "block_size", None)
     apply_preset_data(args, preset)
     block_size = args.block_size or preset.model["block_size"]
     text, corpus = load_text(args, block_size)
     tokenizer = build_tokenizer(args.tokenizer, text, args.bpe_vocab)
     train_data, val_data = split_by_val_fraction(token_tensor(tokenizer.encode(text)), args.val_fraction)
+    return tokenizer, train_data, val_data, corpus, None, None
+
+
+def train(args) -> dict:
+    """Run the whole pipeline for parsed args; returns the summary printed as JSON."""
+    preset = get_preset(args.preset)
+    tokenizer, train_data, val_data, corpus, spec, task_block = training_data(args, preset)
+    if task_block and train_data.dim() == 3:  # examples: the block holds one example
+        args.block_size = args.block_size or task_block
     model_cfg = preset.model_config(
         tokenizer.vocab_size, d_model=args.d_model, n_heads=args.n_heads, n_layers=args.n_layers, d_mlp=args.d_mlp,
         block_size=fitted_block_size(args, preset.model["block_size"], len(train_data)), norm=args.norm,
@@ -135,7 +179,8 @@ def train(args) -> dict:
         attn_only=args.attn_only, dropout=args.dropout,
     )
     train_cfg = preset.train_config(
-        batch_size=args.batch_size, lr=args.lr, max_steps=args.max_steps, eval_interval=args.eval_interval,
+        batch_size=args.batch_size, lr=args.lr, weight_decay=args.weight_decay, task=spec,
+        max_steps=args.max_steps, eval_interval=args.eval_interval,
         eval_iters=args.eval_iters, seed=args.seed, device=args.device, optimizer=args.optimizer,
         muon_lr=args.muon_lr, muon_ns_steps=args.muon_ns_steps, precision=args.precision, compile=args.compile,
     )
@@ -152,6 +197,7 @@ def train(args) -> dict:
         return None
     final = trainer.evals[-1] if trainer.evals else trainer.evaluate()
     out = Path(args.out or f"runs/{corpus.replace(':', '-')}-{args.preset}")
+    summary_extra = {k: final[k] for k in ("train_acc", "val_acc", "induction", "icl") if k in final}
     save_checkpoint(Checkpoint.from_trainer(trainer, corpus), out)
     tokens = trainer.step_count * train_cfg.batch_size * model_cfg.block_size
     return {
@@ -162,6 +208,7 @@ def train(args) -> dict:
         "seconds": round(time.perf_counter() - started, 2),
         "params": trainer.model.num_params(),
         "out": str(out),
+        **summary_extra,
     }
 
 
@@ -174,7 +221,8 @@ def progress(bar, metrics: dict) -> None:
         ev = metrics["eval"]
         val = ("(no validation split: evaluated on the training text)" if ev["val_loss"] is None
                else f"val {ev['val_loss']:.4f}")
-        bar.write(f"step {metrics['step']}: train {ev['train_loss']:.4f} {val}", file=sys.stderr)
+        measures = " ".join(f"{k} {ev[k]:.3f}" for k in ("train_acc", "val_acc", "induction", "icl") if k in ev)
+        bar.write(f"step {metrics['step']}: train {ev['train_loss']:.4f} {val} {measures}".rstrip(), file=sys.stderr)
 
 
 def main(argv=None) -> int:

@@ -16,6 +16,8 @@ PUBLIC = {
     "/attention": (*ANALYSIS, "layer", "head", "query", "drop_unknown"),
     "/snapshot": ("progress",),
     "/heads": (), "/head_examples": ("kind", "layer", "index"), "/head_training": ("layer", "head"),
+    "/head_circuits": ("layer", "head", "tokens", "top_k"), "/composition": ("kind",),
+    "/grokking_model": (), "/grokking": ("neuron",),
     "/residual": (*ANALYSIS, "layer", "heatmap_mode", "drop_unknown"),
     "/embeddings": (*ANALYSIS, "dims", "layer", "drop_unknown"),
     "/ffn": (*ANALYSIS, "layer", "neuron", "drop_unknown"),
@@ -32,6 +34,10 @@ PUBLIC = {
     "/model_b_shipped": ("name",), "/model_b_copy": (), "/model_b_zip": ("upload",),
     "/model_b_nanogpt": ("ckpt_upload", "meta_upload"), "/swap_models": (),
     "/compare_models": (*ANALYSIS, "drop_unknown"),
+    "/features": (*ANALYSIS, "order", "position", "drop_unknown"),
+    "/feature": (*ANALYSIS, "feature", "position", "drop_unknown"),
+    "/steer": (*ANALYSIS, "feature", "strength", "max_new_tokens", "temperature", "seed", "drop_unknown"),
+    "/load_sae": ("upload",),
 }
 OPTIONAL_UPLOADS = {("/data", "upload")}  # every other input but the uploads has a default
 

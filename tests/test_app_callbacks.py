@@ -397,8 +397,9 @@ def test_controls_without_a_run(session):
     for action in ("pause", "resume", "stop"):
         with pytest.raises(UserError, match="press Start"):
             train.control(session, action)
-    losses, status, live, live_caption, sample, active = train.poll(session)
+    losses, status, live, live_caption, sample, progress, progress_note, active = train.poll(session)
     assert losses == "" and "No training run" in status and not active and "probe text" in live_caption
+    assert progress == "" and "Progress measures" not in progress and not progress_note
     with pytest.raises(UserError, match="no training snapshots"):
         history.snapshot_view(session, 0.5)
 

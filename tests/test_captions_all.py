@@ -13,6 +13,7 @@ from explorer.teaching import captions as C
 from explorer.teaching import captions_attribution as CA
 from explorer.teaching import captions_classroom as CC
 from explorer.teaching import captions_experiments as CE
+from explorer.teaching import captions_features as CF
 from explorer.teaching import captions_roles as CR
 from model_core.analysis.heads import head_statistics
 
@@ -129,6 +130,13 @@ CASES = {
         "Lowest loss now: Ana (3.00 at step 300); highest: Ben (3.50 at step 200)"),
     "patching_figure": lambda: (CA.patching_caption("a head's output", "layer 1, head 0", 0.71, 5.2, -1.3, "x", "y"),
                                 "restores at most 71% of that difference, at layer 1, head 0"),
+    "feature_histogram_figure": lambda: (CF.feature_density_caption(5, 0.012, 32768, ["e", "a", "e", "e"]),
+                                         "fires on 1.20% of 32,768 validation tokens, hardest on 'e' (3 of its top 4"),
+    "logit_effects_figure": lambda: (CF.logit_effects_caption(5, ["a", "b"], ["z"]),
+                                     "raises the logits of 'a', 'b' most and lowers 'z'"),
+    "log_density_figure": lambda: (CF.log_density_caption([0.0, 0.0, 0.01, 0.02, 0.03]),
+                                   "Of 5 features, 2 never fire on the validation text; half of the others fire on "
+                                   "more than 2.00%"),
 }
 
 

@@ -13,6 +13,7 @@ LAYERS = [
     ("model_core.analysis", "pure analysis of activations"),
     ("model_core.training", "trainer, optimisers, presets, the child processes (training, Compare's workers)"),
     ("model_core.checkpoints", "saving, bounded loading, conversion"),
+    ("model_core.features", "sparse autoencoders: training, SAELens's format, evaluation, readout, their CLI"),
     ("model_core", "command-line entry points (train, sample, convert, make_assets)"),
     ("explorer.common", "launch settings, limits, control names, user errors"),
     ("explorer.figures", "numpy arrays -> figures"),

@@ -1,10 +1,18 @@
 """Char, word and BPE tokenizers: round trips, unknown characters, display labels, serialisation."""
 import json
+import tracemalloc
 
 import pytest
 
 from model_core.data.corpora import load_corpus
-from model_core.data.tokenization import TokenizerError, UnknownTokenError, build_tokenizer, tokenizer_from_dict
+from model_core.data.tokenization import (
+    MAX_VOCAB,
+    TokenizerError,
+    UnknownTokenError,
+    build_tokenizer,
+    tokenizer_bytes,
+    tokenizer_from_dict,
+)
 
 TEXT = "First Citizen:\nBefore we proceed any further, hear me speak.\n\nAll:\nSpeak, speak.\n" * 20
 
@@ -78,3 +86,48 @@ def test_bad_requests_raise_clear_errors():
         build_tokenizer("char", "")
     with pytest.raises(TokenizerError, match="damaged"):
         tokenizer_from_dict({"kind": "bpe", "tokenizer_json": "{not json"})
+
+
+# ---------------------------------------------------------------- vocabulary caps and what a tokenizer keeps
+
+def distinct_words(n: int) -> str:
+    return " ".join(f"w{i:07d}" for i in range(n))
+
+
+@pytest.mark.parametrize("kind, text, what", [
+    ("word", distinct_words(MAX_VOCAB + 1), "words"),
+    ("char", "".join(chr(0x4E00 + i % 20_000) + chr(0x20000 + i) for i in range(MAX_VOCAB)), "characters"),
+])
+def test_vocabularies_over_the_cap_are_refused_naming_it(kind, text, what):
+    with pytest.raises(TokenizerError, match=f"more than 65,536 distinct {what}, and a tokenizer keeps at most 65,536"):
+        build_tokenizer(kind, text)
+
+
+def test_a_vocabulary_at_the_cap_is_built():
+    assert build_tokenizer("word", distinct_words(MAX_VOCAB)).vocab_size == MAX_VOCAB
+
+
+def test_refusing_a_text_of_unique_words_keeps_memory_bounded():
+    """20 MB of 2.5 million distinct words used to keep ~0.3 GB of vocabulary; the refusal reads it in pieces."""
+    text = distinct_words(2_500_000)[:20_000_000]
+    tracemalloc.start()
+    try:
+        with pytest.raises(TokenizerError, match="distinct words"):
+            build_tokenizer("word", text)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 30_000_000, f"{peak / 1e6:.0f} MB"
+
+
+@pytest.mark.parametrize("kind, text", [("word", distinct_words(20_000)), ("char", TEXT),
+                                        ("word", "é" * 50 + " " + "€" * 30 + " plain")])
+def test_tokenizer_bytes_is_what_the_vocabulary_takes(kind, text):
+    tracemalloc.start()
+    try:
+        tokenizer = build_tokenizer(kind, text)
+        kept = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    estimate = tokenizer_bytes(tokenizer)
+    assert 0.6 * kept <= estimate <= 2.0 * kept + 2_000, (estimate, kept)

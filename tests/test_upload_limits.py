@@ -9,6 +9,7 @@ import time
 import tracemalloc
 import warnings
 import zipfile
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -242,7 +243,7 @@ def test_snapshots_that_do_not_fit_the_model_are_refused(saved):
     snap["attention"]["shape"] = [1, 1, 6, 6]  # the same 36 bytes, the wrong layers and heads
     snap["attention"]["base64"] = base64.b64encode(bytes(36)).decode()
     (saved / "snapshots.json").write_text(json.dumps([snap]))
-    assert "attention maps have shape (1, 1, 6, 6), not (2, 2, 3, 3)" in refusal(lambda: load_checkpoint(saved))
+    assert "entry 0 attention has shape (1, 1, 6, 6), not (2, 2, 3, 3)" in refusal(lambda: load_checkpoint(saved))
 
 
 # ---------------------------------------------------------------- the weights' header, before the weights
@@ -463,6 +464,18 @@ def test_text_upload_on_the_data_tab(tmp_path, monkeypatch):
         data.read_upload(str(tmp_path / "deleted.txt"))
 
 
+def test_the_sessions_data_budget_counts_the_vocabulary(tmp_path, monkeypatch):
+    path = tmp_path / "words.txt"
+    path.write_text(" ".join(f"w{i:06d}" for i in range(20_000)))  # 140 kB: 20,000 distinct words
+    monkeypatch.setattr(LIMITS, "session_data_mb", 1.0)
+    session = Session(tiny_checkpoint(), "mine")
+    choice = data.choose_data(session, "", str(path), "char", 512)  # ~280 kB of ids, a vocabulary of 11
+    assert choice.nbytes < 1e6 and session.data is choice
+    with pytest.raises(UserError, match=r"makes \d MB of token ids and vocabulary; a session may keep 1 MB"):
+        data.choose_data(session, "", str(path), "word", 512)  # 40 kB of ids, ~3 MB of vocabulary
+    assert session.data is choice
+
+
 # ---------------------------------------------------------------- the app's upload button
 
 def upload_file(tmp_path, files: dict, name="model.zip"):
@@ -513,3 +526,60 @@ def test_non_finite_numbers_are_described_not_crashed_on():
         for check in (check_int, check_number):
             with pytest.raises(ValueError, match="not a finite number"):
                 check(value, "model_config.dropout")
+
+
+# ---------------------------------------------------------------- snapshots field by field, and what a record keeps
+
+def snapshot_of(**changes) -> dict:
+    snap = take_snapshot(tiny_checkpoint().model, [1, 2, 3], step=0).to_dict()
+    for dotted, value in changes.items():
+        set_field(snap, dotted, value)
+    return snap
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"head_stats": []}, r"entry 0 head_stats must be an object \(\{\.\.\.\}\), got a list"),
+    ({"head_stats": None}, r"head_stats must be an object"),
+    ({"head_stats.entropy": "high"}, r"head_stats\.entropy must be a list"),
+    ({"head_stats.entropy": [[0.5]]}, r"head_stats\.entropy\[0\] has 1 numbers, not one per head \(2\)"),
+    ({"head_stats.entropy": [[0.5, "x"], [0.5, 0.5]]}, r"head_stats\.entropy\[0\]\[1\] must be a number"),
+    ({"head_stats.entropy": [[0.5, 0.5]]}, r"head_stats\.entropy has 1 rows, not one per layer \(2\)"),
+    ({"probe_ids": [1, 2, 999]}, r"probe_ids\[2\] is 999, not a token of the model's \d+"),
+    ({"attention.dtype": "float32"}, r"attention dtype must be uint8"),
+    ({"attention.base64": "AAAA"}, r"attention holds 4 base64 characters, not the 36 values of its shape"),
+    ({"attention.shape": "2x2"}, r"attention shape must be a list"),
+    ({"embedding_coords": {"dtype": "float16", "shape": [3, 2], "base64": "AAAAAAAA"}},
+     r"embedding_coords has shape \(3, 2\), not \(\d+, 2\)"),
+    ({"embedding_coords": {"dtype": "int64", "shape": [3, 2], "base64": ""}}, r"embedding_coords dtype must be"),
+    ({"explained_variance": "most"}, r"explained_variance must be a list"),
+    ({"explained_variance": [0.5, 0.3, 0.2]}, r"explained_variance has 3 entries, more than the limit of 2"),
+    ({"train_loss": "low"}, r"train_loss must be a number"),
+])
+def test_every_snapshot_field_is_checked_with_a_sentence(saved, changes, message):
+    (saved / "snapshots.json").write_text(json.dumps([snapshot_of(**changes)]))
+    found = refusal(lambda: load_checkpoint(saved, UPLOAD_LIMITS))
+    assert re.search(message, found), found
+    assert "delete it to load the model alone" in found
+
+
+def test_a_snapshot_written_by_this_app_loads_with_its_arrays(saved):
+    snap = snapshot_of()
+    (saved / "snapshots.json").write_text(json.dumps([snap]))
+    loaded = load_checkpoint(saved, UPLOAD_LIMITS).snapshots[0]
+    assert loaded.attention.shape == (2, 2, 3, 3) and set(loaded.head_stats) == set(snap["head_stats"])
+
+
+def test_a_record_over_the_sessions_budget_is_refused_before_the_model_is_built(saved, builds):
+    config = raw_config(saved)
+    config["history"] = HISTORY * 2_000
+    write_config(saved, config)
+    message = refusal(lambda: load_checkpoint(saved, replace(UPLOAD_LIMITS, max_record_bytes=500_000)))
+    assert re.search(r"training history and snapshots would take [\d.]+ MB of memory once loaded, more than the "
+                     r"0\.5 MB a session may keep", message), message
+    assert "cpu" not in builds
+    assert len(load_checkpoint(saved, UPLOAD_LIMITS).history) == 2_000  # within the default budget
+
+
+def test_the_app_counts_a_record_against_the_session_data_budget(monkeypatch):
+    monkeypatch.setattr(LIMITS, "session_data_mb", 12.5)
+    assert models.upload_limits().max_record_bytes == 12_500_000

@@ -6,6 +6,7 @@ from pathlib import Path
 import torch
 
 from explorer.callbacks import validation
+from explorer.callbacks.task_data import choose_task, is_task, task_data_view
 from explorer.common.controls import DEFAULT_VAL_SPLIT
 from explorer.common.errors import UserError
 from explorer.common.limits import LIMITS
@@ -14,6 +15,7 @@ from explorer.state.session import DataChoice, Session
 from explorer.teaching import captions
 from model_core.data.corpora import CORPORA, load_corpus, read_user_file, validate_user_text
 from model_core.data.dataset import DEFAULT_VAL_FRACTION, compact, get_batch, split_by_val_fraction, token_tensor
+from model_core.data.tasks.choices import CHOICES
 from model_core.data.tokenization import (
     BPE_DEFAULT_VOCAB,
     BPE_MAX_VOCAB,
@@ -66,19 +68,21 @@ def choose_data(session: Session, corpus: str, upload, kind: str, bpe_vocab,
     kind = validation.choice(kind or "char", "Tokenizer", TOKENIZER_KINDS)
     bpe_vocab = validation.whole_number(bpe_vocab, "BPE vocabulary size", minimum=BPE_MIN_VOCAB,
                                         maximum=BPE_MAX_VOCAB, default=BPE_DEFAULT_VOCAB)
+    if not upload and is_task(corpus):
+        return choose_task(session, corpus)
     if upload:
         text = read_upload(upload)
         name = Path(upload).name
         tokenizer, train, val = _prepare(text, kind, bpe_vocab, held_out)
     else:
         if not isinstance(corpus, str) or corpus not in CORPORA:
-            raise UserError(f"Pick a corpus ({', '.join(CORPORA)}) or upload a .txt file.")
+            raise UserError(f"Pick a corpus ({', '.join([*CORPORA, *CHOICES])}) or upload a .txt file.")
         text, name = load_corpus(corpus), corpus
         tokenizer, train, val = prepared(corpus, kind, bpe_vocab, held_out)
     choice = DataChoice(name, text[:SAMPLE_CHARS], len(text), tokenizer, train, val, uploaded=bool(upload))
     if choice.nbytes > LIMITS.session_data_mb * 1e6:
-        raise UserError(f"{name} makes {choice.nbytes / 1e6:.0f} MB of token ids; a session may keep "
-                        f"{LIMITS.session_data_mb:g} MB. Use a shorter text.")
+        raise UserError(f"{name} makes {choice.nbytes / 1e6:.0f} MB of token ids and vocabulary; a session may keep "
+                        f"{LIMITS.session_data_mb:g} MB. Use a shorter text (or the char or bpe tokenizer).")
     session.data = choice
     return choice
 
@@ -87,6 +91,8 @@ def data_view(session: Session, corpus: str, upload=None, kind: str = "char", bp
               val_split=DEFAULT_VAL_SPLIT):
     """-> summary md, vocabulary rows, sample text, token-index figure, split md, batch rows."""
     d = choose_data(session, corpus, upload, kind, bpe_vocab, val_split)
+    if d.task is not None:
+        return task_data_view(d)
     tok = d.tokenizer
     n_tokens = len(d.train) + len(d.val)
     counts = Counter(torch.cat([d.train, d.val])[:2_000_000].tolist())

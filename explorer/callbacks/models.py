@@ -59,10 +59,12 @@ def upload_limits() -> LoadLimits:
     """Caps for an uploaded checkpoint from this server's flags: no model larger than one a user may train here.
 
     The zip may unpack to the weights of the largest such model (4 bytes a parameter) plus as much JSON as
-    an upload may hold; the size caps (block, vocabulary, layers, heads, width) are UPLOAD_LIMITS'."""
+    an upload may hold; its tokenizer, history and snapshots may keep as much memory as a session's training
+    data; the size caps (block, vocabulary, layers, heads, width) are UPLOAD_LIMITS'."""
     return replace(UPLOAD_LIMITS, max_params=LIMITS.max_params,
                    max_bytes=LIMITS.max_upload_bytes + 4 * LIMITS.max_params,
-                   max_json_bytes=min(UPLOAD_LIMITS.max_json_bytes, LIMITS.max_upload_bytes))
+                   max_json_bytes=min(UPLOAD_LIMITS.max_json_bytes, LIMITS.max_upload_bytes),
+                   max_record_bytes=int(LIMITS.session_data_mb * 1e6))
 
 
 def load_zip(session: Session, upload) -> str:

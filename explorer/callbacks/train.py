@@ -3,16 +3,18 @@ import torch
 
 from explorer.callbacks.data import choose_data
 from explorer.callbacks.model_size import check_model_size, count_params, size_text  # noqa: F401  (count_params: used by ui/tests)
+from explorer.callbacks.task_data import task_training
 from explorer.callbacks.train_fields import checked_field
 from explorer.common.controls import ARCH_FIELDS, DEFAULT_VAL_SPLIT, LIVE_CAPTION, OPTIM_FIELDS, d_mlp_for
 from explorer.common.errors import UserError
 from explorer.common.limits import LIMITS
 from explorer.figures.attention import live_attention_figure
 from explorer.figures.common import figure_to_json
+from explorer.figures.progress import progress_figure, progress_series
 from explorer.figures.training import loss_figure
 from explorer.state.session import Session
 from explorer.state.training_run import TrainingRun, slots_text
-from explorer.teaching import captions
+from explorer.teaching import captions, captions_progress
 from model_core import GPT, GPTConfig
 from model_core.analysis.heads import head_statistics
 from model_core.data.dataset import val_or_none
@@ -60,7 +62,9 @@ def start_training(session: Session, corpus: str, kind: str, bpe_vocab, *values)
     prepare_controls_data(session, corpus, kind, bpe_vocab, (values[n_fixed:] or (DEFAULT_VAL_SPLIT,))[0])
     arch, optim = dict(zip(ARCH_FIELDS, values)), dict(zip(OPTIM_FIELDS, values[len(ARCH_FIELDS):]))
     cfg = model_config(session, arch)
-    tc = TrainConfig(**{k: _number(k, v) for k, v in optim.items()}, eval_iters=10,
+    settings = {k: _number(k, v) for k, v in optim.items()}
+    settings |= task_training(session.data, settings["batch_size"], eval_iters=10)  # a task's spec, full batch
+    tc = TrainConfig(**{"eval_iters": 10, **settings},
                      snapshot_interval=max(25, _number("eval_interval", optim["eval_interval"])), device="cpu")
     if tc.max_steps > LIMITS.max_steps:
         raise UserError(f"{tc.max_steps:,} steps is more than this server allows ({LIMITS.max_steps:,}).")
@@ -84,12 +88,12 @@ def control(session: Session, action: str) -> str:
 
 
 def poll(session: Session):
-    """-> loss figure JSON, status markdown, live-attention figure JSON and its caption, latest sample, whether
-    to keep polling."""
+    """-> loss figure JSON, status markdown, live-attention figure JSON and its caption, latest sample, progress
+    measures figure JSON and its caption, whether to keep polling."""
     run = session.run
     if run is None:
         return "", f"No training run yet: set the controls and press **Start** ({slots_text()}).", "", LIVE_CAPTION, \
-            "", False
+            "", "", "", False
     run.heartbeat()
     session.adopt_training_model()
     t = run.trainer
@@ -101,7 +105,17 @@ def poll(session: Session):
         status += f" The server stopped this run because {run.expired}, to free its slot for others."
     sample = f"step {run.samples[-1][0]}:\n{run.samples[-1][1]}" if run.samples else ""
     live, live_caption = live_attention(run)
-    return loss_json(t.history, t.evals, t.val_data is not None), status, live, live_caption, sample, run.active
+    return (loss_json(t.history, t.evals, t.val_data is not None, t.step_count), status, live, live_caption, sample,
+            *progress_json(t.evals, t.step_count), run.active)
+
+
+def progress_json(evals: list[dict], step: int) -> tuple[str, str]:
+    """The progress measures chart as figure JSON (same step axis as the loss chart) and its caption."""
+    steps, series = progress_series(evals)
+    if not series:
+        return "", "Progress measures appear here at each evaluation."
+    fig = progress_figure(steps, series, max_step=step).update_layout(uirevision="progress")
+    return figure_to_json(fig), captions_progress.progress_caption(steps, series, step)
 
 
 def live_attention(run: TrainingRun) -> tuple[str, str]:
@@ -143,7 +157,7 @@ def loss_sentence(t: Trainer) -> str:
         [e["val_loss"] for e in ev] or None, [e["train_loss"] for e in ev] or None, t.model.cfg.vocab_size)
 
 
-def loss_json(history: list[dict], evals: list[dict], has_val: bool = True) -> str:
+def loss_json(history: list[dict], evals: list[dict], has_val: bool = True, step: int = 0) -> str:
     """The loss chart as figure JSON for the live Plotly.react view; per-step losses thinned to LOSS_POINTS.
     has_val False: no validation split, so the evaluated curve is the training text's and the title says so."""
     if not history and not evals:
@@ -155,4 +169,6 @@ def loss_json(history: list[dict], evals: list[dict], has_val: bool = True) -> s
     if not has_val:
         fig.update_layout(title_text="Training loss" + NO_VAL_NOTE)
     fig.update_layout(uirevision="loss", height=340)  # uirevision: zoom survives every redraw
+    if step:  # the progress chart below uses the same step axis
+        fig.update_xaxes(range=[0, step])
     return figure_to_json(fig)

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import gradio as gr
 
+from model_core.data.native_errors import is_native_failure
+
 log = logging.getLogger("explorer")
 
 PROJECT_DIRS = tuple(str(Path(__file__).resolve().parents[2] / d) for d in ("explorer", "model_core"))
@@ -19,7 +21,9 @@ class UserError(ValueError):
 def friendly(fn):
     """Decorator for callbacks: our own ValueErrors -> gr.Error(message); anything else (a library's
     ValueError included: "cannot convert float NaN to integer" helps nobody) -> logged with a reference id,
-    and the user gets a short apology quoting that id."""
+    and the user gets a short apology quoting that id. A native library's failure that Python does not count
+    as an error (pyo3's PanicException: a Rust panic in `tokenizers` on a crafted file) gets a sentence too;
+    KeyboardInterrupt, SystemExit and GeneratorExit pass through."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
@@ -31,8 +35,21 @@ def friendly(fn):
             if isinstance(err, (ValueError, KeyError)) and _ours(err):
                 raise gr.Error(_message(err), print_exception=False) from None
             raise gr.Error(apology(fn.__name__), print_exception=False) from None
+        except BaseException as err:  # noqa: BLE001 - a native panic; the signals that end the app are re-raised
+            if not is_native_failure(err):
+                raise
+            raise gr.Error(native_apology(fn.__name__, err), print_exception=False) from None
 
     return wrapper
+
+
+def native_apology(where: str, err: BaseException) -> str:
+    """Log a native library's failure under a fresh reference id; the sentence the user sees instead."""
+    ref = secrets.token_hex(3)
+    log.error("%s: a native library failed [ref %s]: %s: %s", where, ref, type(err).__name__, str(err)[:300])
+    return (f"A library inside the app failed on this model's files or this input ({type(err).__name__}: "
+            f"{str(err).splitlines()[0][:100] if str(err) else 'no message'}), reference {ref}. Nothing was "
+            "changed and the app is still running: use another model or input.")
 
 
 def apology(where: str) -> str:

@@ -2,8 +2,10 @@
 keeps a bounded number of sessions, expires idle training runs and tells evicted users what happened.
 
 Memory budget per session (docs/classroom.md): the inspected model (at most --max-params x 4 bytes, plus one copy
-while a run is paused), its training data as int16/int32 ids (at most LIMITS.session_data_mb), one cached
-analysis (one prompt of at most block_size tokens), and at most LIMITS.snapshots_kept training snapshots."""
+while a run is paused) and, for an uploaded one, its tokenizer, history and snapshots (at most
+LIMITS.session_data_mb: LoadLimits.max_record_bytes); its training data as int16/int32 ids with their tokenizer
+(at most LIMITS.session_data_mb), one cached analysis (one prompt of at most block_size tokens), and at most
+LIMITS.snapshots_kept training snapshots."""
 import copy
 import secrets
 import threading
@@ -21,6 +23,7 @@ from explorer.common.tempfiles import sweep
 from explorer.state.shipped import shipped_template
 from explorer.state.training_run import TrainingRun, expire_idle_runs
 from model_core.checkpoints.checkpoint import Checkpoint
+from model_core.data.tokenization import tokenizer_bytes
 
 REAP_SECONDS = 5.0  # how often idle runs and old downloads are looked for
 EVICTED_REMEMBERED = 256  # evicted sessions whose users are told why when they come back
@@ -49,10 +52,12 @@ class DataChoice:
     train: torch.Tensor  # token ids, int16/int32 (model_core.data.compact)
     val: torch.Tensor
     uploaded: bool = False  # the user's own file (kept until they choose again), not a built-in corpus
+    task: Optional[dict] = None  # an algorithmic task's spec (model_core.data.tasks); train/val are its data
 
     @property
     def nbytes(self) -> int:
-        return self.train.nbytes + self.val.nbytes
+        """The token ids and the tokenizer (a word vocabulary of 65,536 words keeps ~9 MB)."""
+        return self.train.nbytes + self.val.nbytes + tokenizer_bytes(self.tokenizer)
 
 
 @dataclass
@@ -68,6 +73,7 @@ class Session:
     shared_key: Optional[str] = None  # "shipped:NAME" while inspecting an unmodified shipped model
     notices: list = field(default_factory=list)  # messages for the user's next request
     experiments: dict = field(default_factory=dict)  # Experiments tab: evaluation set, means, maps, model B
+    features: dict = field(default_factory=dict)  # Features tab: an uploaded SAE and its statistics
     detached_at: Optional[float] = None  # when its last page closed (kept LIMITS.resume_ttl_seconds for a reload)
     # held.model is a shipped model every session shares until one needs its own: hooks are per model object,
     # so the first use through .checkpoint or .model copies it (a class arriving at once copies nothing)

@@ -8,6 +8,7 @@ from explorer.tabs.lazy import callbacks
 from explorer.tabs.raw_inputs import RawDropdown, RawFile, RawRadio, RawSlider
 from explorer.teaching.view_params import register_control
 from model_core.data.corpora import CORPORA
+from model_core.data.tasks.choices import CHOICES as TASK_CHOICES
 
 data_view = callbacks("data", "data_view")
 
@@ -17,7 +18,7 @@ def build_data_tab():
     gr.Markdown("What the model learns from. Pick a built-in text or upload your own (UTF-8 .txt), "
                 "then choose how it is cut into tokens.")
     with gr.Row():
-        corpus = RawDropdown(list(CORPORA), value="shakespeare", label="Built-in corpus")
+        corpus = RawDropdown([*CORPORA, *TASK_CHOICES], value="shakespeare", label="Built-in corpus or task")
         upload = RawFile(label="…or upload a .txt file", file_types=[".txt"], type="filepath")
         kind = RawRadio(["char", "word", "bpe"], value="char", label="Tokenizer")
         bpe_vocab = RawSlider(256, 4096, value=512, step=64, label="BPE vocabulary size")

@@ -10,6 +10,7 @@ from explorer.tabs.lazy import callbacks
 from explorer.tabs.raw_inputs import RawNumber, RawRadio
 
 examples_view, film_view, heads_report_view = callbacks("heads", "examples_view", "film_view", "heads_report_view")
+composition_view, head_circuits_view = callbacks("circuits", "composition_view", "head_circuits_view")
 
 INTRO = """**So what does this head do?** Each head gets one role, measured on purpose-built inputs rather than on
 your prompt: windows of the validation text, and a random sequence shown twice. Many heads park their attention
@@ -24,6 +25,14 @@ predicts the first copy, but a model with induction heads predicts the second co
 EXAMPLES_INTRO = """### Examples from the whole text
 The places in the whole validation text that excite a neuron (its activation) or a head (the weight from a
 query, yellow, to a key, blue) the most. The first request scans the text once; later ones are instant."""
+
+CIRCUITS_INTRO = """### Circuits: what a head copies, where it looks, whom it reads
+Read off the weights, with no prompt. The **OV circuit** W_E W_V W_O W_U says which output token's logit rises
+when the head attends to a token (a copying head lights up the diagonal); the **QK circuit** W_E W_Q W_Kᵀ W_Eᵀ says
+which token a token looks at. Both are shown over a few tokens (type some, or leave the box empty for the first
+ones). **Composition** says how much a head reads what an earlier head wrote: in its query (Q), its key (K) or its
+value (V). An induction head is a K-composition: its key reads "which token came before me", written by a
+previous-token head."""
 
 FILM_INTRO = """### Roles forming over training
 Snapshots recorded while the model trained: one head's attention on the probe text at each snapshot, its role
@@ -65,6 +74,7 @@ def build_heads_tab():
     show.click(examples_with_progress, [kind, layer, index], [examples, examples_note, dead_note],
                api_name="head_examples", **API, **ANALYSIS)
 
+    circuit_outputs, circuit_inputs = _circuits_section()
     gr.Markdown(FILM_INTRO)
     with gr.Row():
         film_layer = model_slider("layer", "Layer")
@@ -77,5 +87,36 @@ def build_heads_tab():
     film_run.click(bind(film_view), [film_layer, film_head], [strip, lines, frames, film_note],
                    api_name="head_training", **API, **ANALYSIS)
     data_button("heads", [role_map, table, note, loss, stripe, induction_note, examples_note, dead_note, strip,
-                          lines, frames, film_note], [kind, layer, index, film_layer, film_head])
+                          lines, frames, film_note, *circuit_outputs], [kind, layer, index, film_layer, film_head,
+                                                                      *circuit_inputs])
     return (report, [], outputs), {"layer": film_layer, "head": film_head}
+
+
+def _circuits_section():
+    """-> (its outputs, its inputs), for the tab's data button."""
+    gr.Markdown(CIRCUITS_INTRO)
+    with gr.Row():
+        layer, head = model_slider("layer", "Layer"), model_slider("head", "Head")
+        tokens = gr.Textbox("", label="Tokens to show (empty: the first ones)", max_lines=1)
+        top_k = RawNumber(5, label="Top outputs per token", precision=0, minimum=1, maximum=20)
+        show = gr.Button("Show the head's circuits", variant="primary")
+    head_note = caption()
+    with gr.Row():
+        ov, qk = gr.Plot(label="OV circuit"), gr.Plot(label="QK circuit")
+    with gr.Row():
+        positional = gr.Plot(label="Positional QK circuit")
+        top = gr.Dataframe(headers=["attended token", "outputs it raises most (logit)"], label="OV circuit: top "
+                           "outputs", interactive=False, wrap=True, max_height=420)
+    show.click(bind(head_circuits_view), [layer, head, tokens, top_k], [ov, qk, positional, top, head_note],
+               api_name="head_circuits", **API, **ANALYSIS)
+    with gr.Row():
+        kind = RawRadio(["q", "k", "v"], value="k", label="Composition")
+        compose = gr.Button("Show composition", variant="primary")
+    composition_note = caption()
+    with gr.Row():
+        heatmap, circuit = gr.Plot(label="Composition"), gr.Plot(label="Induction circuit")
+    copying = gr.Plot(label="Copying scores")
+    compose.click(bind(composition_view), kind, [heatmap, circuit, copying, composition_note],
+                  api_name="composition", **API, **ANALYSIS)
+    return [ov, qk, positional, top, head_note, heatmap, circuit, copying, composition_note], [layer, head, tokens,
+                                                                                             top_k, kind]

@@ -112,6 +112,8 @@ def build_train_tab(data_inputs, model_info):
         with gr.Column(scale=2):
             live = live_plot(300, elem_id="live-attention")
             live_caption = gr.Markdown(LIVE_CAPTION, elem_classes=["te-caption"])
+    progress_chart = live_plot(360, elem_id="live-progress")
+    progress_note = gr.Markdown("Progress measures appear here at each evaluation.", elem_classes=["te-caption"])
     sample = gr.Textbox(label="Latest sample from the model", lines=6, interactive=False)
 
     count = bind(param_count_view)
@@ -126,11 +128,11 @@ def build_train_tab(data_inputs, model_info):
                     api_name="init_model", **API)
     for button, action in ((pause, "pause"), (resume, "resume"), (stop, "stop")):
         button.click(bind(lambda s, a=action: control(s, a)), None, status, api_name=f"train_{action}", **API)
-    progress = [loss, status, live, live_caption, sample]
+    progress = [loss, status, live, live_caption, sample, progress_chart, progress_note]
     timer.tick(bind(_poll_for_ui), None, [*progress, timer, model_info], api_visibility="private",
                concurrency_limit=None)
     gr.Button("Refresh progress", size="sm").click(bind(_progress), None, progress, api_name="train_status", **API)
-    data_button("train", [loss, live], [*arch, *optim])
+    data_button("train", [loss, live, progress_chart], [*arch, *optim])
     _model_controls(model_info)
     return arch, params
 

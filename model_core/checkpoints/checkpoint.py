@@ -22,9 +22,7 @@ from safetensors.torch import save as save_safetensors_bytes
 from model_core.checkpoints.fields import (
     check_dataclass_fields,
     check_int,
-    check_list,
     check_metric_rows,
-    check_number,
     check_object,
     check_text,
     check_tokenizer,
@@ -38,19 +36,21 @@ from model_core.checkpoints.load_limits import (
     check_model_size,
     check_size_fields,
     expected_tensors,
+    model_from_tensors,
 )
+from model_core.checkpoints.record import SNAPSHOTS, parse_snapshots, record_bytes
 from model_core.checkpoints.safe_zip import directory_size, read_members
 from model_core.checkpoints.safetensors_header import check_header
+from model_core.data.native_errors import refused_by_library
 from model_core.data.tokenization import tokenizer_from_dict
 from model_core.model.config import GPTConfig
 from model_core.model.gpt import GPT
-from model_core.training.snapshots import Snapshot
 from model_core.training.train_config import TrainConfig
 
 FORMAT = "transformer-explorer-checkpoint"
 FORMAT_VERSION = 1
 PROJECT_VERSION = "0.1.0"
-WEIGHTS, CONFIG, SNAPSHOTS = "model.safetensors", "config.json", "snapshots.json"
+WEIGHTS, CONFIG = "model.safetensors", "config.json"
 REQUIRED_KEYS = ("format", "format_version", "model_config", "tokenizer")
 
 
@@ -145,13 +145,16 @@ def save_checkpoint_zip(ckpt: Checkpoint, path: Union[str, Path]) -> Path:
 
 # ---------------------------------------------------------------- loading
 
-def load_checkpoint(path: Union[str, Path], limits: LoadLimits = LOCAL_LIMITS) -> Checkpoint:
-    """Load a checkpoint directory (or a .zip file) on this machine; the model comes back in eval mode on the CPU.
+def load_checkpoint(path: Union[str, Path], limits: Optional[LoadLimits] = None) -> Checkpoint:
+    """Load a checkpoint directory (or a .zip file); the model comes back in eval mode on the CPU.
 
-    The default caps only guard against damaged files; pass UPLOAD_LIMITS (or your own) for files from others."""
+    By default a directory (this machine's own: a shipped model, a run saved by the command line) is read with
+    LOCAL_LIMITS, which only guard against damaged files, and a .zip (a file that travels: an upload, a
+    download) with UPLOAD_LIMITS; pass limits to choose."""
     path = Path(path)
     if path.is_file():
-        return load_checkpoint_zip(path, limits)
+        return load_checkpoint_zip(path, UPLOAD_LIMITS if limits is None else limits)
+    limits = LOCAL_LIMITS if limits is None else limits
     if not path.is_dir():
         raise CheckpointError(f"no checkpoint at {str(path)!r}: give the directory that holds {CONFIG}.")
     files = {}
@@ -203,17 +206,24 @@ def checkpoint_from_files(files: dict[str, bytes], where: str, limits: LoadLimit
         model_cfg, meta_model = model_config_within(config["model_config"], limits)
         train_cfg = None if config.get("train_config") is None else rebuild(
             TrainConfig, check_dataclass_fields(config["train_config"], TrainConfig, "train_config"), "train_config")
-        tokenizer = tokenizer_for(config["tokenizer"], model_cfg)
+        tokenizer = tokenizer_for(config["tokenizer"], model_cfg, limits)
         check_header(files[WEIGHTS], expected_tensors(meta_model))
-        snapshots = parse_snapshots(files.get(SNAPSHOTS), model_cfg, limits)
-        model = model_with_weights(model_cfg, files[WEIGHTS])
+        snapshots = parse_snapshots(files.get(SNAPSHOTS), model_cfg, limits.max_json_bytes, limits.max_snapshots)
+        history, evals = list(config.get("history") or []), list(config.get("evals") or [])
+        check_record_size(record_bytes(tokenizer, history, evals, snapshots), limits)
+        model = model_with_weights(model_cfg, files[WEIGHTS], limits)
     except ValueError as err:  # every check above raises ValueError with a message for the user
         raise CheckpointError(f"{where}: {err}") from None
-    return Checkpoint(
-        model=model, tokenizer=tokenizer, train_config=train_cfg, history=list(config.get("history") or []),
-        evals=list(config.get("evals") or []), snapshots=snapshots, corpus=config.get("corpus"),
-        versions=dict(config.get("versions") or {}),
-    )
+    return Checkpoint(model=model, tokenizer=tokenizer, train_config=train_cfg, history=history, evals=evals,
+                      snapshots=snapshots, corpus=config.get("corpus"), versions=dict(config.get("versions") or {}))
+
+
+def check_record_size(n: int, limits: LoadLimits) -> None:
+    """ValueError if the tokenizer, history, evaluations and snapshots would keep more memory than a session may."""
+    if limits.max_record_bytes is not None and n > limits.max_record_bytes:
+        raise ValueError(f"its tokenizer, training history and snapshots would take {size_text(n)} of memory once "
+                         f"loaded, more than the {size_text(limits.max_record_bytes)} a session may keep beside its "
+                         "model: save it with a smaller vocabulary or fewer snapshots.")
 
 
 def parse_config(data: bytes, limits: LoadLimits) -> dict:
@@ -266,58 +276,26 @@ def rebuild(cls, d: dict, key: str):
         raise ValueError(f"{key} in {CONFIG} is invalid: {err}") from None
 
 
-def tokenizer_for(d: Optional[dict], cfg: GPTConfig):
+def tokenizer_for(d: Optional[dict], cfg: GPTConfig, limits: LoadLimits):
     """The saved tokenizer (shape already checked), which must have the model's vocabulary size."""
     if d is None:
         return None
-    tokenizer = tokenizer_from_dict(d)
+    tokenizer = tokenizer_from_dict(d, limits.max_vocab_size)
     if tokenizer.vocab_size != cfg.vocab_size:
         raise ValueError(f"the tokenizer has {tokenizer.vocab_size} tokens but the model expects {cfg.vocab_size}; "
                          "the files come from different models.")
     return tokenizer
 
 
-def model_with_weights(cfg: GPTConfig, data: bytes) -> GPT:
+def model_with_weights(cfg: GPTConfig, data: bytes, limits: LoadLimits) -> GPT:
     """A GPT built from cfg with the saved weights (the header was checked against cfg already)."""
     try:
         tensors = load_safetensors_bytes(bytes(data))
-    except Exception as err:  # safetensors raises its own error types for truncated or garbled files
+    except BaseException as err:  # noqa: BLE001 - safetensors raises its own types (and may panic) on damaged files
+        if not refused_by_library(err):
+            raise
         raise ValueError(f"{WEIGHTS} is damaged or truncated ({str(err)[:120]}); save the model again.") from None
     for name, tensor in tensors.items():
         if not torch.isfinite(tensor).all():
             raise ValueError(f"weight {name} contains NaN or infinity; the model is unusable.")
-    return GPT.with_weights(cfg, tensors)  # the header check made sure every weight is there
-
-
-def parse_snapshots(data: Optional[bytes], cfg: GPTConfig, limits: LoadLimits) -> list[Snapshot]:
-    """snapshots.json as Snapshot objects whose attention maps fit the model."""
-    if data is None:
-        return []
-    items = check_list(strict_json(data, SNAPSHOTS, limits.max_json_bytes), SNAPSHOTS, limits.max_snapshots)
-    snapshots = []
-    try:
-        for i, d in enumerate(items):
-            check_snapshot_fields(d, f"{SNAPSHOTS} entry {i}", cfg)
-            snapshot = Snapshot.from_dict(d)
-            T = len(snapshot.probe_ids)
-            if snapshot.attention.shape != (cfg.n_layers, cfg.n_heads, T, T):
-                raise ValueError(f"entry {i}'s attention maps have shape {snapshot.attention.shape}, "
-                                 f"not {(cfg.n_layers, cfg.n_heads, T, T)}")
-            snapshots.append(snapshot)
-    except (ValueError, KeyError, TypeError) as err:
-        raise ValueError(f"{SNAPSHOTS} is damaged ({str(err)[:200]}); delete it to load the model alone.") from None
-    return snapshots
-
-
-def check_snapshot_fields(d, path: str, cfg: GPTConfig) -> None:
-    """Types of one snapshot's fields, so that Snapshot.from_dict meets only well-formed values."""
-    check_object(d, path)
-    check_int(d.get("step"), f"{path} step", minimum=0)
-    for key in ("train_loss", "val_loss"):
-        if d.get(key) is not None:
-            check_number(d[key], f"{path} {key}")
-    for j, token in enumerate(check_list(d.get("probe_ids"), f"{path} probe_ids", cfg.block_size)):
-        check_int(token, f"{path} probe_ids[{j}]", minimum=0)
-    check_object(d.get("attention"), f"{path} attention")
-    for j, n in enumerate(check_list(d["attention"].get("shape"), f"{path} attention shape", max_len=4)):
-        check_int(n, f"{path} attention shape[{j}]", minimum=0)
+    return model_from_tensors(cfg, tensors, limits)  # the header check made sure every weight is there

@@ -8,6 +8,8 @@ import math
 import typing
 from typing import Optional
 
+from model_core.data.chat import MAX_TEMPLATE_CHARS
+
 MAX_INT_DIGITS = 19  # 2^63 has 19 digits; anything longer is no count, size or seed this app uses
 MAX_TEXT_CHARS = 100_000  # a probe text or corpus description
 MAX_METRIC_KEYS = 32  # fields in one history or evals row
@@ -182,7 +184,7 @@ def check_tokenizer(d, max_vocab: int) -> Optional[dict]:
     if kind == "bpe":
         check_text(d.get("tokenizer_json"), "tokenizer.tokenizer_json", max_chars=64_000_000)
         if d.get("chat_template") is not None:
-            check_text(d["chat_template"], "tokenizer.chat_template", max_chars=100_000)
+            check_text(d["chat_template"], "tokenizer.chat_template", max_chars=MAX_TEMPLATE_CHARS)
         return d
     if kind not in ("char", "word"):
         raise ValueError(f"tokenizer.kind must be \"char\", \"word\" or \"bpe\", got {describe(kind)}.")

@@ -15,29 +15,16 @@ import torch
 from model_core.checkpoints.checkpoint import Checkpoint
 from model_core.checkpoints.fields import size_text, strict_json
 from model_core.checkpoints.hf_families import BUFFERS, converted_state_dict, hf_gpt_config
-from model_core.checkpoints.load_limits import LOCAL_LIMITS, LoadLimits, check_model_size
-from model_core.checkpoints.nanogpt import ConvertError
+from model_core.checkpoints.load_limits import LOCAL_LIMITS, ConvertError, LoadLimits, bounded, model_from_tensors
 from model_core.checkpoints.safetensors_header import FLOAT_DTYPES, header_specs
-from model_core.data.tokenization import BPETokenizer
-from model_core.model.config import GPTConfig
+from model_core.data.chat import MAX_TEMPLATE_CHARS, checked_template
+from model_core.data.native_errors import native_call, refused_by_library
+from model_core.data.tokenization import BPETokenizer, TokenizerError, hf_tokenizer
 from model_core.model.gpt import GPT
 
 MAX_CONFIG_BYTES = 16_000_000  # config.json, tokenizer_config.json, the shard index: a few kB to a few MB
 MAX_TOKENIZER_BYTES = 64_000_000  # as much as a checkpoint's tokenizer may hold (fields.check_tokenizer)
-MAX_CHAT_TEMPLATE_CHARS = 100_000  # likewise
 WEIGHTS, INDEX = "model.safetensors", "model.safetensors.index.json"
-
-
-def bounded(cfg: GPTConfig, limits: LoadLimits) -> None:
-    """ConvertError if the model cfg describes is over the limits (counted on the meta device)."""
-    try:
-        check_model_size(cfg, limits)
-    except ValueError as err:
-        message = str(err).replace("train a smaller model and save it again", "it is too large for this app")
-        if cfg.n_layers * cfg.n_heads * cfg.block_size ** 2 > limits.max_attention_cells:
-            fits = math.isqrt(limits.max_attention_cells // (cfg.n_layers * cfg.n_heads))
-            message += f" A context of up to {fits} tokens fits: pass block_size (--block-size {fits})."
-        raise ConvertError(message) from None
 
 
 def gpt_from_hf(config: dict, tensors: Mapping[str, torch.Tensor], block_size: Optional[int] = None, *,
@@ -45,9 +32,9 @@ def gpt_from_hf(config: dict, tensors: Mapping[str, torch.Tensor], block_size: O
     """Our GPT (eval mode) from a parsed config.json and its tensors by Hugging Face name (float32).
     block_size: the context to build, by default the model's own, at most 1024."""
     cfg = hf_gpt_config(config, block_size)
-    bounded(cfg, limits)
+    bounded(cfg, limits, context_flag=True)
     state = converted_state_dict(config, cfg, tensors)
-    return GPT.with_weights(cfg, state)  # no random init of weights replaced at once (seconds at 135M)
+    return model_from_tensors(cfg, state, limits)  # no random init of weights replaced at once (seconds at 135M)
 
 
 # ---------------------------------------------------------------- the folder
@@ -144,7 +131,9 @@ def read_tensors(headers: dict[Path, dict[str, torch.Tensor]]) -> dict[str, torc
             with safe_open(path, framework="pt") as f:
                 for name in names:
                     tensors[name] = f.get_tensor(name).float()
-        except Exception as err:  # safetensors raises its own types for damaged files
+        except BaseException as err:  # noqa: BLE001 - safetensors raises its own types (and may panic) on damaged files
+            if not refused_by_library(err):
+                raise
             raise ConvertError(f"{path.name} is damaged ({str(err)[:120]}): download it again.") from None
     return tensors
 
@@ -160,17 +149,18 @@ def chat_template(folder: Path) -> Optional[str]:
                              and t.get("name") == "default"), None)
     if template is None and (folder / "chat_template.jinja").is_file():
         with open(folder / "chat_template.jinja", "rb") as f:
-            template = f.read(4 * MAX_CHAT_TEMPLATE_CHARS + 1).decode("utf-8", errors="replace")
-    if template is not None and (not isinstance(template, str) or len(template) > MAX_CHAT_TEMPLATE_CHARS):
-        raise ConvertError(f"the chat template is not text of at most {MAX_CHAT_TEMPLATE_CHARS:,} characters: "
-                           "delete it (chat_template in tokenizer_config.json) to convert the model without it.")
-    return template
+            template = f.read(4 * MAX_TEMPLATE_CHARS + 1).decode("utf-8", errors="replace")
+    try:
+        return checked_template(template)
+    except ValueError as err:
+        raise ConvertError(f"{err} (chat_template in tokenizer_config.json)") from None
 
 
 def read_tokenizer(folder: Path, vocab_size: int) -> BPETokenizer:
     """tokenizer.json with placeholder tokens up to the model's vocab_size (models round their embedding up:
-    Pythia has 50,304 rows for 50,277 tokens), so every id the model can produce has a label."""
-    from tokenizers import AddedToken, Tokenizer
+    Pythia has 50,304 rows for 50,277 tokens), so every id the model can produce has a label. The file is
+    checked before the `tokenizers` library reads it (model_core.data.tokenizer_json)."""
+    from tokenizers import AddedToken
 
     path = folder / "tokenizer.json"
     if not path.is_file():
@@ -181,15 +171,21 @@ def read_tokenizer(folder: Path, vocab_size: int) -> BPETokenizer:
     if len(data) > MAX_TOKENIZER_BYTES:
         raise ConvertError(f"tokenizer.json is more than {size_text(MAX_TOKENIZER_BYTES)}, the limit for a tokenizer.")
     try:
-        hf = Tokenizer.from_str(data.decode("utf-8"))
-    except Exception as err:  # not UTF-8, not JSON, or a tokenizer the library cannot build
+        hf = hf_tokenizer(data.decode("utf-8"), vocab_size)
+        n = hf.get_vocab_size()
+        if n > vocab_size:
+            raise ConvertError(f"tokenizer.json has {n:,} tokens but the model has {vocab_size:,} token embeddings: "
+                               "they belong to different models.")
+        with native_call("adding placeholder tokens to the tokenizer", ConvertError):
+            hf.add_special_tokens([AddedToken(f"<|unused_{i}|>", special=True) for i in range(n, vocab_size)])
+            gapless = hf.get_vocab_size() == vocab_size and max(hf.get_vocab().values()) == vocab_size - 1
+    except (TokenizerError, UnicodeDecodeError) as err:
+        raise ConvertError(f"tokenizer.json cannot be read ({str(err)[:160]}): download it again.") from None
+    except ConvertError:
+        raise
+    except Exception as err:  # the library's own errors on a tokenizer it cannot build
         raise ConvertError(f"tokenizer.json cannot be read ({str(err)[:120]}): download it again.") from None
-    n = hf.get_vocab_size()
-    if n > vocab_size:
-        raise ConvertError(f"tokenizer.json has {n:,} tokens but the model has {vocab_size:,} token embeddings: "
-                           "they belong to different models.")
-    hf.add_special_tokens([AddedToken(f"<|unused_{i}|>", special=True) for i in range(n, vocab_size)])
-    if hf.get_vocab_size() != vocab_size or max(hf.get_vocab().values()) != vocab_size - 1:
+    if not gapless:
         raise ConvertError("tokenizer.json's token ids are not numbered 0, 1, 2, ... without gaps; it is damaged.")
     return BPETokenizer(hf, chat_template(folder))
 
@@ -200,7 +196,7 @@ def load_hf_folder(path, block_size: Optional[int] = None, *, limits: LoadLimits
     folder = Path(path)
     config = read_config(folder)
     cfg = hf_gpt_config(config, block_size)
-    bounded(cfg, limits)
+    bounded(cfg, limits, context_flag=True)
     headers = folder_headers(weight_files(folder), limits)
     converted_state_dict(config, cfg, {n: t for names in headers.values() for n, t in names.items()})  # shapes
     tokenizer = read_tokenizer(folder, cfg.vocab_size)

@@ -1,9 +1,13 @@
 """Caps on what a loaded checkpoint may ask for, checked before any weight is allocated.
 
-A config.json of 300 bytes can describe a model of hundreds of GB, or one whose attention maps for a single
-prompt take gigabytes. So loading checks the numbers in the config against these caps first, counts the
-parameters on PyTorch's meta device (shapes only, no memory), and only then builds the real model."""
+A config.json of 300 bytes (or a nanoGPT ckpt.pt of 1 kB, or a GGUF file's metadata) can describe a model of
+hundreds of GB, or one whose attention maps for a single prompt take gigabytes. So every loader (our
+checkpoints, nanoGPT, Hugging Face folders, GGUF files) asks check_model_size first: the numbers in the config
+against these caps, then the parameters counted on PyTorch's meta device (shapes only, no memory). Only then
+does it read the weights, and it builds the model with model_from_tensors, which asks again."""
+import math
 from dataclasses import dataclass
+from typing import Mapping, Optional
 
 import torch
 
@@ -29,6 +33,9 @@ class LoadLimits:
     max_json_bytes: int = 16_000_000  # config.json or snapshots.json alone (JSON grows ~10x once parsed)
     max_history_rows: int = 100_000  # per-step metrics rows (history) and evaluations (evals)
     max_snapshots: int = 2_000  # training snapshots in snapshots.json
+    # what the tokenizer, history, evaluations and snapshots may keep in memory once parsed (Python objects
+    # are ~5x their JSON); None: not checked (files on this machine)
+    max_record_bytes: Optional[int] = 48_000_000
 
     def cap(self, field: str) -> int:
         """The cap on one GPTConfig size field."""
@@ -43,7 +50,12 @@ UPLOAD_LIMITS = LoadLimits()  # for files from someone else: an upload, a downlo
 LOCAL_LIMITS = LoadLimits(max_params=200_000_000, max_block_size=8192, max_layers=96, max_heads=128,
                           max_d_model=8192, max_d_mlp=32_768, max_attention_cells=1 << 30,
                           max_bytes=2_000_000_000, max_json_bytes=256_000_000, max_history_rows=10_000_000,
-                          max_snapshots=100_000)
+                          max_snapshots=100_000, max_record_bytes=None)
+
+
+class ConvertError(ValueError):
+    """Files from another program (nanoGPT, Hugging Face, llama.cpp) cannot be converted; the message says what is
+    wrong and what to do."""
 
 
 def check_size_fields(model_config: dict, limits: LoadLimits) -> None:
@@ -71,6 +83,30 @@ def check_model_size(cfg: GPTConfig, limits: LoadLimits) -> GPT:
         raise ValueError(f"the model has {n:,} parameters, more than this app's limit of {limits.max_params:,}: "
                          "train a smaller model and save it again.")
     return model
+
+
+def bounded(cfg: GPTConfig, limits: LoadLimits, context_flag: bool = False) -> GPT:
+    """check_model_size for a model converted from another program's files: ConvertError saying it is too large
+    for this app; context_flag: the converter can shorten the context (--block-size), and the message says
+    which context would fit when the attention maps are what is too large."""
+    try:
+        return check_model_size(cfg, limits)
+    except ValueError as err:
+        message = str(err).replace("train a smaller model and save it again", "it is too large for this app")
+        message = message.replace("model_config.", "the model's ")
+        cells = cfg.n_layers * cfg.n_heads
+        if context_flag and "attention maps" in message and cells <= limits.max_attention_cells:
+            fits = math.isqrt(limits.max_attention_cells // cells)
+            message += f" A context of up to {fits} tokens fits: pass block_size (--block-size {fits})."
+        raise ConvertError(message) from None
+
+
+def model_from_tensors(cfg: GPTConfig, tensors: Mapping[str, torch.Tensor], limits: LoadLimits) -> GPT:
+    """The model cfg describes, in eval mode, holding the given tensors (by our names): the one way a loader
+    builds a model from a file. Its size is checked first (check_model_size, the meta device); nothing is
+    initialised that the tensors replace."""
+    check_model_size(cfg, limits)
+    return GPT.with_weights(cfg, dict(tensors))
 
 
 def expected_tensors(model: GPT) -> dict[str, tuple[tuple[int, ...], torch.dtype]]:

@@ -17,13 +17,15 @@ MAX_DIRECTORY_BYTES = 1_000_000  # the zip's table of contents, which zipfile pa
 CHUNK_BYTES = 1 << 20  # inflate at most this much per read
 END_RECORD = b"PK\x05\x06"  # signature of the end-of-central-directory record
 ZIP64_LOCATOR = b"PK\x06\x07"  # just before END_RECORD in a ZIP64 archive
+ZIP64_END_RECORD = b"PK\x06\x06"  # where the locator points: a ZIP64 archive's counts
 ZIP_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, zlib.error, lzma.LZMAError,
               NotImplementedError, RuntimeError)
 
 
-def directory_size(f: BinaryIO) -> Optional[tuple[int, int]]:
+def directory_size(f: BinaryIO, zip64: bool = False) -> Optional[tuple[int, int]]:
     """(entries, bytes) of the zip's table of contents, from its end record, read before zipfile parses
-    anything; None: not a zip. A ZIP64 archive (which a checkpoint never needs) counts as too large."""
+    anything; None: not a zip. A ZIP64 archive (which a checkpoint never needs) counts as too large, unless
+    zip64 (PyTorch writes every checkpoint as ZIP64): then its ZIP64 end record's counts."""
     f.seek(0, os.SEEK_END)
     size = f.tell()
     tail_len = min(size, 22 + 65_535)  # the end record is 22 bytes plus a comment of at most 64 kB
@@ -35,9 +37,47 @@ def directory_size(f: BinaryIO) -> Optional[tuple[int, int]]:
         return None
     entries = int.from_bytes(tail[at + 10:at + 12], "little")
     directory_bytes = int.from_bytes(tail[at + 12:at + 16], "little")
-    if tail[max(0, at - 20):at].startswith(ZIP64_LOCATOR):  # zipfile would trust the ZIP64 record's sizes
+    locator = tail[max(0, at - 20):at]
+    if not locator.startswith(ZIP64_LOCATOR):
+        return entries, directory_bytes
+    if not zip64:  # zipfile would trust the ZIP64 record's sizes
         return max(entries, 0xFFFF), max(directory_bytes, 0xFFFFFFFF)
-    return entries, directory_bytes
+    return zip64_directory_size(tail[max(0, at - 76):at - 20], size - tail_len + at - 76, locator)
+
+
+def zip64_directory_size(record: bytes, record_at: int, locator: bytes) -> Optional[tuple[int, int]]:
+    """(entries, bytes) from the ZIP64 end record just before the locator, where zipfile reads it; None unless
+    the locator points there too (PyTorch's reader follows the locator: both must read the same record)."""
+    if len(record) < 56 or not record.startswith(ZIP64_END_RECORD):
+        return None
+    if int.from_bytes(locator[8:16], "little") != record_at:
+        return None
+    return int.from_bytes(record[32:40], "little"), int.from_bytes(record[40:48], "little")
+
+
+def stored_members(f: BinaryIO, max_entries: int) -> dict[str, int]:
+    """{name: bytes} of a zip another program wrote with its members stored, not compressed (PyTorch's
+    checkpoints); ValueError for a large table of contents, a compressed member (it could inflate far past the
+    file) or members claiming more bytes than the file holds."""
+    found = directory_size(f, zip64=True)
+    if found is None:
+        raise ValueError("it is not a zip archive")
+    entries, directory_bytes = found
+    if entries > max_entries or directory_bytes > MAX_DIRECTORY_BYTES:
+        raise ValueError(f"its table of contents is too large ({entries:,} entries, {size_text(directory_bytes)})")
+    try:
+        infos = zipfile.ZipFile(f).infolist()
+    except ZIP_ERRORS as err:
+        raise ValueError(f"the zip archive is damaged ({str(err)[:120]})") from None
+    f.seek(0, os.SEEK_END)
+    file_bytes = f.tell()
+    packed = [info.filename[:80] for info in infos if info.compress_type != zipfile.ZIP_STORED]
+    if packed:
+        raise ValueError(f"{packed[0]} in it is compressed, which PyTorch never does (a compressed member may "
+                         "unpack to far more than the file)")
+    if sum(info.file_size for info in infos) > file_bytes:
+        raise ValueError("its members claim more bytes than the file holds")
+    return {info.filename: info.file_size for info in infos}
 
 
 def read_members(f: BinaryIO, wanted: tuple[str, ...], max_bytes: int, member_caps: dict[str, int]) -> dict[str, bytes]:

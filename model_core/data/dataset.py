@@ -46,7 +46,13 @@ def val_or_none(val: torch.Tensor):
 
 
 def check_long_enough(data: torch.Tensor, block_size: int, split: str) -> None:
-    """DataError unless data holds at least one window of block_size inputs plus its next-token target."""
+    """DataError unless data holds at least one window of block_size inputs plus its next-token target (a token
+    stream), or examples no longer than block_size (example data [N, 2, T], model_core.data.tasks)."""
+    if data.dim() == 3:
+        if len(data) == 0 or data.shape[2] > block_size:
+            raise DataError(f"the {split} examples ({len(data)} of {data.shape[2]} tokens) need a block size of at "
+                            f"least {data.shape[2]} and at least one example; this model's block size is {block_size}.")
+        return
     if len(data) < block_size + 1:
         hint = (", or evaluate on the training text with no validation split (--val-fraction 0; in the app: "
                 "Validation split 'none')") if split == "validation" else ""
@@ -57,7 +63,12 @@ def check_long_enough(data: torch.Tensor, block_size: int, split: str) -> None:
 
 
 def get_batch(data: torch.Tensor, block_size: int, batch_size: int, generator: torch.Generator):
-    """batch_size random windows: x (B, T) and y (B, T), where y is x shifted left by one token."""
+    """batch_size random windows: x (B, T) and y (B, T), where y is x shifted left by one token. Example data
+    [N, 2, T] (an algorithmic task) gives its examples instead: x the inputs, y the targets (-1: not scored)."""
+    if data.dim() == 3:
+        from model_core.data.tasks.examples import example_batch
+
+        return example_batch(data, batch_size, generator)
     starts = torch.randint(len(data) - block_size, (batch_size,), generator=generator)  # (B,)
     index = starts.unsqueeze(1) + torch.arange(block_size)  # (B, T)
     return data[index].long(), data[index + 1].long()  # both contiguous (B, T); data may be a compact dtype

@@ -6,8 +6,13 @@ import re
 from functools import lru_cache
 from typing import Optional
 
+from model_core.data.native_errors import native_failure
+
 TOKENIZER_KINDS = ("char", "word", "bpe")
 BPE_MIN_VOCAB, BPE_MAX_VOCAB, BPE_DEFAULT_VOCAB = 256, 4096, 512
+# distinct characters or words a tokenizer built from a text may have: as many as a checkpoint may hold
+# (model_core.checkpoints.load_limits), so that every model trained here can be saved and opened again
+MAX_VOCAB = 65_536
 WORD = re.compile(r"<[^<>\s]+>|(?:(?!<[^<>\s]+>)\S)+")  # "<EOS>"-style specials stay whole even when glued to a word
 
 
@@ -44,7 +49,7 @@ class CharTokenizer:
 
     @classmethod
     def train(cls, text: str) -> "CharTokenizer":
-        return cls(sorted(set(text)))
+        return cls(sorted(distinct(text, list, "characters")))
 
     @property
     def vocab_size(self) -> int:
@@ -84,7 +89,7 @@ class WordTokenizer:
 
     @classmethod
     def train(cls, text: str) -> "WordTokenizer":
-        return cls(sorted(set(WORD.findall(text))))
+        return cls(sorted(distinct(text, WORD.findall, "words")))
 
     @property
     def vocab_size(self) -> int:
@@ -142,20 +147,29 @@ class BPETokenizer:
         return set()  # every byte is in the base alphabet
 
     def encode(self, text: str) -> list[int]:
-        if len(text) < 1 << 17:
-            return self.hf.encode(text).ids
-        # Long texts: encode pieces in parallel. Pieces end at a pre-token boundary, so ids are identical.
-        return [i for enc in self.hf.encode_batch(list(chunks(text))) for i in enc.ids]
+        try:
+            if len(text) < 1 << 17:
+                return self.hf.encode(text).ids
+            # Long texts: encode pieces in parallel. Pieces end at a pre-token boundary, so ids are identical.
+            return [i for enc in self.hf.encode_batch(list(chunks(text))) for i in enc.ids]
+        except BaseException as err:  # noqa: BLE001 - a Rust panic (a crafted tokenizer.json) is a BaseException
+            raise native_failure(err, "encoding the text with the model's tokenizer", TokenizerError)
 
     def decode(self, ids) -> str:
-        return self.hf.decode(list(ids), skip_special_tokens=False)
+        try:
+            return self.hf.decode(list(ids), skip_special_tokens=False)
+        except BaseException as err:  # noqa: BLE001 - see encode
+            raise native_failure(err, "decoding tokens with the model's tokenizer", TokenizerError)
 
     def strip_unknown(self, text: str) -> str:
         return text
 
     def token_label(self, token_id: int) -> str:
         """The token's text: byte-level markers (Ġ, Ċ) turned back into bytes, whitespace made visible."""
-        token = self.hf.id_to_token(token_id)
+        try:
+            token = self.hf.id_to_token(token_id)
+        except BaseException as err:  # noqa: BLE001 - see encode
+            raise native_failure(err, "labelling a token of the model's tokenizer", TokenizerError)
         try:
             raw = bytes(byte_decoder()[ch] for ch in token)
         except KeyError:  # not byte-level (SentencePiece style: '▁the', '<0x0A>')
@@ -173,6 +187,37 @@ class BPETokenizer:
 
 
 NEWLINE_THEN_TEXT = re.compile(r"\n(?=\S)")
+SPACE = re.compile(r"\s")
+PIECE_CHARS = 1 << 16  # distinct() reads the text in pieces of this many characters
+
+
+def distinct(text: str, split, what: str) -> set:
+    """The distinct tokens split(piece) finds in the text, read in pieces cut at whitespace (no token spans
+    one), TokenizerError once there are more than MAX_VOCAB: the set never holds more than a piece's worth
+    beyond the cap (a 20 MB text of unique words would otherwise keep ~0.3 GB)."""
+    seen, start = set(), 0
+    while start < len(text):
+        cut = SPACE.search(text, start + PIECE_CHARS)
+        end = len(text) if cut is None else cut.end()
+        seen.update(split(text[start:end]))
+        if len(seen) > MAX_VOCAB:
+            raise TokenizerError(f"the text has more than {MAX_VOCAB:,} distinct {what}, and a tokenizer keeps at "
+                                 f"most {MAX_VOCAB:,} (each is a row of the model's embedding): use the bpe "
+                                 "tokenizer, or a shorter text.")
+        start = end
+    return seen
+
+
+def tokenizer_bytes(tokenizer) -> int:
+    """About how much memory a tokenizer keeps: ~130 bytes per char or word token beside its text (a list slot,
+    a dict entry, a str and an int object), and ~200 per BPE token (measured: SmolLM2's 49,152 tokens and
+    48,900 merges take 9.6 MB inside `tokenizers`)."""
+    if tokenizer is None:
+        return 0
+    if isinstance(tokenizer, (CharTokenizer, WordTokenizer)):
+        tokens = tokenizer.chars if isinstance(tokenizer, CharTokenizer) else tokenizer.words
+        return sum(130 + len(t) * (4 if t and max(t) > "\xff" else 1) for t in tokens)
+    return 200 * tokenizer.vocab_size
 
 
 def chunks(text: str, size: int = 1 << 16):
@@ -220,8 +265,9 @@ def build_tokenizer(kind: str, text: str, vocab_size: Optional[int] = None):
     return BPETokenizer.train(text, vocab_size)
 
 
-def tokenizer_from_dict(d: dict):
-    """Rebuild a tokenizer saved with to_dict(); TokenizerError if the dict is malformed."""
+def tokenizer_from_dict(d: dict, max_vocab: int = MAX_VOCAB):
+    """Rebuild a tokenizer saved with to_dict(); TokenizerError if the dict is malformed (a BPE tokenizer's JSON
+    is checked before the library reads it: model_core.data.tokenizer_json)."""
     kind = d.get("kind") if isinstance(d, dict) else None
     try:
         if kind == "char":
@@ -229,9 +275,26 @@ def tokenizer_from_dict(d: dict):
         if kind == "word":
             return WordTokenizer(list(d["words"]))
         if kind == "bpe":
-            from tokenizers import Tokenizer
-
-            return BPETokenizer(Tokenizer.from_str(d["tokenizer_json"]), d.get("chat_template"))
+            return BPETokenizer(hf_tokenizer(d["tokenizer_json"], max_vocab), d.get("chat_template"))
+    except TokenizerError:
+        raise
     except Exception as err:  # KeyError, TypeError, or the HF parser's own error
         raise TokenizerError(f"the saved {kind} tokenizer is damaged ({err}); retrain or re-save the model.") from None
     raise TokenizerError(f"saved tokenizer kind {kind!r} is unknown; expected one of {', '.join(TOKENIZER_KINDS)}.")
+
+
+def hf_tokenizer(tokenizer_json: str, max_vocab: int = MAX_VOCAB):
+    """A `tokenizers` Tokenizer from a tokenizer.json's text, checked first (TokenizerError says what is wrong;
+    a panic of the library becomes one too)."""
+    from tokenizers import Tokenizer
+
+    from model_core.data.tokenizer_json import TokenizerFileError, checked_tokenizer_json
+
+    try:
+        checked = checked_tokenizer_json(tokenizer_json, max_vocab)
+    except TokenizerFileError as err:
+        raise TokenizerError(f"the tokenizer is damaged or not one this app reads: {err}.") from None
+    try:
+        return Tokenizer.from_str(checked)
+    except BaseException as err:  # noqa: BLE001 - a Rust panic is a BaseException
+        raise native_failure(err, "reading the tokenizer", TokenizerError)

@@ -1,6 +1,7 @@
 """Named starting points: model size plus training settings that suit it."""
 from dataclasses import dataclass, field
 
+from model_core.data.tasks.choices import GROKKING_TASK, REPEATS_TASK
 from model_core.model.config import ConfigError, GPTConfig
 from model_core.training.train_config import TrainConfig
 
@@ -31,6 +32,16 @@ class Preset:
 # budget each costs steps (~10 %) and neither bought a lower loss (docs/training.md, the nanoGPT race).
 # The classroom preset is also smaller than nanoGPT's model: in a fixed minute more steps beat more width.
 FAST_ARCH = dict(positional="rope")
+# Nanda et al.'s modular-addition transformer: one layer, no norm, learned positions, untied, ReLU.
+GROKKING_MODEL = dict(n_layers=1, n_heads=4, d_model=128, d_mlp=512, block_size=3, activation="relu", norm="none",
+                      tie_weights=False)
+# Full batch (batch_size >= the 3,830 training pairs), constant lr after a 10-step warmup (min_lr = lr), no
+# clipping, AdamW betas (0.9, 0.98) and weight decay 1.0: without the decay it memorises and never generalises.
+GROKKING_TRAIN = dict(batch_size=4096, lr=1e-3, min_lr=1e-3, warmup_steps=10, weight_decay=1.0, grad_clip=0.0,
+                      betas=(0.9, 0.98), max_steps=8000, eval_interval=100, eval_iters=1, snapshot_interval=1000)
+INDUCTION_MODEL = dict(n_layers=2, n_heads=4, d_model=64, block_size=64, attn_only=True)
+INDUCTION_TRAIN = dict(batch_size=32, lr=3e-3, min_lr=3e-4, warmup_steps=50, max_steps=1500, eval_interval=50,
+                       eval_iters=5, snapshot_interval=100)
 
 PRESETS = {
     p.name: p
@@ -109,6 +120,23 @@ PRESETS = {
             train=dict(batch_size=32, lr=1e-2, warmup_steps=50, max_steps=1000, eval_interval=200, eval_iters=10,
                        snapshot_interval=100),
             data=dict(corpus="shakespeare", tokenizer="bpe", bpe_vocab=512),
+        ),
+        Preset(
+            "induction-phase", "2 attention-only layers x 4 heads, d_model 64, 64-token context, on random tokens "
+            "whose segments repeat: the loss sits on a plateau, then induction heads form and it drops (the "
+            "induction-head phase change of Olsson et al. 2022) in a couple of minutes on a CPU.",
+            model=dict(**INDUCTION_MODEL),
+            train=dict(**INDUCTION_TRAIN),
+            data=dict(task=REPEATS_TASK, corpus="task: repeated random tokens", tokenizer="word"),
+        ),
+        Preset(
+            "grokking", "Modular addition a + b mod 59 in the design of Nanda et al. 2023 (1 layer x 4 heads, d_model "
+            "128, ReLU FFN 512, no norm, AdamW weight decay 1.0, full batch) on 40 % of the pairs: it memorises the "
+            "training pairs, then generalises to the others long after (grokking). Their p = 113 on 30 % of the "
+            "pairs is the longer reference run (docs/circuits.md).",
+            model=dict(**GROKKING_MODEL),
+            train=dict(**GROKKING_TRAIN),
+            data=dict(task=GROKKING_TASK, corpus="task: modular addition", tokenizer="word"),
         ),
         Preset(
             "tiny", "1 layer x 2 heads, d_model 16, 16-token context: for tests and instant demos.",

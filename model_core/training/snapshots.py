@@ -26,6 +26,9 @@ class Snapshot:
     head_stats: dict = field(default_factory=dict, repr=False)
     embedding_coords: Optional[np.ndarray] = field(default=None, repr=False)  # [vocab, 2] float16, on 2 PCs
     explained_variance: Optional[np.ndarray] = field(default=None, repr=False)  # [2] variance share per PC
+    # the evaluation's progress measures at this step (model_core.analysis.progress: induction, prev_token,
+    # k_composition, icl, or a task's accuracies); empty when the step had no evaluation
+    progress: dict = field(default_factory=dict, repr=False)
 
     def pattern(self) -> np.ndarray:
         """Attention back as probabilities in [0, 1]. [n_layers, n_heads, T, T] float32"""
@@ -42,6 +45,7 @@ class Snapshot:
             "head_stats": {k: np.round(v.astype(float), 5).tolist() for k, v in self.head_stats.items()},
             "embedding_coords": None if self.embedding_coords is None else array_to_json(self.embedding_coords),
             "explained_variance": None if self.explained_variance is None else self.explained_variance.tolist(),
+            "progress": {k: round(float(v), 5) for k, v in self.progress.items() if v is not None},
         }
 
     @classmethod
@@ -56,7 +60,17 @@ class Snapshot:
             head_stats={k: np.asarray(v, dtype=np.float32) for k, v in d.get("head_stats", {}).items()},
             embedding_coords=None if coords is None else array_from_json(coords),
             explained_variance=None if ratio is None else np.asarray(ratio, dtype=np.float32),
+            progress=progress_from_json(d.get("progress")),
         )
+
+
+def progress_from_json(d) -> dict:
+    """A snapshot's progress measures {name: float}; TypeError for anything else (a damaged file)."""
+    if d is None:
+        return {}
+    if not isinstance(d, dict) or len(d) > 32:
+        raise TypeError("a snapshot's progress is not a dict of at most 32 numbers")
+    return {str(k)[:40]: float(v) for k, v in d.items()}
 
 
 def array_to_json(a: np.ndarray) -> dict:
@@ -114,8 +128,10 @@ def repeat_scores_now(model, probe_ids: list[int]) -> dict[str, np.ndarray]:
             "duplicate_token": scores["duplicate token"].astype(np.float32)}
 
 
-def take_snapshot(model, probe_ids: list[int], step: int, train_loss=None, val_loss=None) -> Snapshot:
-    """Snapshot of model (put in eval mode meanwhile, then restored) on probe_ids."""
+def take_snapshot(model, probe_ids: list[int], step: int, train_loss=None, val_loss=None,
+                  progress: Optional[dict] = None) -> Snapshot:
+    """Snapshot of model (put in eval mode meanwhile, then restored) on probe_ids; progress: the progress
+    measures of an evaluation at this step."""
     from model_core.analysis import head_statistics
 
     was_training = model.training
@@ -135,4 +151,5 @@ def take_snapshot(model, probe_ids: list[int], step: int, train_loss=None, val_l
         head_stats={**head_statistics(pattern), **repeat},
         embedding_coords=coords,
         explained_variance=ratio,
+        progress=dict(progress or {}),
     )

@@ -34,6 +34,9 @@ class TrainConfig:
     muon_ns_steps: int = 5  # Newton-Schulz iterations that orthogonalise each update (torch's default; 3 is cheaper)
     precision: str = "fp32"  # fp32 | bf16 (autocast: matmuls in bfloat16, weights and optimiser in fp32)
     compile: bool = False  # torch.compile the training forward pass (CUDA only: worth it on GPUs)
+    # the algorithmic task trained on (model_core.data.tasks: its name, settings and prompt format); None: a text
+    task: Optional[dict] = None
+    measure_progress: bool = True  # add progress measures to every evaluation (model_core.analysis.progress)
 
     def __post_init__(self):
         self.betas = tuple(self.betas)
@@ -75,6 +78,11 @@ class TrainConfig:
             raise TrainConfigError(f"precision must be one of {', '.join(PRECISIONS)}; got {self.precision!r}.")
         if not isinstance(self.compile, bool):
             raise TrainConfigError(f"compile must be true or false, got {self.compile!r}.")
+        if not isinstance(self.measure_progress, bool):
+            raise TrainConfigError(f"measure_progress must be true or false, got {self.measure_progress!r}.")
+        if self.task is not None and not isinstance(self.task, dict):
+            raise TrainConfigError(f"task must be a task spec (a dict, model_core.data.tasks) or None, got "
+                                   f"{type(self.task).__name__}.")
         if self.probe_text is not None and not isinstance(self.probe_text, str):
             raise TrainConfigError(f"probe_text must be text or None, got {type(self.probe_text).__name__}.")
 

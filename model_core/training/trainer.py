@@ -10,6 +10,7 @@ from typing import Callable, Optional
 
 import torch
 
+from model_core.analysis.progress import progress_measures
 from model_core.data.dataset import check_long_enough, get_batch
 from model_core.training.distributed import check_batch_splits, current_world, wrap_for_training
 from model_core.training.optim import make_optimizer, param_groups  # noqa: F401  (param_groups: part of this module's API)
@@ -170,6 +171,8 @@ class Trainer:
             result = {"step": self.step_count}
             for split, data in (("train", self.train_data), ("val", self.val_data)):
                 result[f"{split}_loss"] = None if data is None else self.mean_loss(data)
+            if self.cfg.measure_progress:  # induction, composition, accuracy...: on the evaluation schedule
+                result.update(progress_measures(self.model, self.train_data, self.val_data, self.cfg.task))
         finally:
             self.model.train(was_training)
         self.evals.append(result)
@@ -192,6 +195,8 @@ class Trainer:
             if ids:
                 return ids[: self.block_size]
         source = self.val_data if self.val_data is not None else self.train_data
+        if source.dim() == 3:  # examples of a task: the first one's input
+            return source[0, 0].tolist()
         return source[: min(self.block_size, PROBE_MAX_TOKENS)].tolist()
 
     def snapshot(self) -> Snapshot:
@@ -201,7 +206,8 @@ class Trainer:
             train_loss, val_loss = latest["train_loss"], latest["val_loss"]
         else:
             train_loss, val_loss = (self.history[-1]["loss"] if self.history else None), None
-        snap = take_snapshot(self.model, self.probe_ids, self.step_count, train_loss, val_loss)
+        progress = {k: v for k, v in (latest or {}).items() if k not in ("step", "train_loss", "val_loss")}
+        snap = take_snapshot(self.model, self.probe_ids, self.step_count, train_loss, val_loss, progress)
         self.snapshots.append(snap)
         return snap
 

@@ -1,0 +1,104 @@
+"""Circuits of a head read off the weights (model_core.analysis.circuits): its OV and QK circuits over a few
+tokens, the positional QK circuit, the composition of heads across layers, copying scores, and the induction
+circuit drawn as previous-token head -> induction head."""
+import numpy as np
+
+from explorer.figures.common import (
+    BLUE,
+    DIVERGING_SCALE,
+    GREY,
+    MAGNITUDE_SCALE,
+    RED,
+    compact,
+    head_label,
+    index_labels,
+    style_figure,
+    symmetric_range,
+)
+from explorer.figures.plain import Figure, heatmap, scatter
+
+
+def token_circuit_figure(values, rows: list[str], cols: list[str], title: str, row_title: str, col_title: str,
+                         value_name: str) -> Figure:
+    """values [S, S'] (one head's OV or QK circuit over a few tokens) -> diverging heatmap centred at 0."""
+    r = symmetric_range(values)
+    fig = Figure(heatmap(z=compact(values, 3), x=index_labels(cols), y=index_labels(rows), colorscale=DIVERGING_SCALE,
+                         zmin=-r, zmax=r, colorbar=dict(title=dict(text=value_name, side="right"), thickness=14),
+                         hovertemplate=f"{row_title} %{{y}}<br>{col_title} %{{x}}<br>{value_name} %{{z:.3f}}"
+                                       "<extra></extra>"))
+    fig.update_xaxes(title_text=col_title, type="category", tickangle=-60 if len(cols) > 20 else 0)
+    fig.update_yaxes(title_text=row_title, type="category", autorange="reversed")
+    return style_figure(fig, title, height=max(380, 180 + 16 * len(rows)))
+
+
+def positional_figure(values, layer: int, head: int) -> Figure:
+    """values [P, P] the positional QK circuit (NaN above the diagonal)."""
+    r = symmetric_range(values)
+    fig = Figure(heatmap(z=compact(values, 3), colorscale=DIVERGING_SCALE, zmin=-r, zmax=r,
+                         colorbar=dict(title=dict(text="score", side="right"), thickness=14),
+                         hovertemplate="query position %{y}<br>key position %{x}<br>score %{z:.3f}<extra></extra>"))
+    fig.update_xaxes(title_text="key position")
+    fig.update_yaxes(title_text="query position", autorange="reversed")
+    return style_figure(fig, f"{head_label(layer, head)}: the score from positions alone (W_pos W_Q W_Kᵀ W_posᵀ)",
+                        height=420)
+
+
+def composition_figure(scores, kind: str) -> Figure:
+    """scores [L, H, L, H] -> heatmap with the earlier head on the y axis and the later head on the x axis; pairs
+    whose second layer is not later are blank."""
+    L, H = scores.shape[:2]
+    labels = [head_label(layer, h) for layer in range(L) for h in range(H)]
+    z = compact(scores.reshape(L * H, L * H), 3)
+    later = np.repeat(np.arange(L), H)
+    z[later[:, None] >= later[None, :]] = np.nan
+    name = {"q": "Q", "k": "K", "v": "V"}[kind]
+    fig = Figure(heatmap(z=z, x=labels, y=labels, colorscale=MAGNITUDE_SCALE, zmin=0, zmax=max(float(np.nanmax(z))
+                         if np.isfinite(z).any() else 1.0, 1e-6),
+                         colorbar=dict(title=dict(text="score", side="right"), thickness=14),
+                         hovertemplate=f"%{{y}} writes, %{{x}} reads it in its {name.lower()}<br>"
+                                       f"{name}-composition %{{z:.3f}}<extra></extra>"))
+    fig.update_xaxes(title_text=f"later head (reads in its {'query' if kind == 'q' else 'key' if kind == 'k' else 'value'})",
+                     type="category", tickangle=-60 if L * H > 16 else 0)
+    fig.update_yaxes(title_text="earlier head (writes)", type="category", autorange="reversed")
+    return style_figure(fig, f"{name}-composition of every head with the heads of later layers",
+                        height=max(420, 200 + 14 * L * H))
+
+
+def copying_figure(scores) -> Figure:
+    """scores [L, H] copying scores in [-1, 1]."""
+    L, H = scores.shape
+    text = [[f"{scores[layer, h]:+.2f}" for h in range(H)] for layer in range(L)]
+    fig = Figure(heatmap(z=compact(scores, 3), x=[f"H{h}" for h in range(H)], y=[f"L{layer}" for layer in range(L)],
+                         zmin=-1, zmax=1, colorscale=DIVERGING_SCALE, text=text,
+                         texttemplate="%{text}" if L * H <= 64 else None, xgap=2, ygap=2,
+                         colorbar=dict(title=dict(text="copying", side="right"), thickness=14),
+                         hovertemplate="layer %{y}, head %{x}<br>copying score %{z:.2f}<extra></extra>"))
+    fig.update_xaxes(title_text="head", type="category")
+    fig.update_yaxes(title_text="layer", type="category", autorange="reversed")
+    return style_figure(fig, "Copying score of each head (Σλ / Σ|λ| of its OV circuit)", height=160 + 40 * L)
+
+
+def induction_circuit_figure(n_layers: int, n_heads: int, previous: dict, induction: dict, links: list) -> Figure:
+    """Heads as dots (layer across, head down); previous-token heads blue, induction heads red, each link
+    (earlier layer, head, later layer, head, K-composition) an arrow labelled with its score."""
+    fig = Figure()
+    xs = [layer for layer in range(n_layers) for _ in range(n_heads)]
+    ys = [h for _ in range(n_layers) for h in range(n_heads)]
+    colour = [BLUE if (layer, h) in previous else RED if (layer, h) in induction else GREY
+              for layer, h in zip(xs, ys)]
+    hover = [f"{head_label(layer, h)}: previous-token {previous.get((layer, h), 0):.2f}, induction "
+             f"{induction.get((layer, h), 0):.2f}" for layer, h in zip(xs, ys)]
+    for l1, h1, l2, h2, score in links:
+        fig.add_annotation(x=l2, y=h2, ax=l1, ay=h1, xref="x", yref="y", axref="x", ayref="y", showarrow=True,
+                           arrowhead=3, arrowwidth=1 + 6 * score, arrowcolor="rgba(80,80,80,0.7)", text="")
+        fig.add_annotation(x=(l1 + l2) / 2, y=(h1 + h2) / 2, text=f"K {score:.2f}", showarrow=False,
+                           bgcolor="white", font=dict(size=12))
+    fig.add_trace(scatter(x=xs, y=ys, mode="markers+text", text=[head_label(a, b) for a, b in zip(xs, ys)],
+                          textposition="middle right", marker=dict(size=18, color=colour, line=dict(width=1)),
+                          customdata=hover, hovertemplate="%{customdata}<extra></extra>", showlegend=False))
+    for name, c in (("previous-token head", BLUE), ("induction head", RED)):
+        fig.add_trace(scatter(x=[None], y=[None], mode="markers", name=name, marker=dict(size=12, color=c)))
+    fig.update_xaxes(title_text="layer", tickvals=list(range(n_layers)), range=[-0.5, n_layers - 0.2])
+    fig.update_yaxes(title_text="head", tickvals=list(range(n_heads)), autorange="reversed")
+    return style_figure(fig, "The induction circuit: previous-token head → induction head (arrow: K-composition)",
+                        height=180 + 50 * n_heads, legend=dict(orientation="h", y=1.08, x=0))

@@ -1,0 +1,85 @@
+"""The grokking lab's figures (a model of a + b mod p): the embedding's norm per frequency, an FFN neuron's
+activation over every (a, b), the logits in the 2-D Fourier basis, and the losses over training with the three
+phases (memorise, build the circuit, clean up)."""
+import numpy as np
+
+from explorer.figures.common import (
+    BLUE,
+    GREY,
+    MAGNITUDE_SCALE,
+    ORANGE,
+    PURPLE,
+    RED,
+    compact,
+    style_figure,
+    top_legend,
+)
+from explorer.figures.plain import Figure, bar, heatmap, scatter
+
+PHASE_COLOURS = ("rgba(31,119,180,0.08)", "rgba(255,127,14,0.10)", "rgba(44,160,44,0.10)")
+
+
+def frequency_norms_figure(norms, key_frequencies: list) -> Figure:
+    """norms [K + 1] per frequency (0: constant, left out) -> bars, the key frequencies in red."""
+    k = np.arange(1, len(norms))
+    colours = [RED if int(f) in key_frequencies else GREY for f in k]
+    fig = Figure(bar(x=k, y=compact(norms[1:], 4), marker=dict(color=colours),
+                     hovertemplate="frequency %{x}<br>norm %{y:.3f}<extra></extra>"))
+    fig.update_xaxes(title_text="frequency k (cos and sin of 2πk·a/p)")
+    fig.update_yaxes(title_text="norm of the embedding at k")
+    return style_figure(fig, "The number embedding in the Fourier basis (key frequencies in red)", height=360,
+                        showlegend=False)
+
+
+def neuron_map_figure(values, neuron: int, frequency: int) -> Figure:
+    """values [p, p] one neuron's activation at '=' for every (a, b)."""
+    p = values.shape[0]
+    fig = Figure(heatmap(z=compact(values, 3), x=np.arange(p), y=np.arange(p), colorscale=MAGNITUDE_SCALE,
+                         colorbar=dict(title=dict(text="activation", side="right"), thickness=14),
+                         hovertemplate="a %{y}, b %{x}<br>activation %{z:.3f}<extra></extra>"))
+    fig.update_xaxes(title_text="b", constrain="domain")
+    fig.update_yaxes(title_text="a", autorange="reversed", scaleanchor="x")
+    return style_figure(fig, f"FFN neuron {neuron} on every prompt 'a b =' (mostly frequency {frequency})",
+                        height=460)
+
+
+def logit_fourier_figure(norms, labels: list[str], shown: int = 24) -> Figure:
+    """norms [p, p] of the logits' 2-D Fourier transform over (a, b) -> heatmap of the first `shown` basis
+    rows of a and of b (the rest are in the exported data)."""
+    n = min(shown, len(labels))
+    fig = Figure(heatmap(z=compact(norms[:n, :n], 3), x=labels[:n], y=labels[:n], colorscale=MAGNITUDE_SCALE,
+                         colorbar=dict(title=dict(text="norm", side="right"), thickness=14),
+                         hovertemplate="a: %{y}, b: %{x}<br>norm %{z:.2f}<extra></extra>"))
+    fig.update_xaxes(title_text="Fourier component of b", type="category", tickangle=-60)
+    fig.update_yaxes(title_text="Fourier component of a", type="category", autorange="reversed")
+    return style_figure(fig, "The logits in the Fourier basis of a and b (norm over the answers)", height=520)
+
+
+def phase_curves_figure(steps, curves: dict, phases: list) -> Figure:
+    """curves {name: [S] losses} over steps on a log axis; phases [(start, end, name)] shaded behind."""
+    colours = {"train loss": BLUE, "test loss": ORANGE, "restricted loss": PURPLE, "excluded loss": RED}
+    fig = Figure()
+    for name, values in curves.items():
+        values = np.clip(np.asarray(values, dtype=np.float64), 1e-7, None)
+        fig.add_trace(scatter(x=list(steps), y=compact(values, 6), mode="lines", name=name,
+                              line=dict(color=colours.get(name, GREY), width=2,
+                                        dash="dot" if name in ("restricted loss", "excluded loss") else "solid"),
+                              hovertemplate=f"step %{{x}}<br>{name} %{{y:.4g}}<extra></extra>"))
+    for (start, end, name), colour in zip(phases, PHASE_COLOURS):
+        fig.add_vrect(x0=start, x1=end, annotation_text=name, fillcolor=colour, line_width=0)
+    fig.update_xaxes(title_text="training step")
+    fig.update_yaxes(title_text="loss (log scale)", type="log")
+    return style_figure(fig, "Losses over training: memorise, build the circuit, clean up", height=420,
+                        legend=top_legend(), margin=dict(t=110))
+
+
+def accuracy_figure(steps, train_acc, test_acc) -> Figure:
+    fig = Figure()
+    for name, values, colour in (("train accuracy", train_acc, BLUE), ("test accuracy", test_acc, ORANGE)):
+        fig.add_trace(scatter(x=list(steps), y=compact(values, 4), mode="lines", name=name, line=dict(color=colour),
+                              hovertemplate=f"step %{{x}}<br>{name} %{{y:.1%}}<extra></extra>"))
+    fig.update_xaxes(title_text="training step")
+    fig.update_yaxes(title_text="accuracy", range=[0, 1.02], tickformat=".0%")
+    return style_figure(fig, "Accuracy on the training pairs and on the pairs never trained on", height=360,
+                        legend=top_legend(), margin=dict(t=100))
+

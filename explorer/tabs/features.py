@@ -1,0 +1,90 @@
+"""Features tab: a sparse autoencoder's features instead of neurons; one feature read in full; steering with it."""
+import gradio as gr
+
+from explorer.tabs.binding import bind
+from explorer.tabs.common import ANALYSIS, API, GENERATION, caption, model_slider, run_button
+from explorer.tabs.export_button import data_button
+from explorer.tabs.lazy import callbacks
+from explorer.tabs.raw_inputs import RawFile, RawNumber, RawRadio, RawSlider
+
+features_page, features_list, feature_view, steer_view = callbacks("features", "features_page", "features_list",
+                                                                   "feature_view", "steer_view")
+load_sae_upload = callbacks("features_source", "load_sae_upload")
+ORDERS = ["activation at the chosen token", "density"]  # explorer.callbacks.features.ORDERS (read before torch)
+LIST_HEADERS = ["feature", "activation here", "density", "largest activation", "fires hardest on"]
+NEURON_HEADERS = ["FFN neuron", "correlation with this feature", "features this neuron also follows"]
+
+INTRO = """A neuron of the FFN often fires for several unrelated things: the model stores more ideas than it has
+neurons, as directions that share them (**superposition**). A **sparse autoencoder (SAE)** rewrites one layer's
+activation as a sum of a few **features**, each a direction of its own, chosen from many more than there are
+neurons; features tend to mean one thing each. Pick a feature from the list (or type its number) to read it."""
+
+
+def build_features_tab(prompt, drop):
+    """prompt, drop: the shared prompt box and its drop-unknown checkbox. -> (view, inputs, outputs), named controls."""
+    gr.Markdown(INTRO)
+    run = run_button("Show features")
+    with gr.Row():
+        order = RawRadio(ORDERS, value=ORDERS[0], label="List features by")
+        position = model_slider("query", "Token of the prompt (-1 = last)")
+        feature = RawNumber(-1, label="Feature (-1: the strongest at the chosen token)", precision=0, minimum=-1)
+    list_note = caption()
+    with gr.Row():
+        listing = gr.Dataframe(headers=LIST_HEADERS, label="Features", interactive=False, scale=3,
+                               elem_id="features-listing")
+        density = gr.Plot(label="How often the features fire", scale=2)
+    note = caption()
+    on_prompt = gr.HTML(label="The prompt, coloured by the feature")
+    examples = gr.HTML(label="Top activating contexts in the validation text")
+    with gr.Row():
+        hist = gr.Plot(label="Activation histogram")
+        logits = gr.Plot(label="Tokens it promotes and suppresses")
+    neurons = gr.Dataframe(headers=NEURON_HEADERS, label="FFN neurons that follow the feature", interactive=False)
+    list_outputs, feature_outputs = [listing, density, list_note], [on_prompt, examples, hist, logits, neurons, note]
+    inputs, outputs = [prompt, order, position, feature, drop], list_outputs + feature_outputs
+    page = bind(features_page)
+    run.click(page, inputs, outputs, api_visibility="private", **ANALYSIS)
+    listed = gr.Button("List features", size="sm", visible=False)  # the API's listing endpoint
+    listed.click(bind(features_list), [prompt, order, position, drop], list_outputs, api_name="features", **API,
+                 **ANALYSIS)
+    shown = gr.Button("Show feature", size="sm")
+    show = bind(feature_view)
+    shown.click(show, [prompt, feature, position, drop], feature_outputs, api_name="feature", **API, **ANALYSIS)
+    feature.submit(show, [prompt, feature, position, drop], feature_outputs, api_visibility="private", **ANALYSIS)
+    for control in (order, position):
+        control.change(bind(features_list), [prompt, order, position, drop], list_outputs,
+                       api_visibility="private", **ANALYSIS)
+    listing.select(_clicked_feature, None, feature, api_visibility="private", concurrency_limit=None).then(
+        show, [prompt, feature, position, drop], feature_outputs, api_visibility="private", **ANALYSIS)
+    _build_steering(prompt, feature, drop)
+    with gr.Accordion("Load an SAE for the inspected model", open=False):
+        gr.Markdown("SAEs ship for the Shakespeare model and SmolLM2. For a model you trained, train an SAE with "
+                    "`python -m model_core.features train --checkpoint YOUR.zip --hook blocks.1.hook_resid_post "
+                    "--features 1024 --k 32 --out sae` and upload that folder as a .zip (SAELens's format: "
+                    "cfg.json + sae_weights.safetensors; SAELens's own SAEs load too).")
+        upload = RawFile(label=".zip of an SAE folder", file_types=[".zip"], type="filepath")
+        status = gr.Markdown()
+    upload.upload(bind(load_sae_upload), upload, status, api_name="load_sae", **API)
+    data_button("features", outputs, inputs)
+    return (page, inputs, outputs), {"feature": feature, "feature_order": order}
+
+
+def _build_steering(prompt, feature, drop) -> None:
+    gr.Markdown("### Steer with the feature\nAdd the feature's direction at its layer while the model writes: "
+                "a multiple of its largest natural activation, at every position. Negative values push away.")
+    with gr.Row():
+        strength = RawSlider(-20, 20, value=4, step=0.5, label="Strength (× the feature's largest activation)")
+        length = RawSlider(10, 300, value=80, step=10, label="New tokens")
+        temperature = RawSlider(0, 2, value=0.8, step=0.05, label="Temperature")
+        seed = RawNumber(0, label="Seed", precision=0)
+    go = gr.Button("Steer", variant="primary")
+    note = caption()
+    texts = gr.HTML(label="Without and with steering")
+    go.click(bind(steer_view), [prompt, feature, strength, length, temperature, seed, drop], [texts, note],
+             api_name="steer", **API, **GENERATION)
+
+
+def _clicked_feature(evt: gr.SelectData):
+    """A click on a listing row -> that row's feature number."""
+    row = evt.row_value if isinstance(getattr(evt, "row_value", None), list) else None
+    return int(row[0]) if row and str(row[0]).isdigit() else gr.skip()
