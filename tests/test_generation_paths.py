@@ -4,7 +4,7 @@ times anything); the answers are real."""
 import pytest
 
 import model_core.model.generation_paths as paths
-from model_core.model.generation_paths import choose_generation_path, fastest_agreeing, greedy_answers
+from model_core.model.generation_paths import Cancelled, choose_generation_path, fastest_agreeing, greedy_answers
 from model_core.model.quantized import Float32Linear
 from model_core.model.sampling import generate
 from tests.helpers import frozen_grid_model
@@ -38,8 +38,9 @@ class Broken(Float32Linear):
 
 def stub_timings(ms: dict, batch: dict = None):
     """step_milliseconds answering `ms` for one row and `batch` (or `ms`) for Compare's rows."""
-    return lambda twins, prompt, rows=1, rounds=5, steps=4: {name: (ms if rows == 1 else batch or ms)[name]
-                                                              for name in twins}
+    def timings(twins, prompt, rows=1, rounds=5, steps=4, cancelled=None):
+        return {name: (ms if rows == 1 else batch or ms)[name] for name in twins}
+    return timings
 
 
 def test_the_chooser_rejects_a_faster_path_whose_answers_differ_and_keeps_one_that_agrees(monkeypatch):
@@ -91,3 +92,12 @@ def test_only_a_frozen_model_has_paths_to_pick():
     model.shared = None
     with pytest.raises(ValueError, match="frozen"):
         model.pick_generation_path(CHECKS)
+
+
+def test_a_cancelled_choice_stops_between_two_steps_and_changes_nothing():
+    model = frozen_grid_model()
+    before = model.for_generation()
+    asked = []
+    with pytest.raises(Cancelled):
+        model.pick_generation_path(CHECKS, cancelled=lambda: asked.append(1) or len(asked) > 3)
+    assert model.for_generation() is before and "generation_choice" not in model.shared

@@ -1,4 +1,5 @@
 """The demo models that ship in explorer/assets/models/, and a fallback when they are missing."""
+import atexit
 import functools
 import threading
 import traceback
@@ -11,6 +12,7 @@ from model_core.checkpoints.checkpoint import Checkpoint, load_checkpoint
 from model_core.data.chat import chat_stop_token, check_prompts
 from model_core.data.corpora import load_corpus
 from model_core.data.tokenization import build_tokenizer
+from model_core.model.generation_paths import Cancelled
 from model_core.training.presets import get_preset
 
 
@@ -30,6 +32,8 @@ def shipped_template(name: str) -> Checkpoint:
 
 
 _PATHS_CHOSEN: list[str] = []  # the pretrained models whose generation paths have been chosen
+_PICKERS: list[threading.Thread] = []  # the threads that choose them
+_STOPPING = threading.Event()  # the process is ending: the pickers stop
 
 
 @functools.lru_cache(maxsize=8)
@@ -68,15 +72,29 @@ def pick_generation_path_soon(name: str, ckpt: Checkpoint) -> threading.Thread:
 
     def pick():
         try:
-            print(f"{name} {ckpt.model.pick_generation_path(checks, stop).sentence()}", flush=True)
+            print(f"{name} {ckpt.model.pick_generation_path(checks, stop, _STOPPING.is_set).sentence()}", flush=True)
             _PATHS_CHOSEN.append(name)
+        except Cancelled:
+            pass
         except Exception:  # noqa: BLE001 - generation goes on in float32
             print(f"{name}: measuring its generation paths failed; it generates in float32:", flush=True)
             traceback.print_exc()
 
     thread = threading.Thread(target=pick, name="generation-path", daemon=True)
+    _PICKERS.append(thread)
     thread.start()
     return thread
+
+
+@atexit.register
+def stop_picking(timeout: float = 30.0) -> None:
+    """At exit, stop the generation-path threads and wait for them (one step each): a thread still inside a torch
+    operation when the interpreter tears down aborts the process ("terminate called without an active exception",
+    exit code 134). Scripts, tests and benchmarks that open a pretrained model end that way; the app leaves with
+    os._exit (server.launch.shutdown), before any teardown."""
+    _STOPPING.set()
+    for thread in _PICKERS:
+        thread.join(timeout)
 
 
 def untrained_default() -> Checkpoint:

@@ -35,6 +35,14 @@ CHECK_TOKENS = 40  # greedy tokens per check prompt
 WIDTHS = (1, 4)  # rows generated at once: one generation; Compare's 4 default settings (its 2 to 6 rows use it)
 
 
+class Cancelled(Exception):
+    """The measurement was asked to stop (its process is ending)."""
+
+
+def never() -> bool:
+    return False
+
+
 def width_of(rows: int) -> int:
     """The WIDTHS entry whose path generates `rows` rows at once."""
     return WIDTHS[0] if rows <= WIDTHS[0] else WIDTHS[-1]
@@ -86,10 +94,10 @@ def fastest_agreeing(ms_per_token: dict[str, float], agrees: Callable[[str], boo
 
 
 @torch.inference_mode()
-def step_milliseconds(twins: dict, prompt: Sequence[int], rows: int = 1, rounds: int = 5,
-                      steps: int = 4) -> dict[str, float]:
+def step_milliseconds(twins: dict, prompt: Sequence[int], rows: int = 1, rounds: int = 5, steps: int = 4,
+                      cancelled: Callable[[], bool] = never) -> dict[str, float]:
     """Median wall milliseconds of one cached one-token step of `rows` rows per twin, after the prompt; the twins
-    take turns, in reversed order every other round, after one round of warm-up."""
+    take turns, in reversed order every other round, after one round of warm-up. Cancelled once cancelled()."""
     caches, last = {}, torch.tensor([[prompt[-1]]] * rows)
     for name, twin in twins.items():
         caches[name] = KVCache.for_model(twin, rows, len(prompt))
@@ -97,6 +105,8 @@ def step_milliseconds(twins: dict, prompt: Sequence[int], rows: int = 1, rounds:
     samples = {name: [] for name in twins}
     for r in range(rounds + 1):
         for name in (list(twins) if r % 2 == 0 else list(reversed(twins))):
+            if cancelled():
+                raise Cancelled
             began = time.perf_counter()
             for _ in range(steps):
                 for layer in caches[name].layers:
@@ -108,16 +118,18 @@ def step_milliseconds(twins: dict, prompt: Sequence[int], rows: int = 1, rounds:
 
 
 @torch.inference_mode()
-def greedy_answers(model, prompts: Sequence[Sequence[int]], tokens: int,
-                   stop_token: Optional[int] = None) -> list[list[int]]:
+def greedy_answers(model, prompts: Sequence[Sequence[int]], tokens: int, stop_token: Optional[int] = None,
+                   cancelled: Callable[[], bool] = never) -> list[list[int]]:
     """Each prompt's greedy continuation (up to `tokens`, cut after stop_token); prompts of one length run as one
-    batch."""
+    batch. Cancelled once cancelled()."""
     answers = {}
     for length in sorted({len(p) for p in prompts}):
         which = [i for i, p in enumerate(prompts) if len(p) == length]
         rows = [list(prompts[i]) for i in which]
         next_logits = NextTokenLogits(model, len(rows), length, True, tokens)
         for _ in range(tokens):
+            if cancelled():
+                raise Cancelled
             for row, token in zip(rows, next_logits(rows).argmax(-1).tolist()):
                 row.append(token)
         for i, row in zip(which, rows):
@@ -127,27 +139,30 @@ def greedy_answers(model, prompts: Sequence[Sequence[int]], tokens: int,
 
 
 def choose_generation_path(model, checks: Sequence[Sequence[int]], stop_token: Optional[int] = None,
-                           check_tokens: int = CHECK_TOKENS, rounds: int = 5) -> tuple[dict, PathChoice]:
+                           check_tokens: int = CHECK_TOKENS, rounds: int = 5,
+                           cancelled: Callable[[], bool] = never) -> tuple[dict, PathChoice]:
     """({rows at once: the chosen twin}, what was measured) for a frozen model: every path of FORMATS that applies
     is timed on the first check prompt at each width of WIDTHS, and at each the fastest whose greedy answers to
-    `checks` equal float32's on AGREEMENT of them wins."""
+    `checks` equal float32's on AGREEMENT of them wins. Cancelled (between two steps) once cancelled()."""
     began = time.perf_counter()
     twins, unavailable = {}, {}
     for name in FORMATS:
+        if cancelled():
+            raise Cancelled
         try:
             twins[name] = generation_twin(model, name)
         except (ValueError, RuntimeError) as err:  # no 4-bit grid; a kernel this torch build lacks
             unavailable[name] = str(err)
     if REFERENCE not in twins:
         raise ValueError(f"no float32 path: {unavailable.get(REFERENCE)}")
-    ms = {rows: step_milliseconds(twins, checks[0], rows, rounds) for rows in WIDTHS}
+    ms = {rows: step_milliseconds(twins, checks[0], rows, rounds, cancelled=cancelled) for rows in WIDTHS}
     answers, agreement = {}, {}
 
     def agrees(name: str) -> bool:
         if name not in agreement:
             if REFERENCE not in answers:
-                answers[REFERENCE] = greedy_answers(twins[REFERENCE], checks, check_tokens, stop_token)
-            mine = greedy_answers(twins[name], checks, check_tokens, stop_token)
+                answers[REFERENCE] = greedy_answers(twins[REFERENCE], checks, check_tokens, stop_token, cancelled)
+            mine = greedy_answers(twins[name], checks, check_tokens, stop_token, cancelled)
             agreement[name] = (sum(a == b for a, b in zip(mine, answers[REFERENCE])), len(checks))
         return agreement[name][0] >= math.ceil(AGREEMENT * len(checks))
 

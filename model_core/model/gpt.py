@@ -17,6 +17,7 @@ from model_core.model.generation_paths import (
     PathChoice,
     choose_generation_path,
     generation_twin,
+    never,
     width_of,
 )
 from model_core.model.hooks import HookedModule, HookPoint, NamesFilter, names_predicate
@@ -113,12 +114,13 @@ class GPT(HookedModule):
                 shared["generation"] = {width: twin for width in WIDTHS}
         return shared["generation"][width_of(rows)]
 
-    def pick_generation_path(self, checks, stop_token: Optional[int] = None) -> PathChoice:
+    def pick_generation_path(self, checks, stop_token: Optional[int] = None, cancelled=never) -> PathChoice:
         """Measure this frozen model's generation paths (model_core.model.generation_paths) on the check prompts
-        `checks` (token ids) and generate with the fastest that agree with float32 from now on, in every copy."""
+        `checks` (token ids) and generate with the fastest that agree with float32 from now on, in every copy.
+        cancelled() True: stop measuring (generation_paths.Cancelled), nothing changes."""
         if self.shared is None:
             raise ValueError("only a frozen model has generation paths: freeze() it first")
-        twins, choice = choose_generation_path(self, checks, stop_token)
+        twins, choice = choose_generation_path(self, checks, stop_token, cancelled=cancelled)
         with self.shared["lock"]:
             self.shared["generation"], self.shared["generation_choice"] = twins, choice
         return choice
