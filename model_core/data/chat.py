@@ -69,3 +69,23 @@ def _render(template: str, messages: list[dict], add_generation_prompt: bool) ->
     except Exception as err:  # noqa: BLE001 - 1/0, 'a' - 1, 200 nested brackets (a SyntaxError in Python): the template's fault
         raise ChatTemplateError(f"the model's chat template failed ({type(err).__name__}: {str(err)[:120]}); "
                                 f"{NO_CHAT}.") from None
+
+
+# Questions whose greedy answers a faster generation path must give as float32 does (GPT.pick_generation_path).
+# In SmolLM2's chat template each is 37 tokens long, so all ten run as one batch.
+CHECK_QUESTIONS = ("What is the capital of France?", "What is 2+2?", "List the days of the week.",
+                   "Describe a cat in one sentence.", "Who painted the Mona Lisa?", "What is the opposite of hot?",
+                   "What language is spoken in Brazil?", "Name three colours of the rainbow.",
+                   "What is the speed of light?", "What is the capital of Japan?")
+
+
+def check_prompts(template: Optional[str], encode) -> list[list[int]]:
+    """The token ids of CHECK_QUESTIONS in the chat template, or as plain text without one (encode: text -> ids)."""
+    return [encode(chat_prompt(template, q) if template else q) for q in CHECK_QUESTIONS]
+
+
+def chat_stop_token(template: Optional[str], encode) -> Optional[int]:
+    """The token that ends an answer in the chat template (<|im_end|>), or None."""
+    end = chat_end(template)
+    ids = encode(end) if end else []
+    return ids[0] if ids else None

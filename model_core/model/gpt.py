@@ -11,9 +11,18 @@ import torch.nn.functional as F
 
 from model_core.model.cache import ActivationCache
 from model_core.model.config import GPTConfig
+from model_core.model.generation_paths import (
+    REFERENCE,
+    WIDTHS,
+    PathChoice,
+    choose_generation_path,
+    generation_twin,
+    never,
+    width_of,
+)
 from model_core.model.hooks import HookedModule, HookPoint, NamesFilter, names_predicate
 from model_core.model.kv_cache import KVCache
-from model_core.model.layers import Bfloat16Linear, Bfloat16Unembed, Block, Norm, maybe_dropout, sinusoidal_table
+from model_core.model.layers import Block, Norm, maybe_dropout, sinusoidal_table
 
 
 class GPT(HookedModule):
@@ -42,6 +51,7 @@ class GPT(HookedModule):
         if cfg.tie_weights:
             self.unembed.weight = self.embed.weight
         self.shared: Optional[dict] = None  # what a frozen model's copies share (see freeze)
+        self.decoder = None  # a generation twin's one-token steps (see for_generation)
         self.setup_hooks()
 
     @classmethod
@@ -86,27 +96,34 @@ class GPT(HookedModule):
         self.shared = {"lock": threading.Lock()}  # one dict for this model and all its copies
         return self
 
-    def for_generation(self) -> "GPT":
-        """The model generation runs: itself, or for a frozen (pretrained) model a twin that every copy shares,
-        built on first use, whose linear layers keep their weights in bfloat16 (Bfloat16Linear; embeddings and
-        norms are this model's own tensors). Generating reads every weight once per token, so half the bytes
-        gives ~1.7x the tokens per second (SmolLM2: 32 vs 18.5 tokens/s on 2 cores); the residual stream, norms
-        and attention stay float32 (all-bfloat16 garbles SmolLM2's answers), and the likeliest tokens' logits
-        are float32 products (Bfloat16Unembed). The analysis views always read this model."""
+    def for_generation(self, rows: int = 1) -> "GPT":
+        """The model that generates `rows` rows at once: itself, or for a frozen (pretrained) model a twin that
+        every copy shares, whose one-token steps skip the hook points (model_core.model.decoder) and read the
+        linear layers in the format pick_generation_path found fastest on this machine for that many rows
+        (float32 until it has run). The twin's module tree is this model's tensors: the prompt runs through it in
+        float32. The analysis views always read this model."""
         shared = self.shared
         if shared is None:
             return self
         with shared["lock"]:
             if "generation" not in shared:
-                twin = copy.deepcopy(self)  # frozen: a module tree of its own over the same tensors
-                for module in list(twin.modules()):
-                    for name, child in list(module.named_children()):
-                        if isinstance(child, nn.Linear):
-                            kind = Bfloat16Unembed if child is twin.unembed else Bfloat16Linear
-                            setattr(module, name, kind(child))
-                twin.shared = None
-                shared["generation"] = twin.eval()
-        return shared["generation"]
+                try:
+                    twin = generation_twin(self, REFERENCE)
+                except ValueError:  # an architecture the decoder does not cover
+                    twin = self
+                shared["generation"] = {width: twin for width in WIDTHS}
+        return shared["generation"][width_of(rows)]
+
+    def pick_generation_path(self, checks, stop_token: Optional[int] = None, cancelled=never) -> PathChoice:
+        """Measure this frozen model's generation paths (model_core.model.generation_paths) on the check prompts
+        `checks` (token ids) and generate with the fastest that agree with float32 from now on, in every copy.
+        cancelled() True: stop measuring (generation_paths.Cancelled), nothing changes."""
+        if self.shared is None:
+            raise ValueError("only a frozen model has generation paths: freeze() it first")
+        twins, choice = choose_generation_path(self, checks, stop_token, cancelled=cancelled)
+        with self.shared["lock"]:
+            self.shared["generation"], self.shared["generation_choice"] = twins, choice
+        return choice
 
     @property
     def frozen(self) -> bool:
@@ -163,6 +180,8 @@ class GPT(HookedModule):
         if start + T > self.cfg.block_size:
             raise ValueError(f"{start} cached + {T} new tokens exceed block_size {self.cfg.block_size}: clear "
                              f"the cache and extend it with the last {self.cfg.block_size} tokens.")
+        if self.decoder is not None and T == 1 and last_only:  # a generation twin's step (see for_generation)
+            return self.decoder(idx, cache)
         x = self.embeddings(idx, start)  # (B, T, D)
         for i, (block, kv) in enumerate(zip(self.blocks, cache.layers)):
             x = block(x, kv, last_only and i == len(self.blocks) - 1)  # (B, T, D), (B, 1, D) after a last_only

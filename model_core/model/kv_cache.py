@@ -101,10 +101,10 @@ class NextTokenLogits:
         self.device = next(model.parameters()).device
         # hooks (ablations, probes) would see only the new positions: with any attached, run forward() as before
         hooked = any(h.has_hooks() for h in model.hook_dict.values())
-        if not hooked:  # a pretrained model generates with its bfloat16 twin (GPT.for_generation)
-            model = self.model = model.for_generation()
-        capacity = None if max_new_tokens is None else prompt_len + max_new_tokens  # the longest window read
-        self.cache = KVCache.for_model(model, rows, capacity) if use_cache and not hooked else None
+        if not hooked:  # a pretrained model generates with its twin (GPT.for_generation)
+            model = self.model = model.for_generation(rows)
+        self.capacity = None if max_new_tokens is None else prompt_len + max_new_tokens  # the longest window read
+        self.cache = KVCache.for_model(model, rows, self.capacity) if use_cache and not hooked else None
         self.start = 0  # first token of the window the cache holds
 
     def __call__(self, rows: Sequence[Sequence[int]]) -> torch.Tensor:
@@ -118,8 +118,19 @@ class NextTokenLogits:
             self.cache.clear()
             self.start = start
         done = start + self.cache.length  # tokens already in the cache or before the window
+        if self.cache.length == 0 and len(rows) > 1 and all(r == rows[0] for r in rows):
+            return self.encode_once(rows[0][done:], len(rows))
         new = torch.tensor([r[done:] for r in rows], dtype=torch.long, device=self.device)  # (B, 1), (B, T) at a jump
         return self.model.extend(new, self.cache, last_only=True)[:, -1].float().cpu()  # (B, V)
+
+    def encode_once(self, tokens: Sequence[int], rows: int) -> torch.Tensor:
+        """Every row holds these same tokens (Compare's prompt): encode one row, then copy its keys and values to
+        all -> (rows, V) logits."""
+        one = KVCache.for_model(self.model, 1, self.capacity)
+        logits = self.model.extend(torch.tensor([list(tokens)], device=self.device), one, last_only=True)  # (1, 1, V)
+        one.keep_rows([0] * rows)
+        self.cache = one
+        return logits[:, -1].float().cpu().repeat(rows, 1)  # (rows, V)
 
     def keep_rows(self, rows: Sequence[int]) -> None:
         """Continue with these rows only (indices into the rows of the last call)."""

@@ -19,47 +19,6 @@ def maybe_dropout(p: float) -> nn.Module:
     return nn.Dropout(p) if p > 0 else nn.Identity()
 
 
-class Bfloat16Linear(nn.Module):
-    """A frozen nn.Linear whose weights are kept in bfloat16 (half the bytes to read), for generation's twin of a
-    pretrained model (GPT.for_generation). The input goes in as two bfloat16 rows, its rounding and what the
-    rounding lost, in one product (the weights are read once, so it costs what one row costs): the input's own
-    rounding error is gone and only the weights' and the output's remain. The first twin (input rounded, bfloat16
-    logits) drew SmolLM2's float32 greedy answers on 5 of 10 chat prompts on a CPU with native bfloat16; this
-    with Bfloat16Unembed on 8 of 10 (docs/benchmarks.md, "The twin and float32 agree")."""
-
-    def __init__(self, linear: nn.Linear):
-        super().__init__()
-        self.weight = nn.Parameter(linear.weight.detach().to(torch.bfloat16), requires_grad=False)  # (out, in)
-        bias = linear.bias
-        self.bias = None if bias is None else nn.Parameter(bias.detach(), requires_grad=False)  # float32
-
-    def forward(self, x):
-        high = x.to(torch.bfloat16)  # (..., in)
-        low = (x - high.to(x.dtype)).to(torch.bfloat16)  # (..., in): what rounding x lost
-        both = F.linear(torch.cat([high, low]), self.weight).to(x.dtype)  # (2 * x.size(0), ..., out)
-        y = both[:x.size(0)] + both[x.size(0):]  # (..., out)
-        return y if self.bias is None else y + self.bias
-
-
-class Bfloat16Unembed(Bfloat16Linear):
-    """The twin's unembedding: every logit from the bfloat16 product, then the top `exact` ones again from the
-    float32 weights. A bfloat16 logit near 25 is a multiple of 0.125, so near-ties between the likeliest tokens
-    were decided by rounding; the few that sampling keeps are now the float32 products of the twin's residual."""
-
-    def __init__(self, linear: nn.Linear, exact: int = 32):
-        super().__init__(linear)
-        self.float_weight = linear.weight  # (V, D), the model's own tensor (no copy)
-        self.exact = min(exact, linear.out_features)
-
-    def forward(self, x):
-        logits = super().forward(x)  # (..., V)
-        top = logits.topk(self.exact, dim=-1).indices  # (..., k)
-        exact = torch.einsum("...d,...kd->...k", x, self.float_weight[top])  # (..., k)
-        if self.bias is not None:
-            exact = exact + self.bias[top]
-        return logits.scatter(-1, top, exact)
-
-
 class Norm(nn.Module):
     """LayerNorm, RMSNorm or identity, followed by a hook on the normalised output."""
 

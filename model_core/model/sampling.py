@@ -65,20 +65,15 @@ class RowFilter:
         self.uses_top_k = any(s.top_k for s in settings)
         self.uses_top_p = any(s.top_p < 1.0 for s in settings)
         self.uses_min_p = any(s.min_p > 0.0 for s in settings)
+        # only these rows are sorted (a 49k-token vocabulary takes milliseconds a row); the others keep all
+        self.ranked = [i for i, s in enumerate(settings) if s.top_k or s.top_p < 1.0]
 
     def __call__(self, logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """logits (B, V) -> (probs (B, V) summing to 1 over each row's kept tokens, removed (B, V) bool)."""
         probs = torch.softmax(logits / self.temperature, dim=-1)  # (B, V)
         removed = torch.zeros_like(probs, dtype=torch.bool)
-        if self.uses_top_k or self.uses_top_p:
-            sorted_p, order = probs.sort(dim=-1, descending=True)  # (B, V)
-        if self.uses_top_k:
-            removed |= probs < sorted_p.gather(-1, self.kth)  # below the k-th best
-        if self.uses_top_p:
-            before = sorted_p.cumsum(-1) - sorted_p  # mass of strictly better tokens
-            cut = before > self.top_p
-            cut[:, 0] = False  # the best token always survives (top_p = 0 keeps only it)
-            removed |= torch.zeros_like(cut).scatter(-1, order, cut)
+        if self.ranked:
+            removed[self.ranked] = self.below_top(probs[self.ranked], self.ranked)
         if self.uses_min_p:
             removed |= probs < self.min_p * probs.max(dim=-1, keepdim=True).values
         kept = probs.masked_fill(removed, 0.0)
@@ -87,6 +82,19 @@ class RowFilter:
             best = torch.zeros_like(removed).scatter_(-1, logits.argmax(-1, keepdim=True), True)  # (B, V)
             probs, removed = torch.where(self.greedy, best.float(), probs), torch.where(self.greedy, ~best, removed)
         return probs, removed
+
+    def below_top(self, probs: torch.Tensor, rows: list[int]) -> torch.Tensor:
+        """probs (R, V) of these rows -> (R, V) bool: the tokens their top-k and top-p cut."""
+        removed = torch.zeros_like(probs, dtype=torch.bool)
+        sorted_p, order = probs.sort(dim=-1, descending=True)  # (R, V)
+        if self.uses_top_k:
+            removed |= probs < sorted_p.gather(-1, self.kth[rows])  # below the k-th best
+        if self.uses_top_p:
+            before = sorted_p.cumsum(-1) - sorted_p  # mass of strictly better tokens
+            cut = before > self.top_p[rows]
+            cut[:, 0] = False  # the best token always survives (top_p = 0 keeps only it)
+            removed |= torch.zeros_like(cut).scatter(-1, order, cut)
+        return removed
 
 
 @dataclass
