@@ -11,7 +11,7 @@ import pytest
 from explorer import figures
 from explorer.teaching import captions as C
 from explorer.teaching import captions_attribution as CA
-from explorer.teaching import captions_circuits as CT
+from explorer.teaching import captions_circuits as CCirc
 from explorer.teaching import captions_classroom as CC
 from explorer.teaching import captions_experiments as CE
 from explorer.teaching import captions_features as CF
@@ -56,7 +56,7 @@ def head_circuit_case() -> str:
     positions = previous_token_pattern()
     positions[5, 5] = 2.0
     positions = np.where(np.tril(np.ones_like(positions)) > 0, positions, np.nan)
-    return CT.head_caption(1, 0, 0.8, 1.0, qk, TOKENS[:3], "learned", positions)
+    return CCirc.head_caption(1, 0, 0.8, 1.0, qk, TOKENS[:3], "learned", positions)
 
 
 def composition_case() -> str:
@@ -65,7 +65,7 @@ def composition_case() -> str:
     scores = np.zeros((2, 2, 2, 2))
     scores[0, :, 1, :] = 0.1
     scores[0, 1, 1, 0] = 0.8
-    return CT.composition_caption(scores, "k", [(0, 1, 1, 0, 0.8)], {(0, 1): 0.9}, {(1, 0): 0.7},
+    return CCirc.composition_caption(scores, "k", [(0, 1, 1, 0, 0.8)], {(0, 1): 0.9}, {(1, 0): 0.7},
                                   np.array([[0.1, -0.2], [0.3, 0.9]]))
 
 
