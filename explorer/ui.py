@@ -124,6 +124,15 @@ def _build_tabs(resumed, model_info, prompt, drop) -> dict:
     return views
 
 
+def one_choice_or_range(minimum: float, maximum: float) -> dict:
+    """The update for a slider from minimum to maximum. Gradio rebuilds a slider from its arguments and refuses
+    minimum == maximum (a 1-layer model's layer slider is 0..0): such a slider keeps a range of one step, stands
+    at its only value and cannot be moved."""
+    if maximum > minimum:
+        return gr.update(maximum=maximum, interactive=True)
+    return gr.update(maximum=minimum + 1, value=minimum, interactive=False)
+
+
 def _resize_sliders_with_model(demo: gr.Blocks, model_info: gr.Markdown) -> None:
     """Layer, head and position sliders get the inspected model's ranges whenever it changes."""
     sized = [(block, cls[len(RANGE_CLASS):]) for block in demo.blocks.values() if isinstance(block, gr.Slider)
@@ -131,7 +140,6 @@ def _resize_sliders_with_model(demo: gr.Blocks, model_info: gr.Markdown) -> None
 
     def ranges(session):
         maxima = slider_maxima(session)
-        # an update, not gr.Slider(...): a 1-layer model's layer slider is 0..0, which the constructor refuses
-        return [gr.update(maximum=maxima[kind]) for _, kind in sized]
+        return [one_choice_or_range(block.minimum, maxima[kind]) for block, kind in sized]
     model_info.change(bind(ranges), None, [block for block, _ in sized], api_visibility="private",
                       concurrency_limit=None)

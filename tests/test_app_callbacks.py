@@ -254,6 +254,17 @@ def test_every_model_sized_slider_is_resized_when_the_model_changes():
     assert len(resize) == 1 and [t[1] for t in resize[0].targets] == ["change"]
 
 
+@pytest.mark.parametrize("minimum, maximum", [(0, 0), (0, 3), (-1, 0), (-1, -1)])
+def test_a_resized_slider_is_one_gradio_accepts(minimum, maximum):
+    """Gradio rebuilds a slider from its arguments and the update: 0..0 (a 1-layer model) must not be refused."""
+    from explorer.ui import one_choice_or_range
+    slider = gr.Slider(minimum, minimum + 5, value=minimum, step=1, render=False)
+    update = {k: v for k, v in one_choice_or_range(minimum, maximum).items() if k != "__type__"}
+    rebuilt = gr.Slider(**{**slider.constructor_args, **update, "render": False})
+    assert rebuilt.interactive is (maximum > minimum)
+    assert rebuilt.maximum == max(maximum, minimum + 1)
+
+
 # ---------------------------------------------------------------- bad prompts
 
 def test_empty_prompt_is_a_readable_error(session):
