@@ -3,6 +3,7 @@ import gradio as gr
 
 from explorer.callbacks.model_size import count_params, gpu_explanation
 from explorer.callbacks.train import model_config
+from explorer.callbacks.train_fields import FIELD_RULES
 from explorer.common.controls import ARCH_FIELDS, CONTROL_NAMES, OPTIM_FIELDS, mlp_ratio_of
 from explorer.common.errors import UserError
 from explorer.common.limits import LIMITS
@@ -20,6 +21,8 @@ def preset_control_values(name: str) -> dict:
     model, train = preset.model_config(vocab_size=2).to_dict(), preset.train_config(device="cpu").to_dict()
     model["mlp_ratio"] = mlp_ratio_of(model)
     values = {k: model[k] for k in ARCH_FIELDS} | {k: train[k] for k in OPTIM_FIELDS}
+    if preset.data.get("task"):  # a full-batch task trains on every example whatever the control says
+        values["batch_size"] = min(values["batch_size"], FIELD_RULES["batch_size"][3])
     data = preset.data
     if data:
         values |= {"corpus": data["corpus"], "kind": data.get("tokenizer", "char"),
