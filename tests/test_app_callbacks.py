@@ -268,9 +268,15 @@ def test_a_resized_slider_is_one_gradio_accepts(minimum, maximum):
 # ---------------------------------------------------------------- bad prompts
 
 def test_empty_prompt_is_a_readable_error(session):
-    for prompt in ("", "   ", None):
+    for prompt in ("", "   ", " \t", None):
         with pytest.raises(UserError, match="Type a prompt"):
             attention.attention_view(session, prompt, 0, 0, -1)
+
+
+def test_a_line_break_alone_is_a_prompt(session):
+    """seed-003's names model starts each name after a line break: "\n" is its prompt for new names."""
+    out = attention.attention_view(session, "\n", 0, 0, -1)
+    assert len([t for t in out[0].data if t.type == "heatmap"]) == N_LAYERS * N_HEADS
 
 
 def test_unknown_characters_are_named_and_can_be_dropped(session):

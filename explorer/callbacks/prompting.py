@@ -8,8 +8,9 @@ MAX_PROMPT_CHARS = 20_000  # far more than any model here reads; stops a pasted 
 
 
 def encode_prompt(tokenizer, prompt: str, block_size: int, drop_unknown: bool = False) -> list[int]:
-    """Token ids of the prompt, cropped to the last block_size tokens (with a warning)."""
-    if prompt is None or (isinstance(prompt, str) and not prompt.strip()):
+    """Token ids of the prompt, cropped to the last block_size tokens (with a warning). A prompt of spaces is an
+    emptied box; a line break is a real start (a names model writes a name after one)."""
+    if prompt is None or (isinstance(prompt, str) and not prompt.strip(" \t")):
         raise UserError("Type a prompt first (a few words or characters).")
     if not isinstance(prompt, str):
         raise UserError("The prompt must be text.")
