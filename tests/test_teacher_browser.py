@@ -24,7 +24,9 @@ from tests.test_app_browser import (  # noqa: F401 - browser: a fixture
     error_toasts,
 )
 
-pytestmark = pytest.mark.browser
+# four pages, two training runs and a server on 2 cores: minutes, and waits that are long on a busy machine
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(900)]
+CLASS_TIMEOUT_MS = 2 * TIMEOUT_MS
 KEY = "test-teacher-key-7f3a"
 NAMES = ("Ana", "Ben", "Chloé")
 
@@ -51,7 +53,7 @@ def student_pages(browser, url, names):
     """One browser context per student (their own session); the pages load side by side."""
     pages = [browser.new_context(viewport={"width": 1300, "height": 900}).new_page() for _ in names]
     for page in pages:
-        page.set_default_timeout(TIMEOUT_MS)
+        page.set_default_timeout(CLASS_TIMEOUT_MS)
         page.goto(url, wait_until="commit")
     for page, name in zip(pages, names):
         page.get_by_text("Inspecting").first.wait_for()
@@ -81,7 +83,7 @@ def test_teacher_and_three_students(browser, class_url):
 
     teacher_context = browser.new_context(viewport={"width": 1500, "height": 1300})
     teacher = teacher_context.new_page()
-    teacher.set_default_timeout(TIMEOUT_MS)
+    teacher.set_default_timeout(CLASS_TIMEOUT_MS)
     assert teacher.goto(class_url + "teacher?key=" + KEY).ok
     assert "key=" not in teacher.url  # the key leaves the address bar; a cookie keeps the door open
     students = student_pages(browser, class_url, NAMES)
@@ -135,7 +137,7 @@ def test_teacher_and_three_students(browser, class_url):
     with teacher_context.expect_page() as opened:
         row.get_by_role("button", name="Open model").click()
     explorer = opened.value
-    explorer.set_default_timeout(TIMEOUT_MS)
+    explorer.set_default_timeout(CLASS_TIMEOUT_MS)
     explorer.get_by_text("Ana's model, a read-only copy").first.wait_for()
     assert students[0].get_by_text("read-only copy").count() == 0
     teacher.locator("#students").get_by_text("you (the teacher)").wait_for()
@@ -162,7 +164,7 @@ def teacher_push(teacher, body: dict) -> dict:
 
 def test_pushes_reach_a_scrolled_page_in_turn_and_ask_before_replacing_a_students_model(browser, class_url):
     teacher = browser.new_context().new_page()
-    teacher.set_default_timeout(TIMEOUT_MS)
+    teacher.set_default_timeout(CLASS_TIMEOUT_MS)
     assert teacher.goto(class_url + "teacher?key=" + KEY).ok
     teacher_push(teacher, {"kind": "message", "text": "Welcome."})  # a page new to the class shows the newest push
     (page,) = student_pages(browser, class_url, ["Dana"])
