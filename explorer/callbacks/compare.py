@@ -3,7 +3,7 @@
 Model B's slot holds one model at most (memory: at most --max-params x 4 bytes, as the inspected model):
 a shipped model, an uploaded .zip, a nanoGPT checkpoint, a copy of the inspected model as it is now (copy
 it before training on, and compare "step 200" with "the end"), or an earlier training snapshot of the session's
-run (the run keeps the weights of a few, explorer.training_run.WEIGHT_SETS_KEPT)."""
+run (the run keeps the weights of a few, explorer.state.training_run.WEIGHT_SETS_KEPT)."""
 import copy
 import re
 from dataclasses import dataclass

@@ -1,4 +1,5 @@
-"""Train tab: build a model from the controls, train it in a background thread, poll its progress."""
+"""Train tab: build a model from the controls, train it in a child process (the session's TrainingRun), poll its
+progress."""
 import torch
 
 from explorer.callbacks.data import choose_data

@@ -1,7 +1,7 @@
 """Training an SAE on a buffer of activations: Adam on the reconstruction error (plus L1 for ReLU SAEs),
 decoder rows kept at unit norm, dead features pulled back by an auxiliary loss (AuxK, Gao et al. 2024).
 
-Like model_core.training.Trainer it knows nothing about the app: progress goes to a callback, and pause(),
+Like model_core.training.trainer.Trainer it knows nothing about the app: progress goes to a callback, and pause(),
 resume() and stop() may be called from another thread while run() trains.
 
 Choices, measured on the classroom model (docs/features.md): activations are scaled so their mean squared
