@@ -125,20 +125,25 @@ def result_rows(results: list[dict], collect_seconds: float) -> list[Row]:
     return rows
 
 
+def activations(model, train_ids, args) -> tuple[torch.Tensor, tuple[float, float]]:
+    """(the activations at HOOK, (wall, CPU) seconds their collection took), from --cache when it has them."""
+    if args.cache and os.path.exists(args.cache):
+        return torch.load(args.cache)
+    start = clock()
+    acts = collect_activations(model, train_ids, HOOK, args.tokens, model.cfg.block_size)
+    collect = since(start)
+    if args.cache:
+        torch.save((acts, collect), args.cache)
+    return acts, collect
+
+
 def measure(argv=None) -> list[Row]:
     args = parse_args(argv)
     torch.set_num_threads(args.threads)
     print(f"load before: {os.getloadavg()[0]:.1f} (2 cores), threads {args.threads}")
     ckpt = load_checkpoint(MODEL)
     train_ids, val_ids, _ = text_splits(ckpt.tokenizer, "shakespeare")
-    start = clock()
-    if args.cache and os.path.exists(args.cache):
-        acts, collect = torch.load(args.cache)
-    else:
-        acts = collect_activations(ckpt.model, train_ids, HOOK, args.tokens, ckpt.model.cfg.block_size)
-        collect = since(start)
-        if args.cache:
-            torch.save((acts, collect), args.cache)
+    acts, collect = activations(ckpt.model, train_ids, args)
     rows, results = [], []
     with_saelens = not args.no_saelens and saelens_installed()
     if not args.no_saelens and not with_saelens:
