@@ -1,12 +1,12 @@
 """python -m bench: list the regression benchmarks, run some or all, judge every row against its target.
 
-    python -m bench                               list them
-    python -m bench views "generation --rounds 3"   run these (a name may carry its own flags, quoted)
+    python -m bench                                  list them
+    python -m bench views "generation --rounds 3"    run these (a name may carry its own flags, quoted)
     python -m bench --all [--json out.json] [--markdown]
 
 Exit code 1 when a target was missed or a benchmark failed. --markdown writes each run's section into the
-generated block of docs/benchmarks.md. This module stays light: training children re-import the main module
-(model_core/training/remote.py), and a benchmark should start them as fast as the app does."""
+generated block of docs/benchmarks.md. Each benchmark runs in an interpreter of its own (bench/isolated.py);
+this one imports none of them, so listing is instant."""
 import argparse
 import sys
 from pathlib import Path
