@@ -74,12 +74,10 @@ def test_a_signal_to_the_app_ends_the_forkserver_and_every_training_child(sig, t
         wait_until(lambda: len(descendants(app.pid)) >= 3, 60, "no forkserver and training child appeared")
         below = descendants(app.pid)
         app.send_signal(sig)
-        start = time.monotonic()
         wait_until(lambda: not any(alive(p) for p in below | {app.pid}) or app.poll() is not None and
                    not any(alive(p) for p in below), 5.0,
                    f"processes still alive 5 s after {sig.name}: {[p for p in below if alive(p)]}")
         assert app.wait(timeout=5) == 0, (tmp_path / "app.log").read_text()[-2000:]
-        assert time.monotonic() - start < 5.0
         assert "training processes ended" in (tmp_path / "app.log").read_text()
     finally:
         if app.poll() is None:

@@ -185,9 +185,8 @@ def test_stop_wakes_a_paused_run():
 
 def test_max_seconds_stops_early():
     trainer = make_trainer(max_steps=10**6, eval_interval=0, warmup_steps=0)
-    start = time.perf_counter()
     assert trainer.run(max_seconds=1.0) == "finished"
-    assert time.perf_counter() - start < 10 and 0 < trainer.step_count < 10**6
+    assert 0 < trainer.step_count < 10**6  # the time ran out long before the steps
     assert trainer.history[-1]["lr"] < 0.9 * trainer.cfg.lr  # by steps alone it would still be ~lr
     assert trainer.budget is None and trainer.time_fraction() is None
 
