@@ -117,7 +117,6 @@ class Trainer(RunControl):
         self.evals: list[dict] = []  # {step, train_loss, val_loss}
         self.snapshots: list[Snapshot] = []
         self.state = "idle"
-        self.error: Optional[BaseException] = None
         # called on the training thread before every step and every evaluation batch: a training child applies a
         # new torch thread count there (OpenMP's count is per thread), also during the first evaluation
         self.before_work: Optional[Callable[[], None]] = None
@@ -257,8 +256,8 @@ class Trainer(RunControl):
             # A stop answers at once: a final snapshot but no final evaluation (seconds on a large model).
             self.checkpoint_extras(None, callback, force=True, evaluate=not stopped)
             self.state = "stopped" if stopped else "finished"
-        except BaseException as err:
-            self.state, self.error = "error", err
+        except BaseException:
+            self.state = "error"
             raise
         finally:
             self.rng_state = torch.random.get_rng_state()
