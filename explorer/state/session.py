@@ -276,9 +276,11 @@ class SessionRegistry:
             if key == newcomer:  # nobody else may go: the newcomer serves this request and is not kept
                 self._drop(newcomer).notices.append(full_notice())
                 return
-            old = self._drop(key)
-            if holds_work(old):  # a blank session goes silently: its user lost nothing
-                self._remember(key, eviction_notice(old))
+            old = self._sessions[key]
+            notice = eviction_notice(old) if holds_work(old) else None  # told before its run is stopped
+            self._drop(key)
+            if notice:  # a blank session goes silently: its user lost nothing
+                self._remember(key, notice)
 
     def _drop(self, key: str) -> Session:
         """(holding the lock) release a session at once, stopping its run."""
