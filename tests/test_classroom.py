@@ -9,7 +9,7 @@ import gradio as gr
 import pytest
 import torch
 
-from explorer.callbacks.classroom import apply_push, send_answer, set_name
+from explorer.callbacks.classroom import apply_push, send_answer, set_name, start_class_run
 from explorer.callbacks.lessons import PLAYER_OUTPUTS
 from explorer.classroom.broadcast import KEPT, RECENT, Broadcast
 from explorer.classroom.copies import TOKEN_SECONDS, PendingCopies
@@ -220,6 +220,13 @@ def test_stop_all_runs_stops_every_active_run():
 
 
 # ------------------------------------------------------------------ a student's side
+
+def test_go_there_starts_no_run_unless_the_push_is_a_class_run_and_nothing_is_asked():
+    session = new_session()
+    assert start_class_run(session, False, "", "shakespeare", "char", 512) == (gr.skip(), gr.skip())
+    assert start_class_run(session, True, "Open it anyway?", "shakespeare", "char", 512) == (gr.skip(), gr.skip())
+    assert session.run is None
+
 
 def test_go_there_opens_the_pushed_step_and_applies_a_pushed_link():
     session = new_session()
