@@ -37,6 +37,7 @@ from model_core.analysis import head_statistics  # noqa: E402
 from model_core.data.corpora import load_corpus  # noqa: E402
 from model_core.data.dataset import token_tensor, train_val_split  # noqa: E402
 from model_core.training.presets import get_preset  # noqa: E402
+from model_core.training.run_protocol import TrainJob  # noqa: E402
 from model_core.training.trainer import Trainer  # noqa: E402
 
 ATTENTION_TARGET_MS, TRAIN_TARGET_RATIO = 300, 0.9
@@ -114,31 +115,32 @@ def shakespeare_data():
     return (tok, *train_val_split(token_tensor(tok.encode(tok.strip_unknown(load_corpus("shakespeare"))))))
 
 
-def classroom_trainer(steps: int) -> Trainer:
+def classroom_job(steps: int) -> TrainJob:
     preset = get_preset("classroom")
     tok, train, val = shakespeare_data()
     torch.manual_seed(0)
     model = GPT(preset.model_config(tok.vocab_size))
-    cfg = preset.train_config(max_steps=steps, device="cpu")
-    return Trainer(model, train, val, cfg, tokenizer=tok)
+    return TrainJob(model, train, val, preset.train_config(max_steps=steps, device="cpu"), tok)
 
 
-def tokens_per_second(trainer: Trainer, seconds: float) -> float:
-    return trainer.step_count * trainer.cfg.batch_size * trainer.block_size / seconds
+def tokens_per_second(job: TrainJob, steps: int, seconds: float) -> float:
+    return steps * job.cfg.batch_size * job.model.cfg.block_size / seconds
 
 
 def cli_run(steps: int) -> float:
-    trainer = classroom_trainer(steps)
+    job = classroom_job(steps)
+    trainer = Trainer(*job)
     start = time.perf_counter()
     trainer.run()
-    return tokens_per_second(trainer, time.perf_counter() - start)
+    return tokens_per_second(job, trainer.step_count, time.perf_counter() - start)
 
 
 def app_run(steps: int) -> float:
     """TrainingRun (training in a child process), with the page's once-a-second poll running alongside, as in the app."""
-    trainer = classroom_trainer(steps)
-    session = Session(load_shipped("shakespeare"), "bench")  # what the poller adopts when the run ends
-    session.run = TrainingRun(trainer, "shakespeare", sample_every=max(50, trainer.cfg.eval_interval))
+    job = classroom_job(steps)
+    session = Session(load_shipped("shakespeare"), "bench")
+    session.run = TrainingRun(job, "shakespeare", sample_every=max(50, job.cfg.eval_interval),
+                              adopt=session.adopt_training_model)
     done = threading.Event()
 
     def poller():
@@ -154,8 +156,8 @@ def app_run(steps: int) -> float:
     seconds = time.perf_counter() - start
     done.set()
     thread.join()
-    assert session.run.error is None, session.run.error
-    return tokens_per_second(trainer, seconds)
+    assert session.run.progress.error is None, session.run.progress.error
+    return tokens_per_second(job, session.run.progress.step, seconds)
 
 
 def training_rows() -> list[Row]:

@@ -59,7 +59,7 @@ def warm_forkserver() -> float:
 
 def timeline(session, began: float, until: int, timeout: float) -> list[tuple[float, str, tuple]]:
     """(seconds since Start, what arrived, its key such as ("eval", 10)) until the evaluation at step `until`,
-    polling the run's mirror."""
+    polling the run's record."""
     run, seen, events = session.run, set(), []
 
     def note(key, text):
@@ -68,16 +68,16 @@ def timeline(session, began: float, until: int, timeout: float) -> list[tuple[fl
             events.append((time.perf_counter() - began, text, key if isinstance(key, tuple) else (key,)))
 
     while time.perf_counter() - began < timeout and run.active:
-        t = run.trainer
-        if run.remote.child_threads:
-            note("child", f"child running on {run.remote.child_threads} torch threads")
+        t = run.progress
+        if t.threads_running:
+            note("child", f"child running on {t.threads_running} torch threads")
         for e in list(t.evals):
             note(("eval", e["step"]), f"evaluation at step {e['step']}: val loss {e['val_loss']:.3f}")
         if t.history:
             note("step", "first step")
         for s in list(t.snapshots):
             note(("snapshot", s.step), f"snapshot at step {s.step}")
-        for step, _ in list(run.samples):
+        for step, _ in list(t.samples):
             note(("sample", step), f"sample at step {step}")
         if ("eval", until) in seen:
             break
@@ -91,13 +91,19 @@ def cpu_parts(preset: str, until: int) -> list[tuple[str, float]]:
 
     from explorer.callbacks.train import start_training
     from explorer.state.session import new_session
-    from model_core.training.remote import child_trainer, sample_text
+    from model_core import GPT
+    from model_core.data.dataset import val_or_none
+    from model_core.training.child import child_trainer, sample_text
+    from model_core.training.remote import RemoteTrainer
+    from model_core.training.run_protocol import TrainJob
     from model_core.training.trainer import evaluation_due
 
     session = new_session()
-    start_training(session, *start_values(preset))  # the app's own Trainer and job; its child is stopped at once
-    job = session.run.remote.job()
+    start_training(session, *start_values(preset))  # the app's own data and config; its child is stopped at once
     session.stop_training()
+    d, p = session.data, session.run.progress
+    torch.manual_seed(p.cfg.seed)
+    job = RemoteTrainer(TrainJob(GPT(p.model.cfg), d.train, val_or_none(d.val), p.cfg, d.tokenizer)).job
     parts = []
 
     def timed(name, work):

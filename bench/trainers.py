@@ -133,6 +133,7 @@ def in_process(args) -> dict:
     from explorer.common.controls import ARCH_FIELDS, OPTIM_FIELDS
     from explorer.common.limits import LIMITS
     from explorer.state.session import new_session
+    from model_core.training.run_protocol import Command
 
     torch.set_num_threads(1)  # the server's --torch-threads default
     LIMITS.max_trainers = max(args.runs, LIMITS.max_trainers)
@@ -154,19 +155,19 @@ def in_process(args) -> dict:
                 if i:
                     time.sleep(args.stagger)
                 if i == 1 and args.pause:
-                    sessions[0].run.control("pause")
+                    sessions[0].run.control(Command.PAUSE)
                 start_training(session, *start_values)
             if args.pause:
                 time.sleep(1.0)
-                sessions[0].run.control("resume")
+                sessions[0].run.control(Command.RESUME)
             runs = [s.run for s in sessions]
-            _wait(lambda: all(r.trainer.step_count > 0 for r in runs), 120)
+            _wait(lambda: all(r.progress.step > 0 for r in runs), 120)
             time.sleep(1.0)  # past the second child's first steps
-            before = [(time.perf_counter(), r.trainer.step_count) for r in runs]
-            facts = [f"{child_facts(r.remote.process.pid)}, told {r.remote.threads} torch threads, runs on "
-                     f"{r.remote.child_threads}" for r in runs]
+            before = [(time.perf_counter(), r.progress.step) for r in runs]
+            facts = [f"{child_facts(r.remote.process.pid)}, told {r.progress.threads_told} torch threads, runs on "
+                     f"{r.progress.threads_running}" for r in runs]
             time.sleep(args.seconds)
-            after = [(time.perf_counter(), r.trainer.step_count) for r in runs]
+            after = [(time.perf_counter(), r.progress.step) for r in runs]
         finally:
             for s in sessions:
                 s.stop_training()

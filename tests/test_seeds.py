@@ -58,7 +58,6 @@ def wait_for_run(session: Session, timeout: float = 120) -> None:
     while session.run.active and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not session.run.active, "the run did not finish in time"
-    train.poll(session)  # adopts the finished model
 
 
 @pytest.fixture
@@ -249,6 +248,6 @@ def test_seed_004_post_norm_sinusoidal_bpe_trains_in_the_app(monkeypatch):
         wait_for_run(session, timeout=240)
     finally:
         session.stop_training()
-    assert session.run.state == "finished" and session.model.cfg.norm_placement == "post"
-    first, last = session.run.trainer.evals[0], session.run.trainer.evals[-1]
+    assert session.run.progress.state == "finished" and session.model.cfg.norm_placement == "post"
+    first, last = session.run.progress.evals[0], session.run.progress.evals[-1]
     assert last["val_loss"] < first["val_loss"]

@@ -6,6 +6,7 @@ import gradio as gr
 
 from explorer.callbacks.lessons import load_lesson, open_lesson, player_skips
 from explorer.callbacks.links import apply_link
+from explorer.callbacks.train import start_training
 from explorer.classroom.answers import Answer, check_answer
 from explorer.classroom.names import LOCK as NAMES_LOCK
 from explorer.classroom.names import unique_name
@@ -52,6 +53,14 @@ def apply_push(session: Session, push_id: str, replace_model: bool = False) -> l
     skips = player_skips()
     skips[4] = summary
     return [*skips, *view_params.updates_for(values), ""]
+
+
+def start_class_run(session: Session, starts: bool, question: str, corpus, kind, bpe_vocab, *values):
+    """After "Go there": when it was a class run's (starts; question: one asked first, never here), start training
+    as Start does, with the Train tab's controls the push has just set. -> (status, poll timer)."""
+    if not starts or question:
+        return gr.skip(), gr.skip()
+    return start_training(session, corpus, kind, bpe_vocab, *values), gr.Timer(active=True)
 
 
 def pushed_model(push) -> str:

@@ -116,7 +116,7 @@ def load_nanogpt_as_b(session: Session, ckpt_upload, meta_upload) -> str:
 def snapshot_menu(session: Session) -> gr.Dropdown:
     """The dropdown of the steps whose weights the session's run keeps ("step N", newest first), its note
     saying what it offers."""
-    steps = [step for step, _ in (session.run.snapshot_weights if session.run else [])][::-1]
+    steps = [step for step, _ in (session.run.progress.snapshot_weights if session.run else [])][::-1]
     labels = [f"step {step}" for step in steps]
     if session.run is None:
         note = "No training run in this session yet: train a model on the Train tab, then refresh."
@@ -135,11 +135,11 @@ def use_snapshot_as_b(session: Session, choice) -> str:
     if run is None or found is None:
         raise UserError("Train a model on the Train tab, press “Refresh snapshots” and pick a step first.")
     step = int(found.group(1))
-    state = dict(run.snapshot_weights).get(step)
+    state = dict(run.progress.snapshot_weights).get(step)
     if state is None:
         raise UserError(f"The run no longer keeps the weights of step {step} (it keeps a few, spread over the run): "
                         "press “Refresh snapshots” and pick another step.")
-    t = run.trainer
+    t = run.progress
     model = GPT(GPTConfig.from_dict(t.model.cfg.to_dict()))
     model.load_state_dict(state)  # copies: model B never shares storage with the run's list
     before = [h for h in t.history if h["step"] <= step]

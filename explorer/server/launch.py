@@ -51,7 +51,7 @@ def main(argv=None) -> None:
     from explorer.common import app_state
     from explorer.common.limits import LIMITS
     from explorer.common.shipped_list import check_model_name
-    from explorer.server import gradio_sessions
+    from explorer.server import gradio_sessions, queue_order
     from explorer.server.gradio_startup import single_app_build
     from explorer.server.http_guard import guarded_app_kwargs, readable_input_errors
 
@@ -69,6 +69,7 @@ def main(argv=None) -> None:
     from explorer.ui import CSS, build_app
 
     gradio_sessions.install()  # a new browser session costs ~1 ms instead of 0.1-0.5 s of the server's time
+    queue_order.install()  # a flood of brand-new sessions waits behind the classmates already there
     readable_input_errors()  # Gradio's refusals of malformed API calls get a sentence, not an empty message
     with single_app_build():  # launch() builds the one app that serves
         demo = build_app()
