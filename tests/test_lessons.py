@@ -442,8 +442,9 @@ def test_a_step_that_presses_split_redraws_the_split_for_its_answer(app):
 def test_charts_a_step_may_press_are_cleared_when_their_inputs_change(app):
     """A chart drawn for other inputs never stays under new ones (a lesson step's answer, a typed prompt, a new
     model): each input of a button a step may press empties its charts, in the browser, and names the button."""
+    model_info = next(b for b in app.blocks.values() if getattr(b, "elem_id", None) == "te-model-info")
     for label, action in view_params.ACTIONS.items():
-        for component in action.inputs:
+        for component in [*action.inputs, model_info]:
             clears = [f for f in app.fns.values() if (component._id, "change") in [tuple(t) for t in f.targets]
                       and f.fn is None and f.js and f"press **{label}**" in f.js]
             assert len(clears) == 1 and clears[0].outputs == action.outputs, (label, component.label)
