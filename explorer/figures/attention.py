@@ -1,6 +1,7 @@
 """Attention patterns: all heads at a glance, one head in detail, the seed's four steps, one query's bars."""
 import numpy as np
 
+from explorer.common.wording import model_shape
 from explorer.figures.common import (
     ATTENTION_SCALE,
     BLUE,
@@ -129,7 +130,7 @@ def attention_overview_figure(stats: dict[str, np.ndarray], layer_patterns, toke
     suffix = "" if head == 0 else head + 1
     fig.add_shape(type="rect", xref=f"x{suffix} domain", yref=f"y{suffix} domain", x0=-0.04, x1=1.04, y0=-0.04,
                   y1=1.04, line=dict(color=RED, width=3))
-    title = (f"Every head at a glance ({n_layers} layers × {n_heads} heads: click a cell), then layer {layer}'s "
+    title = (f"Every head at a glance ({model_shape(n_layers, n_heads)}: click a cell), then layer {layer}'s "
              "heads (query ↓, key →)")
     return style_figure(fig, title, height=height, coloraxis=_percent_coloraxis(), margin=dict(l=50, r=20, t=100, b=20))
 

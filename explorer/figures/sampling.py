@@ -15,9 +15,11 @@ def softmax(logits, temperature: float = 1.0) -> np.ndarray:
     return e / e.sum()
 
 
-def next_token_figure(probs_before, probs_after, removed, labels: list[str], top_n: int = 30) -> Figure:
+def next_token_figure(probs_before, probs_after, removed, labels: list[str], top_n: int = 30,
+                      after_name: str = "after the sampling settings") -> Figure:
     """[V] probabilities before/after top-k/top-p filtering and removed [V] bool -> grouped bars for the
-    top_n tokens by model probability; cut tokens are grey and have an 'after' bar of exactly 0."""
+    top_n tokens by model probability; cut tokens are grey and have an 'after' bar of exactly 0. after_name names
+    the settings in the legend ('after temperature 2'); the kept tokens' share of 100% is said when some are cut."""
     before, removed = np.asarray(probs_before, dtype=np.float64), np.asarray(removed, dtype=bool)
     order = np.argsort(-before, kind="stable")[:top_n]
     after = np.where(removed, 0.0, np.asarray(probs_after, dtype=np.float64))[order]
@@ -25,11 +27,11 @@ def next_token_figure(probs_before, probs_after, removed, labels: list[str], top
     names = [vocab[i] for i in order]
     cut = removed[order]
     fig = Figure([
-        bar(x=names, y=compact(before[order]), name="model's distribution",
+        bar(x=names, y=compact(before[order]), name="the model's own odds",
                marker_color=[GREY if c else BLUE for c in cut],
                hovertemplate="%{x}<br>model probability %{y:.1%}<extra></extra>"),
-        bar(x=names, y=compact(after), name="after filtering (renormalised)", marker_color=ORANGE,
-               hovertemplate="%{x}<br>after filtering %{y:.1%}<extra></extra>"),
+        bar(x=names, y=compact(after), name=after_name + (" (the kept ones share 100%)" if removed.any() else ""),
+               marker_color=ORANGE, hovertemplate=f"%{{x}}<br>{after_name} %{{y:.1%}}<extra></extra>"),
         bar(x=[None], y=[None], name="cut by filtering (grey)", marker_color=GREY, showlegend=True),
     ])
     fig.update_xaxes(title_text="token (most likely first)", type="category")

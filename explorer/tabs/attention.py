@@ -8,6 +8,7 @@ from explorer.tabs.export_button import data_button
 from explorer.tabs.lazy import callbacks
 from explorer.tabs.live_plot import live_plot
 from explorer.tabs.raw_inputs import RawSlider
+from explorer.teaching.glossary import words_note
 
 attention_page_view, clicked_head = callbacks("attention", "attention_page_view", "clicked_head")
 snapshot_view = callbacks("history", "snapshot_view")
@@ -36,6 +37,8 @@ def build_attention_tab(prompt, drop):
     with gr.Row():
         big = gr.Plot(label="Selected head")
         bars = gr.Plot(label="Where one query looks")
+    gr.Markdown("**How the pattern is made**, left to right: the raw scores, the scores after the causal mask, the "
+                "softmax weights, and the head output z. " + words_note(["causal mask", "softmax", "value vectors"]))
     steps = gr.Plot(label="How the pattern is made")
     gr.Markdown(STATS_HELP)
     stats = gr.Dataframe(headers=HEAD_TABLE_HEADERS, label="Head statistics", interactive=False, wrap=True)

@@ -24,7 +24,8 @@ def shared_prompt():
     """-> (prompt textbox, drop-unknown checkbox): the one prompt every analysis tab reads, above the tabs."""
     with gr.Row(equal_height=True):
         prompt = gr.Textbox(DEFAULT_PROMPT, label="Prompt", lines=2, max_lines=6, scale=5,
-                            info="Every analysis tab reads this prompt.")
+                            info="Every analysis tab reads this prompt. Shift+Enter redraws the open tab (Enter starts a new "
+                                 "line).")
         drop = gr.Checkbox(False, label="Drop unknown characters", scale=1, min_width=180)
     return prompt, drop
 

@@ -7,6 +7,7 @@ from explorer.tabs.common import ANALYSIS, API, GENERATION, caption, run_button
 from explorer.tabs.export_button import data_button
 from explorer.tabs.lazy import callbacks
 from explorer.tabs.raw_inputs import RawNumber, RawSlider, RawTable
+from explorer.teaching.glossary import words_note
 
 comparison_view, distribution_view, steps_view = callbacks(
     "sampling", "comparison_view", "distribution_view", "steps_view")
@@ -35,7 +36,8 @@ def build_sampling_tab(prompt, drop):
     for k in knobs:
         k.release(fn, inputs, [dist, temp, note], api_visibility="private", **ANALYSIS)
 
-    gr.Markdown("### Side by side\nEach row is one setting; all columns start from the same prompt and seed.")
+    gr.Markdown("### Side by side\nEach row is one setting; all columns start from the same prompt and seed. "
+                + words_note(["distinct-2", "repetition", "mean log-prob"], lead="Under each column"))
     with gr.Row():
         table = RawTable(DEFAULT_COMPARISON, headers=COMPARE_HEADERS, datatype="number", row_count=4,
                              column_count=4, interactive=True, label="Settings to compare", scale=3)
