@@ -3,7 +3,7 @@ import gradio as gr
 
 from explorer.common.controls import HEAD_TABLE_HEADERS
 from explorer.tabs.binding import bind
-from explorer.tabs.common import ANALYSIS, API, caption, model_slider, run_button
+from explorer.tabs.common import ANALYSIS, API, caption, model_slider, redraw_on, run_button
 from explorer.tabs.export_button import data_button
 from explorer.tabs.lazy import callbacks
 from explorer.tabs.live_plot import live_plot
@@ -46,8 +46,7 @@ def build_attention_tab(prompt, drop):
     outputs = [grid, big, steps, bars, stats, note]
     fn = bind(attention_page_view, shared=True)
     run.click(fn, inputs, outputs, api_name="attention", **API, **ANALYSIS)
-    for control in (layer, head, query):
-        control.release(fn, inputs, outputs, api_visibility="private", **ANALYSIS)
+    redraw_on([layer.release, head.release, query.release], fn, inputs, outputs)
     grid.select(_select_clicked_head, None, [layer, head], api_visibility="private", concurrency_limit=None).then(
         fn, inputs, outputs, api_visibility="private", **ANALYSIS)
     data_button("attention", outputs, inputs)

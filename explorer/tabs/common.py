@@ -30,6 +30,14 @@ def shared_prompt():
     return prompt, drop
 
 
+def redraw_on(triggers: list, fn, inputs: list, outputs: list) -> None:
+    """Redraw a view when any of its controls is let go (a slider's release: mouse up, key up, or its number box
+    typed and left): one listener for all of them that, when they change while it runs, runs once more with
+    their final values (trigger_mode 'always_last'). Two listeners, or Gradio's default 'once', dropped or
+    reordered quick changes: the boxes said layer 17 · head 4 and the chart showed another head."""
+    gr.on(triggers, fn, inputs, outputs, api_visibility="private", trigger_mode="always_last", **ANALYSIS)
+
+
 def run_button(label: str) -> gr.Button:
     return gr.Button(label, variant="primary")
 
@@ -38,6 +46,9 @@ def caption():
     return gr.Markdown(elem_classes=["te-caption"])
 
 
+# Components with this class are hidden in Simple view (the lesson player's toggle: tabs/lesson_player.py); named
+# controls get it from register_control(..., advanced=True), other parts of a tab (a section) directly.
+ADVANCED_CLASS = "te-advanced"
 RANGE_CLASS = "te-range-"  # + kind; ui.py resizes these sliders whenever the inspected model changes
 
 

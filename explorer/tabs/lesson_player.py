@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import gradio as gr
 
 from explorer.tabs.binding import bind
-from explorer.tabs.common import ANALYSIS, HEAVY
+from explorer.tabs.common import ADVANCED_CLASS, ANALYSIS, HEAVY
 from explorer.tabs.lazy import callbacks
 from explorer.tabs.links import chosen_views, selected_view
 from explorer.teaching import view_params
@@ -19,10 +19,9 @@ lesson_for_page, move, open_lesson, step_presses = callbacks("lessons", "lesson_
                                                              "step_presses")
 send_answer, set_name = callbacks("classroom", "send_answer", "set_name")
 
-ADVANCED_CLASS = "te-advanced"
 # Simple view: a class on <body> and one CSS rule (added here, so the app's stylesheet needs no entry). A
 # class rather than visible=False: it hides the controls of tabs the browser has not drawn yet too, and
-# costs no server round trip.
+# costs no server round trip. Live charts redraw on the 'te-simple-view' event without their advanced lines.
 SIMPLE_VIEW_JS = """(on) => {
   if (!document.getElementById('te-simple-style')) {
     const style = document.createElement('style');
@@ -31,6 +30,7 @@ SIMPLE_VIEW_JS = """(on) => {
     document.head.appendChild(style);
   }
   document.body.classList.toggle('te-simple', !!on);
+  document.dispatchEvent(new Event('te-simple-view'));
   return [];
 }"""
 
