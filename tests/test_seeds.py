@@ -71,15 +71,6 @@ def wait_for_run(session: Session, timeout: float = 120) -> None:
     assert not session.run.active, "the run did not finish in time"
 
 
-@pytest.fixture
-def one_thread():
-    """A 49-parameter model gains nothing from more threads; on a busy machine they only wait for each other."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 # ---------------------------------------------------------------- seed 002: StatQuest
 
 def test_statquest_preset_learns_awesome_eos(one_thread):
