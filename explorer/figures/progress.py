@@ -29,6 +29,7 @@ MEASURES = {
 }
 # The right axis (nats) spans at least this much, from 0: an in-context-learning score that moves by 0.005 nats
 # is a flat line near 0, not noise stretched over the chart's height (an induction head moves it by ~0.5-1.5).
+# Its ticks are its own round numbers ('auto'; an overlaying axis would put them at the left axis's gridlines).
 MIN_NATS_SPAN = 0.5
 ADVANCED = {"k_composition"}  # measures for advanced students: marked so that Simple view leaves them out
 
@@ -53,7 +54,7 @@ def progress_figure(steps, series: dict, max_step=None) -> Figure:
     right = [v for k, values in series.items() if MEASURES[k][2] for v in values]
     fig.update_layout(yaxis=dict(title_text="score / accuracy (0 to 1)", range=[0, 1.02]),
                       **({"yaxis2": dict(title_text="nats", overlaying="y", side="right", showgrid=False,
-                                         range=value_range(right, MIN_NATS_SPAN))} if right else {}))
+                                         range=value_range(right, MIN_NATS_SPAN), tickmode="auto")} if right else {}))
     fig.update_xaxes(title_text="training step", **({"range": [0, max_step]} if max_step else {}))
     return style_figure(fig, "Progress measures (measured at every evaluation)", height=360,
                         legend=top_legend(), margin=dict(t=110, r=70))
