@@ -87,8 +87,11 @@ def print_rows(title: str, rows: list[Row]) -> int:
     print(f"\n{title}")
     print("\n".join(table_lines(rows)))
     judged, failed = [r for r in rows if r.met is not None], missed(rows)
-    print(f"{len(judged) - len(failed)} of {len(judged)} targets met" +
-          (": missed " + "; ".join(r.name for r in failed) if failed else ""))
+    if not judged:
+        print("no targets: these rows only inform")
+    else:
+        print(f"{len(judged) - len(failed)} of {len(judged)} targets met" +
+              (": missed " + "; ".join(r.name for r in failed) if failed else ""))
     return 1 if failed else 0
 
 
