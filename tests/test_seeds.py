@@ -142,7 +142,7 @@ def test_statquest_lesson_in_the_app(tmp_path):
         session.stop_training()
     loss, status, *_ = train.poll(session)
     assert "evaluated on the training text" in status and "val loss" not in status
-    evals = session.run.trainer.evals  # the chart's bold curve: the status starts where it starts
+    evals = session.run.progress.evals  # the chart's bold curve: the status starts where it starts
     assert (f"Loss on the training text fell from {evals[0]['train_loss']:.2f} (step 0) to "
             f"{evals[-1]['train_loss']:.2f} (step {evals[-1]['step']})") in status
     assert "1 layer × 1 head," in models.model_summary(session)

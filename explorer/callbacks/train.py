@@ -179,7 +179,7 @@ def loss_sentence(t: RunProgress) -> str:
     if not t.history and not t.evals:
         return ""
     steps, losses = [m["step"] for m in t.history], [m["loss"] for m in t.history]
-    if t.val_data is None:  # the chart's bold curve is the training text's, evaluated: the caption follows it
+    if not t.has_val:  # the chart's bold curve is the training text's, evaluated: the caption follows it
         ev = [e for e in t.evals if e.get("train_loss") is not None]
         return loss_caption(steps, losses, [e["step"] for e in ev], [e["train_loss"] for e in ev] or None, None,
                             t.model.cfg.vocab_size, evaluated="Loss on the training text")
