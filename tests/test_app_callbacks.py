@@ -226,6 +226,18 @@ def test_data_view_outputs(session):
         assert all(later.startswith(earlier) for earlier, later in zip(contexts, contexts[1:]))
 
 
+@pytest.mark.parametrize("task", ["task: modular addition", "task: sort"])
+def test_a_tasks_token_chart_shows_its_first_whole_examples(session, task):
+    """The Data tab's token bars on a task showed one example (its three input tokens)."""
+    _, _, sample, fig, _, _ = data.data_view(session, task, None, "char", 512)
+    bars = fig.data[0]
+    examples = sample.splitlines()
+    n_shown = bars.customdata[-1]
+    assert n_shown >= 3 and len(bars.x) <= 50 and len(bars.x) == len(bars.customdata)
+    read = " ".join(label.split(":", 1)[1] for label in bars.x)  # each example as the model reads it, in order
+    assert read == " ".join(line.replace(" → ", " ") for line in examples[:n_shown])
+
+
 def test_model_summary_and_save_load_roundtrip(session):
     assert "tiny" in models.model_summary(session) and f"{N_LAYERS} layers" in models.model_summary(session)
     path = models.save_zip(session)

@@ -269,9 +269,11 @@ def test_answers_are_checked_kept_with_the_session_and_replaced():
     state = {"lesson": "attention-basics", "step": 0}
     with pytest.raises(UserError):
         send_answer(session, state, "not one of the choices", "")
-    assert "Type your name" in send_answer(session, state, "on the diagonal (the character itself)", "")
+    wrong = send_answer(session, state, "on the diagonal (the character itself)", "")
+    assert wrong.startswith("**Not quite:**") and "Type your name" in wrong  # kept and sent, wrong or not
     set_name(session, "  Ana  ")
-    assert "Sent as **Ana**" in send_answer(session, state, "just left of the diagonal", "")
+    assert send_answer(session, state, "just left of the diagonal", "").startswith(
+        "**Right.** Sent to your teacher as **Ana**")
     kept = session.answers[("attention-basics", 0)]
     assert (kept.name, kept.answer, kept.student) == ("Ana", "just left of the diagonal", session.student_id)
     groups = teacher.class_view([session])["answers"]

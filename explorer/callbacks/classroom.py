@@ -4,7 +4,7 @@ import time
 
 import gradio as gr
 
-from explorer.callbacks.lessons import load_lesson, open_lesson, player_skips
+from explorer.callbacks.lessons import load_lesson, open_lesson, player_skips, verdict
 from explorer.callbacks.links import apply_link
 from explorer.callbacks.train import start_training
 from explorer.classroom.answers import Answer, check_answer
@@ -97,7 +97,9 @@ def send_answer(session: Session, state, choice, text) -> str:
     session.answers[(lesson, step)] = kept
     later = "" if ROOM.answers.record(kept) else (" Your teacher's answers file is busy just now: your answer is kept "
                                                   "and written to it as soon as it is free.")
+    said = verdict(question, answer)
     if not session.display_name:
-        return "Sent. Type your name in the box above, so your teacher knows which answer is yours." + later
-    return (f"Sent as **{session.display_name}** ({time.strftime('%H:%M')}). Change it and send again if you "
-            "like." + later)
+        return (f"{said} Sent to your teacher. Type your name in the box above, so your teacher knows which answer is "
+                "yours." + later).strip()
+    return (f"{said} Sent to your teacher as **{session.display_name}** ({time.strftime('%H:%M')})."
+            + ("" if said else " Change it and send again if you like.") + later).strip()

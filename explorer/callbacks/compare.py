@@ -17,6 +17,7 @@ from explorer.callbacks.models import model_summary, upload_limits
 from explorer.callbacks.prompting import encode_prompt, token_labels
 from explorer.common.errors import UserError
 from explorer.common.limits import LIMITS
+from explorer.common.wording import model_shape
 from explorer.figures.compare import attention_pair_figure, character_bits_figure, next_token_pair_figure
 from explorer.state.session import Session, require_model
 from explorer.state.shipped import load_shipped, shipped_models
@@ -54,7 +55,7 @@ def slot_status(session: Session) -> str:
     if b is None:
         return "No model B yet."
     cfg = b.checkpoint.model.cfg
-    return (f"Model B: **{b.name}**: {cfg.n_layers} layers × {cfg.n_heads} heads, d_model {cfg.d_model}, "
+    return (f"Model B: **{b.name}**: {model_shape(cfg.n_layers, cfg.n_heads)}, d_model {cfg.d_model}, "
             f"{b.checkpoint.tokenizer.kind} tokenizer with {cfg.vocab_size} tokens, "
             f"{b.checkpoint.model.num_params():,} parameters.")
 
@@ -220,7 +221,7 @@ def attention_mismatch(shape_a: tuple, shape_b: tuple) -> str:
     if (la, ha) == (lb, hb):
         return (f"Attention: both have {la} × {ha} heads, but A reads this text as {ta} tokens and B as {tb}, so "
                 "their patterns cannot be compared weight by weight; compare their shapes by eye.")
-    return (f"Attention: A has {la} layers × {ha} heads and B {lb} × {hb}, so their heads cannot be paired one to "
+    return (f"Attention: A has {model_shape(la, ha)} and B {lb} × {hb}, so their heads cannot be paired one to "
             "one; compare the grids by eye.")
 
 

@@ -178,10 +178,14 @@ def next_evaluation_text(run: TrainingRun) -> str:
 def loss_sentence(t: RunProgress) -> str:
     if not t.history and not t.evals:
         return ""
+    steps, losses = [m["step"] for m in t.history], [m["loss"] for m in t.history]
+    if t.val_data is None:  # the chart's bold curve is the training text's, evaluated: the caption follows it
+        ev = [e for e in t.evals if e.get("train_loss") is not None]
+        return loss_caption(steps, losses, [e["step"] for e in ev], [e["train_loss"] for e in ev] or None, None,
+                            t.model.cfg.vocab_size, evaluated="Loss on the training text")
     ev = [e for e in t.evals if e.get("val_loss") is not None]
-    return loss_caption(
-        [m["step"] for m in t.history], [m["loss"] for m in t.history], [e["step"] for e in ev],
-        [e["val_loss"] for e in ev] or None, [e["train_loss"] for e in ev] or None, t.model.cfg.vocab_size)
+    return loss_caption(steps, losses, [e["step"] for e in ev], [e["val_loss"] for e in ev] or None,
+                        [e["train_loss"] for e in ev] or None, t.model.cfg.vocab_size)
 
 
 def loss_json(history: list[dict], evals: list[dict], has_val: bool = True, step: int = 0) -> str:

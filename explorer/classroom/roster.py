@@ -7,6 +7,8 @@ from typing import Optional
 
 import numpy as np
 
+from explorer.common.wording import model_shape
+
 CURVE_POINTS = 200  # points per loss curve sent to the page
 NAME_CHARS = 40
 
@@ -34,7 +36,7 @@ def model_facts(session) -> dict:
         held = session.held
         model, name, evals, steps = held.model, session.model_name, held.evals, len(held.history)
     cfg = model.cfg
-    return {"name": name, "shape": f"{cfg.n_layers} layers × {cfg.n_heads} heads, d_model {cfg.d_model}",
+    return {"name": name, "shape": f"{model_shape(cfg.n_layers, cfg.n_heads)}, d_model {cfg.d_model}",
             "params": model.num_params(), "own": (run is not None or session.shared_key is None) and not session.teacher,
             "steps": steps, "val_loss": last_val_loss(evals), "val_step": last_val_step(evals),
             # a run's losses were measured by this server; any other model's came with its file (an uploaded .zip
