@@ -399,6 +399,8 @@ def test_the_player_explains_words_once_and_ends_the_lesson(app, tmp_path, monke
     assert f"**softmax**: {TERMS['softmax'][1]}" in text and "**logit**" not in text  # explained once, where first used
     assert "**End of the lesson.** What softmax does." in text
     assert "[Temperature and top-p](?lesson=temperature-top-p)" in text
+    pushed = open_lesson(session, FILE_KEY, 1)["text"]  # opened on step 2 (a link, a teacher's push): step 1 unread
+    assert f"**softmax**: {TERMS['softmax'][1]}" in pushed and f"**logit**: {TERMS['logit'][1]}" in pushed
 
 
 def test_a_sent_answer_is_checked_when_the_step_knows_the_right_one(app, tmp_path, monkeypatch):

@@ -8,7 +8,7 @@ from explorer.common import app_state
 from explorer.common.errors import UserError
 from explorer.state.session import Session
 from explorer.teaching import view_params
-from explorer.teaching.glossary import first_uses, words_note
+from explorer.teaching.glossary import first_uses, terms_in, words_note
 from explorer.teaching.lessons import (
     FILE_KEY,
     NO_LESSON,
@@ -76,7 +76,7 @@ def _step_view(session: Session, key: str, lesson: Lesson, index: int, opening: 
     intro = f"{lesson.intro}\n\n" if index == 0 and lesson.intro else ""
     notes = "".join(f"\n\n*Note: {note}*" for note in notes)  # e.g. a layer this model does not have
     state = {"lesson": key, "step": index}
-    words = words_note(new_words(lesson)[index])
+    words = words_note(terms_in(step_texts(lesson)[index]) if opening and index else new_words(lesson)[index])
     end = f"\n\n---\n{end_of_lesson(lesson)}" if index == len(lesson.steps) - 1 else ""
     return {"state": state, **opened, "model_info": summary, "heading": f"### {lesson.title}",
             "counter": f"**Step {index + 1} of {len(lesson.steps)}: {step.title}**",
@@ -85,11 +85,16 @@ def _step_view(session: Session, key: str, lesson: Lesson, index: int, opening: 
 
 
 def new_words(lesson: Lesson) -> list[list[str]]:
-    """For each step, the glossary words the lesson uses there for the first time (its title, text and question;
-    the intro counts as step 1's): explained under the step."""
+    """For each step, the glossary words the lesson uses there for the first time: explained under the step (a
+    step opened directly, by a link or a teacher's push, explains every word it uses: terms_in)."""
+    return first_uses(step_texts(lesson))
+
+
+def step_texts(lesson: Lesson) -> list[str]:
+    """Each step's words: its title, text and question (the intro counts as step 1's)."""
     texts = [" ".join([step.title, step.text, step.question.text if step.question else ""]) for step in lesson.steps]
     texts[0] = f"{lesson.intro} {texts[0]}"
-    return first_uses(texts)
+    return texts
 
 
 def end_of_lesson(lesson: Lesson) -> str:
