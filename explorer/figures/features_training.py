@@ -24,8 +24,8 @@ def sae_training_figure(steps, series: dict, max_step: int) -> Figure:
         fig.add_trace(scatter(x=list(steps), y=compact(values, 5), mode="lines", name=title, showlegend=False,
                               line=dict(color=colour), hovertemplate=f"step %{{x}}<br>{title}: %{{y:{fmt}}}"
                               "<extra></extra>"), row=row, col=col)
-        fig.update_yaxes(**({"range": y_range} if y_range else {}), **({"tickformat": ".0%"} if fmt == ".1%" else {}),
-                         row=row, col=col)
+        fig.update_yaxes(**({"range": y_range} if y_range else {"rangemode": "tozero"} if key in ("loss", "l0") else {}),
+                         **({"tickformat": ".0%"} if fmt == ".1%" else {}), row=row, col=col)
         fig.update_xaxes(range=[0, max(1, max_step)], title_text="training step" if row == 2 else None,
                          row=row, col=col)
     return style_figure(fig, "Training the SAE", height=520, margin=dict(t=90))
