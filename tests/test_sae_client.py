@@ -1,7 +1,11 @@
 """Training an SAE in the launched app through gradio_client: /train_features trains one on the classroom model in
 a training slot and /train_features_status returns its evaluation; pause and stop; the slots hold; the download
-opens as an SAE."""
+opens as an SAE; SIGTERM ends the app and the SAE's training child."""
 import json
+import os
+import signal
+import subprocess
+import sys
 import time
 
 import pytest
@@ -9,6 +13,9 @@ from gradio_client import Client
 from gradio_client.exceptions import AppError
 
 from model_core.features.saelens_format import load_sae
+
+from .conftest import ROOT, free_port, wait_for_app
+from .test_lifecycle import alive, descendants, wait_until
 
 HOOK = "blocks.2.hook_resid_post"
 
@@ -57,3 +64,23 @@ def test_pause_resume_and_stop_reach_the_run_and_the_slots_hold(app_url):
         assert status.startswith("**stopped**")
     with pytest.raises(AppError, match="No SAE is training"):
         a.predict(api_name="/train_features_stop")
+
+
+def test_sigterm_ends_an_sae_training_child_with_the_app(tmp_path):
+    port = free_port()
+    with open(tmp_path / "app.log", "w") as log:
+        app = subprocess.Popen([sys.executable, "app.py", "--port", str(port)], cwd=ROOT, stdout=log,
+                               stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    try:
+        wait_for_app(port, app)
+        Client(f"http://127.0.0.1:{port}/", verbose=False).predict(hook=HOOK, features=1024, k=32, tokens=524_288,
+                                                                   api_name="/train_features")
+        wait_until(lambda: len(descendants(app.pid)) >= 3, 60, "no forkserver and training child appeared")
+        below = descendants(app.pid)
+        app.send_signal(signal.SIGTERM)
+        wait_until(lambda: app.poll() is not None and not any(alive(p) for p in below), 10.0,
+                   f"processes still alive 10 s after SIGTERM: {[p for p in below if alive(p)]}")
+        assert app.wait(timeout=5) == 0, (tmp_path / "app.log").read_text()[-2000:]
+    finally:
+        if app.poll() is None:
+            app.kill()

@@ -57,10 +57,12 @@ def test_the_status_follows_the_phases(session):
     p.state = "running"
     p.apply(Steps([{"outputs": {"collected": 2048}}]))
     assert "collecting activations: 2,048 of 4,096 tokens" in features_training._status(run)
-    p.apply(Steps([sae_step(3)]))
+    p.apply(Steps([sae_step(1), sae_step(3)]))
     status = features_training._status(run)
     assert f"step **3 / {p.cfg.max_steps}**" in status and "L0 8.0" in status and "explained variance 0.667" in status
-    assert features_training._chart(run).startswith("{")
+    chart, caption = features_training._chart(run)
+    assert chart.startswith("{") and "In 3 steps the loss went from 10 to 3.33" in caption
+    assert "66.7% of the activations' variance" in caption
 
 
 def test_the_end_makes_the_trained_sae_the_tabs_sae_and_its_evaluation_is_shown(session):

@@ -16,6 +16,7 @@ from explorer.figures.common import figure_to_json
 from explorer.figures.features_training import PANELS, sae_training_figure
 from explorer.state.session import Session, require_model
 from explorer.state.training_run import TrainingRun, cores, slots_text
+from explorer.teaching.captions_features import sae_training_caption
 from model_core.analysis.scale import is_large
 from model_core.data.corpora import CORPORA
 from model_core.features.activations import sae_hook_names
@@ -142,9 +143,11 @@ def features_training_poll(session: Session) -> dict:
     """{status, chart (figure JSON), result, running}: what the training section shows."""
     run = session.sae_run
     if run is None:
-        return {"status": f"No SAE training yet ({slots_text()}).", "chart": "", "result": "", "running": False}
+        return {"status": f"No SAE training yet ({slots_text()}).", "chart": "", "caption": "", "result": "",
+                "running": False}
     run.heartbeat()
-    return {"status": _status(run), "chart": _chart(run), "result": _result(run.progress.outputs),
+    chart, caption = _chart(run)
+    return {"status": _status(run), "chart": chart, "caption": caption, "result": _result(run.progress.outputs),
             "running": run.active}
 
 
@@ -164,13 +167,17 @@ def _status(run: TrainingRun) -> str:
             f"{last['explained_variance']:.3f}" + (f" · ETA {eta:,.0f} s" if 0 < eta < float("inf") else "") + tail)
 
 
-def _chart(run: TrainingRun) -> str:
+def _chart(run: TrainingRun) -> tuple[str, str]:
+    """The live chart (figure JSON, at most CHART_POINTS steps, the latest always among them) and its caption."""
     p = run.progress
     if not p.history:
-        return ""
+        return "", ""
     rows = p.history[:: max(1, len(p.history) // CHART_POINTS)]
-    series = {key: [m[key] for m in rows] for key in PANELS}
-    return figure_to_json(sae_training_figure([m["step"] for m in rows], series, p.cfg.max_steps))
+    rows = rows if rows[-1] is p.history[-1] else [*rows, p.history[-1]]
+    steps, series = [m["step"] for m in rows], {key: [m[key] for m in rows] for key in PANELS}
+    return (figure_to_json(sae_training_figure(steps, series, p.cfg.max_steps)),
+            sae_training_caption(steps, series["loss"], series["l0"], series["dead_fraction"],
+                                 series["explained_variance"]))
 
 
 def _result(outputs: dict) -> str:

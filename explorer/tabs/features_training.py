@@ -35,6 +35,7 @@ def build_features_training() -> None:
         status = gr.Markdown(elem_id="sae-status")
         timer = gr.Timer(1.0, active=False)
         chart = live_plot(520, elem_id="sae-training-chart")
+        chart_caption = caption()
         result = gr.Markdown(elem_id="sae-result")
         with gr.Row():
             download = gr.Button("Download the SAE (.zip, SAELens's layout)")
@@ -48,7 +49,7 @@ def build_features_training() -> None:
     for button, action in ((pause, "pause"), (resume, "resume"), (stop, "stop")):
         button.click(bind(lambda s, a=action: features_training_control(s, a)), None, status,
                      api_name=f"train_features_{action}", **API)
-    polled = {"status": status, "chart": chart, "result": result, "running": timer}
+    polled = {"status": status, "chart": chart, "caption": chart_caption, "result": result, "running": timer}
     timer.tick(bind(_poll_for_ui, fields=polled), None, list(polled.values()), **quiet)
     gr.Button("Refresh", size="sm", visible=False).click(bind(features_training_status), None, [status, evaluation],
                                                          api_name="train_features_status", **API)
