@@ -2,6 +2,7 @@
 result, and the tab's listing then reads the new SAE. Screenshots in tests/screenshots/."""
 import pytest
 
+from model_core.features.saelens_format import load_sae
 from tests.test_app_browser import browser, error_toasts, page, screenshot, visible  # noqa: F401
 
 pytestmark = pytest.mark.browser
@@ -26,8 +27,14 @@ def test_training_an_sae_in_the_features_tab(page):  # noqa: F811 - the fixture
     result = page.locator("#sae-result").inner_text()
     assert "explained variance" in result and "CE loss recovered" in result and "dead" in result
     assert "finished" in page.locator("#sae-status").inner_text()
+    assert "features are dead" in page.locator("#sae-training-chart ~ .te-caption, .te-caption").all_inner_texts().__str__()
     page.locator("#sae-training-chart").scroll_into_view_if_needed()
     screenshot(page, "features-sae-training-done")
+    page.get_by_role("button", name="Download the SAE (.zip, SAELens's layout)").click()
+    with page.expect_download() as download:
+        page.locator("#sae-file a[download='sae.zip']").click()
+    sae = load_sae(download.value.path())
+    assert (sae.cfg.d_sae, sae.cfg.hook_name) == (256, "blocks.2.hook_resid_post")
     visible(page.get_by_role("button", name="Show features")).click()
     page.wait_for_function("() => document.body.innerText.includes('SAE (trained here)')")
     assert error_toasts(page) == []

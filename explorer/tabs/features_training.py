@@ -39,7 +39,7 @@ def build_features_training() -> None:
         result = gr.Markdown(elem_id="sae-result")
         with gr.Row():
             download = gr.Button("Download the SAE (.zip, SAELens's layout)")
-            file = gr.File(label="SAE", interactive=False)
+            file = gr.File(label="SAE", interactive=False, elem_id="sae-file")
         evaluation = gr.Textbox(visible=False)  # /train_features_status's evaluation (JSON)
     quiet = dict(api_visibility="private", concurrency_limit=None)
     setup = {"hook": hook, "features": features, "k": k, "tokens": tokens, "note": note}
