@@ -18,7 +18,7 @@ from model_core.features.budget import SAEBudget, SAEBudgetError, check_sae_run,
 from model_core.features.dashboard import feature_stats
 from model_core.features.training import SAETrainConfig
 from model_core.model.config import GPTConfig
-from model_core.training.run_protocol import Done, Steps, Weights
+from model_core.training.run_protocol import Confirmed, Done, Steps, Weights
 
 HOOK = "blocks.1.hook_resid_post"
 
@@ -78,9 +78,9 @@ def test_the_end_makes_the_trained_sae_the_tabs_sae_and_its_evaluation_is_shown(
                   "n_tokens": 512}
     for message in (Steps([sae_step(16), {"step": 16, "eval": evaluation,
                                            "outputs": {"evaluation": evaluation, "feature_stats": stats}}]),
-                    Weights(trained)):
+                    Weights(trained), Confirmed("paused")):  # paused at its last step, then stopped
         assert not run.remote.receive(message)
-    assert session.features.get("upload") is None  # not before the end
+    assert session.features.get("upload") is None  # not before the end (a paused SAE is not taken)
     assert run.remote.receive(Done("finished"))
     choice = current_sae(session)
     assert choice.sae is sae and choice.source == "trained here" and choice.stats is stats

@@ -122,14 +122,17 @@ def train_features(session: Session, hook: str = "", features=None, k=DEFAULT_K,
             f"(about {minutes(seconds)} on an idle server).")
 
 
-def _adopt(session: Session, run: TrainingRun, final: bool, version: int) -> None:
-    """The run ended with an evaluated SAE: it becomes the Features tab's SAE (for the model it was trained on)."""
+def _adopt(session: Session, run: TrainingRun, final: bool, version: int) -> bool:
+    """The run ended with an evaluated SAE: it becomes the Features tab's SAE (for the model it was trained on).
+    -> whether it did: a paused SAE is not taken (its biases are still scaled for training)."""
     out = run.progress.outputs
-    if final and "feature_stats" in out:
-        sae = run.progress.model.requires_grad_(False)
-        sae.cfg.extra["evaluation"] = {k: v for k, v in out["evaluation"].items() if k != "log_density_histogram"}
-        session.features["upload"] = {"sae": sae, "stats": out["feature_stats"], "name": "sae.zip",
-                                      "version": version, "source": "trained here"}
+    if not (final and "feature_stats" in out):
+        return False
+    sae = run.progress.model.requires_grad_(False)
+    sae.cfg.extra["evaluation"] = {k: v for k, v in out["evaluation"].items() if k != "log_density_histogram"}
+    session.features["upload"] = {"sae": sae, "stats": out["feature_stats"], "name": "sae.zip",
+                                  "version": version, "source": "trained here"}
+    return True
 
 
 def features_training_control(session: Session, action: str) -> str:

@@ -123,8 +123,8 @@ class TrainingRun:
     def _settled(self, progress: RunProgress, final: bool) -> None:
         """The child confirmed a pause or the end: a model trained further than the one adopted last is adopted."""
         if self.adopt is not None and progress.step != self.adopted:
-            self.adopted = progress.step
-            self.adopt(self, final)
+            if self.adopt(self, final) is not False:  # an adopter may decline: an SAE is taken only at its end
+                self.adopted = progress.step
 
 
 def threads_per_run(n_runs: int) -> int:
