@@ -29,7 +29,8 @@ class ChildJob:
     """Any run a training child carries out: the record the server keeps and what the child gets as it starts.
     payload["build"](payload) builds the run in the child: an object with RunControl's pause/resume/stop/state,
     before_work, run(callback) and .model (the weights sent at a pause and at the end); payload["report"](run,
-    payload, outbox), if given, makes run()'s callback (else each callback's metrics go out as they are).
+    payload, outbox) makes run()'s callback. Without them the child builds a model's Trainer and reports its steps,
+    samples, snapshots and weights (model_core.training.child).
     A model run (TrainJob) becomes one in model_core.training.remote; an SAE run is model_core.features.app_run's."""
 
     progress: "RunProgress"
