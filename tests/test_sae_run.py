@@ -56,6 +56,7 @@ def test_the_status_follows_the_phases(session):
     run = TrainingRun(job_for(session, small_cfg()), "shakespeare")  # not started: messages fed by hand
     p = run.progress
     p.state = "running"
+    assert "starting the training process" in features_training._status(run)
     p.apply(Steps([{"outputs": {"collected": 2048}}]))
     assert "collecting activations: 2,048 of 4,096 tokens" in features_training._status(run)
     p.apply(Steps([sae_step(1), sae_step(3)]))
@@ -96,6 +97,7 @@ def test_a_run_stopped_while_collecting_is_not_adopted(session):
     run.remote.receive(Steps([{"outputs": {"collected": 1024}}]))
     assert run.remote.receive(Done("stopped"))
     assert session.features.get("upload") is before
+    assert "stopped** while collecting activations (1,024 of 4,096 tokens): no SAE" in features_training._status(run)
 
 
 def run_in_thread(sae_run: SAERun, sent: list) -> threading.Thread:

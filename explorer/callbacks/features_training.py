@@ -162,8 +162,12 @@ def _status(run: TrainingRun) -> str:
     if run.expired:
         return f"**stopped** by the server because {run.expired}, to free its slot for others."
     if not p.history:
-        got = p.outputs.get("collected", 0)
-        return f"**{p.state}** · collecting activations: {got:,} of {p.cfg.tokens:,} tokens."
+        if "collected" not in p.outputs:
+            return f"**{p.state}** · starting the training process…"
+        got = f"{p.outputs['collected']:,} of {p.cfg.tokens:,} tokens"
+        if p.state == "stopped":
+            return f"**stopped** while collecting activations ({got}): no SAE was trained."
+        return f"**{p.state}** · collecting activations: {got}."
     last, eta = p.history[-1], p.eta_seconds() if run.active else 0
     tail = " · evaluating the SAE and reading its features…" if p.step >= p.cfg.max_steps and run.active else ""
     return (f"**{p.state}** · step **{p.step:,} / {p.cfg.max_steps:,}** · loss {last['loss']:.4f} · L0 "
