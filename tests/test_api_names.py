@@ -38,6 +38,9 @@ PUBLIC = {
     "/feature": (*ANALYSIS, "feature", "position", "drop_unknown"),
     "/steer": (*ANALYSIS, "feature", "strength", "max_new_tokens", "temperature", "seed", "drop_unknown"),
     "/load_sae": ("upload",),
+    "/train_features": ("hook", "features", "k", "tokens"),
+    "/train_features_pause": (), "/train_features_resume": (), "/train_features_stop": (),
+    "/train_features_status": (), "/download_sae": (),
 }
 OPTIONAL_UPLOADS = {("/data", "upload")}  # every other input but the uploads has a default
 

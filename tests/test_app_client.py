@@ -21,7 +21,8 @@ PUBLIC_ENDPOINTS = ("attention", "snapshot", "residual", "embeddings", "ffn", "n
                     "model_b_copy", "model_b_zip", "model_b_nanogpt", "swap_models", "compare_models",
                     "heads", "head_examples", "head_training", "init_model", "blocks", "logit_attribution",
                     "activation_patching", "head_circuits", "composition", "grokking_model", "grokking", "features",
-                    "feature", "steer", "load_sae")
+                    "feature", "steer", "load_sae", "train_features", "train_features_pause",
+                    "train_features_resume", "train_features_stop", "train_features_status", "download_sae")
 TINY = dict(corpus="first-names", kind="char", n_layers=1, n_heads=2, d_model=16, block_size=8, batch_size=8,
             lr=0.01, warmup_steps=5, eval_interval=10)
 

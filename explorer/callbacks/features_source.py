@@ -42,7 +42,7 @@ def current_sae(session: Session) -> SAEChoice:
     if kept is not None and kept["version"] == session.version:
         if kept.get("stats") is None:
             kept["stats"] = _stats_for(session, kept["sae"])
-        return SAEChoice(kept["sae"], kept["stats"], f"uploaded: {kept['name']}")
+        return SAEChoice(kept["sae"], kept["stats"], kept.get("source") or f"uploaded: {kept['name']}")
     key = session.shared_key or ""
     found = shipped_sae(key.removeprefix("shipped:")) if key.startswith("shipped:") else None
     if found is None:

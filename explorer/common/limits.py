@@ -19,6 +19,7 @@ class Limits:
     # the most work one heavy analysis may ask for (patching, ablation, importance map, whole-text examples), in
     # billions of operations (model_core.analysis.cost), checked before it starts
     max_heavy_gops: float = 600.0
+    max_sae_minutes: float = 10.0  # longest SAE training run in the app, estimated before it starts (features.budget)
 
     @property
     def max_upload_bytes(self) -> int:

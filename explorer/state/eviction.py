@@ -21,13 +21,13 @@ BLANK_PER_ADDRESS = 8
 
 
 def holds_work(session) -> bool:
-    return bool(session.version or session.run is not None or session.data is not None or session.answers
+    return bool(session.version or session.run is not None or session.sae_run is not None or session.data is not None or session.answers
                 or session.display_name or session.teacher or session.experiments.get("model_b") is not None)
 
 
 def training(session) -> bool:
-    run = session.run
-    return run is not None and run.active and run.progress.requested != "paused"
+    return any(run is not None and run.active and run.progress.requested != "paused"
+               for run in (session.run, session.sae_run))
 
 
 def eviction_victim(sessions: dict, newcomer: str) -> str:

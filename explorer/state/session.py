@@ -68,6 +68,7 @@ class Session:
     model_name: str
     data: Optional[DataChoice] = None
     run: Optional[TrainingRun] = None
+    sae_run: Optional[TrainingRun] = None  # an SAE training on the Features tab (its own run, in a training slot)
     version: int = 0  # bumped whenever the inspected model changes
     _analysis: dict = field(default_factory=dict)
     lock: threading.RLock = field(default_factory=threading.RLock)  # held around every use (explorer.tabs.binding)
@@ -155,8 +156,9 @@ class Session:
         self.use(ckpt, f"trained on {run.corpus} ({p.step} steps)")
 
     def stop_training(self) -> None:
-        if self.run is not None and self.run.active:
-            self.run.control(Command.STOP)
+        for run in (self.run, self.sae_run):
+            if run is not None and run.active:
+                run.control(Command.STOP)
 
     @property
     def holds_paused_run(self) -> bool:

@@ -10,7 +10,7 @@ from explorer.common.controls import LIVE_CAPTION
 from explorer.common.errors import UserError
 from explorer.common.limits import LIMITS
 from model_core.training.remote import RemoteTrainer, weights_every
-from model_core.training.run_protocol import Command, RunProgress, SetThreads, TrainJob
+from model_core.training.run_protocol import ChildJob, Command, RunProgress, SetThreads, TrainJob
 
 KILL_AFTER_STOP_SECONDS = 15.0  # a stopped child that has not ended by then is killed
 SAMPLES_KEPT = 20  # generated samples a run keeps for its page
@@ -39,15 +39,19 @@ def slots_text() -> str:
 
 class TrainingRun:
     """Read the run in `progress` (its only record); control it through this object. adopt(run, final) hands the
-    session the trained model when the child confirms a pause (a copy: training goes on) or the end."""
+    session the trained model when the child confirms a pause (a copy: training goes on) or the end. job: a
+    model's TrainJob, or any other run of the training child (a ChildJob: an SAE's), under the same slots."""
 
-    def __init__(self, job: TrainJob, corpus: str, sample_every: int = 100, sample_tokens: int = 120,
+    def __init__(self, job: "TrainJob | ChildJob", corpus: str, sample_every: int = 100, sample_tokens: int = 120,
                  adopt: Optional[Callable[["TrainingRun", bool], None]] = None):
-        small = job.model.num_params() <= LIMITS.max_params
-        self.remote = RemoteTrainer(job, sample_every, sample_tokens,
-                                    weights_every=weights_every(job.cfg, WEIGHT_SETS_KEPT) if small else 0,
-                                    on_settled=self._settled, snapshots_kept=LIMITS.snapshots_kept,
-                                    samples_kept=SAMPLES_KEPT, weight_sets_kept=WEIGHT_SETS_KEPT)
+        if isinstance(job, TrainJob):
+            small = job.model.num_params() <= LIMITS.max_params
+            self.remote = RemoteTrainer(job, sample_every, sample_tokens,
+                                        weights_every=weights_every(job.cfg, WEIGHT_SETS_KEPT) if small else 0,
+                                        on_settled=self._settled, snapshots_kept=LIMITS.snapshots_kept,
+                                        samples_kept=SAMPLES_KEPT, weight_sets_kept=WEIGHT_SETS_KEPT)
+        else:
+            self.remote = RemoteTrainer(job, on_settled=self._settled)
         self.progress: RunProgress = self.remote.progress
         self.corpus, self.adopt = corpus, adopt
         self.expired: Optional[str] = None  # why the server stopped this run, told to its user
@@ -119,8 +123,8 @@ class TrainingRun:
     def _settled(self, progress: RunProgress, final: bool) -> None:
         """The child confirmed a pause or the end: a model trained further than the one adopted last is adopted."""
         if self.adopt is not None and progress.step != self.adopted:
-            self.adopted = progress.step
-            self.adopt(self, final)
+            if self.adopt(self, final) is not False:  # an adopter may decline: an SAE is taken only at its end
+                self.adopted = progress.step
 
 
 def threads_per_run(n_runs: int) -> int:

@@ -4,6 +4,7 @@ import gradio as gr
 from explorer.tabs.binding import bind
 from explorer.tabs.common import ANALYSIS, API, GENERATION, caption, model_slider, run_button
 from explorer.tabs.export_button import data_button
+from explorer.tabs.features_training import build_features_training
 from explorer.tabs.lazy import callbacks
 from explorer.tabs.raw_inputs import RawFile, RawNumber, RawRadio, RawSlider
 
@@ -57,9 +58,10 @@ def build_features_tab(prompt, drop):
     listing.select(_clicked_feature, None, feature, api_visibility="private", concurrency_limit=None).then(
         show, [prompt, feature, position, drop], feature_outputs, api_visibility="private", **ANALYSIS)
     _build_steering(prompt, feature, drop)
+    build_features_training()
     with gr.Accordion("Load an SAE for the inspected model", open=False):
-        gr.Markdown("SAEs ship for the Shakespeare model and SmolLM2. For a model you trained, train an SAE with "
-                    "`python -m model_core.features train --checkpoint YOUR.zip --hook blocks.1.hook_resid_post "
+        gr.Markdown("SAEs ship for the Shakespeare model and SmolLM2. For a model you trained, train one above, or "
+                    "with `python -m model_core.features train --checkpoint YOUR.zip --hook blocks.1.hook_resid_post "
                     "--features 1024 --k 32 --out sae` and upload that folder as a .zip (SAELens's format: "
                     "cfg.json + sae_weights.safetensors; SAELens's own SAEs load too).")
         upload = RawFile(label=".zip of an SAE folder", file_types=[".zip"], type="filepath")

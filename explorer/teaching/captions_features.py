@@ -83,3 +83,13 @@ def steering_caption(feature: int, strength: float, peak: float, plain: str, ste
               f"The two texts agree for their first {same} characters, then part.")
     return (f"Steering adds {strength:g} × {peak:.2f} (feature {feature}'s largest activation on the validation "
             f"text) times its decoder direction at every position. {change}")
+
+
+def sae_training_caption(steps, loss, l0, dead, explained) -> str:
+    """What the SAE training chart shows so far: the loss from its first to its latest value, and the latest L0, dead
+    fraction and explained variance."""
+    if not len(steps):
+        return ""
+    return (f"In {steps[-1]:,} steps the loss went from {loss[0]:.3g} to {loss[-1]:.3g}; on the latest batches "
+            f"{l0[-1]:.1f} features are active per token, the SAE explains {explained[-1]:.1%} of the activations' "
+            f"variance, and {dead[-1]:.1%} of its features are dead (none fired on the last 50k tokens).")

@@ -29,11 +29,12 @@ CHILD_NICE = 10  # training yields the CPU to interactive work (analysis in the 
 
 
 def child_main(job: dict, commands, messages) -> None:
-    """Build the trainer from the job, train on this process's main thread, report everything."""
+    """Build the trainer from the job (a model's, or what job["build"] builds: run_protocol.ChildJob), train on
+    this process's main thread, report everything."""
     prepare_child(CHILD_NICE, job["threads"])
     outbox = Outbox(messages)
     try:
-        trainer = child_trainer(job)
+        trainer = job.get("build", child_trainer)(job)
     except Exception as err:  # noqa: BLE001 - reported to the server, which shows it
         outbox.put(Failed(error_text(err)))
         return
@@ -49,7 +50,7 @@ def child_main(job: dict, commands, messages) -> None:
     threading.Thread(target=obey, args=(trainer, commands, outbox, job["parent_pid"], wanted_threads),
                      daemon=True).start()
     try:
-        state = trainer.run(callback=reporter(trainer, job, outbox))
+        state = trainer.run(callback=job.get("report", reporter)(trainer, job, outbox))
     except Exception as err:  # noqa: BLE001
         outbox.put(Failed(error_text(err)))
         return

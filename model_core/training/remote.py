@@ -17,7 +17,16 @@ from typing import Callable, Optional
 
 from model_core.training.child import child_main, weights
 from model_core.training.process_setup import process_alive
-from model_core.training.run_protocol import Command, Confirmed, Done, Failed, RunProgress, SetThreads, TrainJob
+from model_core.training.run_protocol import (
+    ChildJob,
+    Command,
+    Confirmed,
+    Done,
+    Failed,
+    RunProgress,
+    SetThreads,
+    TrainJob,
+)
 from model_core.training.trainer import check_trainable
 
 # forkserver: children fork from a clean server that has imported torch but never run an OpenMP region, so
@@ -32,24 +41,21 @@ _live: "weakref.WeakSet[RemoteTrainer]" = weakref.WeakSet()  # every started tra
 
 
 class RemoteTrainer:
-    """Trains job in a child process; run() blocks, applying the child's messages to `progress` until it ends.
-    on_settled(progress, final) runs when the child confirms a pause (final False) or the end (True), before
-    progress says so: whoever reads the new state finds the settled model already handed over."""
+    """Trains job (a model's TrainJob, or any ChildJob: an SAE's) in a child process; run() blocks, applying the
+    child's messages to `progress` until it ends. on_settled(progress, final) runs when the child confirms a pause
+    (final False) or the end (True), before progress says so: whoever reads the new state finds the settled model
+    already handed over."""
 
-    def __init__(self, job: TrainJob, sample_every: int = 0, sample_tokens: int = 120, threads: int = 0,
+    def __init__(self, job, sample_every: int = 0, sample_tokens: int = 120, threads: int = 0,
                  weights_every: int = 0, on_settled: Optional[Callable[[RunProgress, bool], None]] = None, **kept):
-        check_trainable(job.model, job.train_data, job.val_data, job.cfg)  # a clear error now, not from the child
-        self.progress = RunProgress(job.model, job.cfg, job.tokenizer, has_val=job.val_data is not None,
-                                    threads_told=threads, **kept)
+        if isinstance(job, TrainJob):
+            job = model_job(job, sample_every, sample_tokens, weights_every, **kept)
+        self.progress = job.progress
+        self.progress.threads_told = threads
         self.on_settled = on_settled
         self.messages = CONTEXT.Queue()
         self.commands, child_commands = CONTEXT.Pipe()
-        val = None if job.val_data is None else job.val_data.numpy()
-        # what the child gets as it starts (run()); weights_every: every k-th snapshot (and the last) brings weights
-        self.job = dict(model_config=job.model.cfg.to_dict(), weights=weights(job.model), train=job.train_data.numpy(),
-                        val=val, cfg=job.cfg, tokenizer=None if job.tokenizer is None else job.tokenizer.to_dict(),
-                        sample_every=sample_every, sample_tokens=sample_tokens, weights_every=weights_every,
-                        parent_pid=os.getpid())
+        self.job = {**job.payload, "parent_pid": os.getpid()}  # what the child gets as it starts (run())
         self.process = CONTEXT.Process(target=child_main, daemon=True, name="trainer",
                                        args=(self.job, child_commands, self.messages))
         self._send_lock = threading.Lock()
@@ -110,6 +116,19 @@ class RemoteTrainer:
             self.on_settled(self.progress, isinstance(message, Done))
         self.progress.apply(message)
         return isinstance(message, (Done, Failed))
+
+
+def model_job(job: TrainJob, sample_every: int = 0, sample_tokens: int = 120, weights_every: int = 0,
+              **kept) -> ChildJob:
+    """A model's training run as the child gets it; weights_every: every k-th snapshot (and the last) brings
+    weights. kept: RunProgress's limits (snapshots_kept, samples_kept, weight_sets_kept)."""
+    check_trainable(job.model, job.train_data, job.val_data, job.cfg)  # a clear error now, not from the child
+    progress = RunProgress(job.model, job.cfg, job.tokenizer, has_val=job.val_data is not None, **kept)
+    val = None if job.val_data is None else job.val_data.numpy()
+    payload = dict(model_config=job.model.cfg.to_dict(), weights=weights(job.model), train=job.train_data.numpy(),
+                   val=val, cfg=job.cfg, tokenizer=None if job.tokenizer is None else job.tokenizer.to_dict(),
+                   sample_every=sample_every, sample_tokens=sample_tokens, weights_every=weights_every)
+    return ChildJob(progress, payload)
 
 
 def weights_every(cfg, sets: int) -> int:

@@ -23,6 +23,11 @@ class RunControl:
         self._stop.set()
         self._unpaused.set()  # wake a paused run so it can finish
 
+    def follow(self, other: "RunControl") -> None:
+        """Obey other's pause(), resume() and stop() from now on, those already asked included (a run made of
+        phases, such as an SAE run's collecting then training, hands its control to the phase that runs)."""
+        self._unpaused, self._stop = other._unpaused, other._stop
+
     @property
     def stopping(self) -> bool:
         """stop() was called and the loop has not acknowledged it yet (stop_acknowledged)."""

@@ -24,6 +24,19 @@ class TrainJob(NamedTuple):
     tokenizer: object = None
 
 
+@dataclass
+class ChildJob:
+    """Any run a training child carries out: the record the server keeps and what the child gets as it starts.
+    payload["build"](payload) builds the run in the child: an object with RunControl's pause/resume/stop/state,
+    before_work, run(callback) and .model (the weights sent at a pause and at the end); payload["report"](run,
+    payload, outbox) makes run()'s callback. Without them the child builds a model's Trainer and reports its steps,
+    samples, snapshots and weights (model_core.training.child).
+    A model run (TrainJob) becomes one in model_core.training.remote; an SAE run is model_core.features.app_run's."""
+
+    progress: "RunProgress"
+    payload: dict
+
+
 # ---------------------------------------------------------------- commands (server -> child)
 
 class Command(Enum):
@@ -43,7 +56,8 @@ class SetThreads:
 
 @dataclass
 class Steps:
-    metrics: list  # a dict per step in order: METRIC_KEYS, and on some steps eval, snapshot, sample, weights (numpy)
+    metrics: list  # a dict per step in order: the run's metric keys, and on some steps eval, snapshot, sample,
+    # weights (numpy), outputs (what the run makes besides weights: an SAE's collection progress, its statistics)
 
 
 @dataclass
@@ -97,6 +111,8 @@ class RunProgress:
     error: Optional[str] = None
     threads_told: int = 0  # torch threads the child was told to use (0: torch's default, one per core)
     threads_running: int = 0  # torch threads the child says it runs with (0: not started yet)
+    metric_keys: tuple = METRIC_KEYS  # what history keeps of each step (an SAE run's are its own)
+    outputs: dict = field(default_factory=dict)  # the latest of each output the child sent (Steps' "outputs")
 
     def apply(self, message) -> None:
         match message:
@@ -115,7 +131,7 @@ class RunProgress:
     def record(self, m: dict) -> None:
         step = m.get("step", 0)
         if "loss" in m:
-            self.history.append({k: m[k] for k in METRIC_KEYS})
+            self.history.append({k: m[k] for k in self.metric_keys})
             self.step = step
         if "eval" in m:
             self.evals.append(m["eval"])
@@ -125,6 +141,8 @@ class RunProgress:
         if "sample" in m:
             self.samples.append((step, m["sample"]))
             del self.samples[:-self.samples_kept]
+        if "outputs" in m:
+            self.outputs.update(m["outputs"])
         if "weights" in m:
             self.snapshot_weights.append((step, {k: torch.from_numpy(v) for k, v in m["weights"].items()}))
             thin(self.snapshot_weights, self.weight_sets_kept)
