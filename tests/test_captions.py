@@ -184,8 +184,12 @@ def test_ffn_captions():
     post_h, post_e = np.array([0, 60, 40]), np.array([-0.3, -0.17, 1.0, 2.0])  # lowest non-empty bin: -0.17
     assert C.ffn_histogram_caption(pre_h, pre_e, post_h, post_e, "GELU") == (
         "50% of FFN inputs are negative; GELU squashes them towards zero (outputs stay above -0.17).")
-    assert C.top_tokens_caption(np.array([0, 3, 1]), np.array([3, 2, 1.0]), list("abca")) == (
-        "This neuron fires hardest on 'a' (2 of its top 3 positions); peak activation 3.00.")
+    assert C.top_tokens_caption(np.array([0, 3, 1, 2]), np.array([3, 2, 1.0, 0.5]), list("abca")) == (
+        "This neuron fires hardest at 0:a (3.00); 3 of its top 4 positions reach a quarter of that, on 'a' (2), 'b'.")
+    assert C.top_tokens_caption(np.array([2, 0]), np.array([4.0, 0.5]), list("abc")) == (
+        "This neuron fires hardest at 2:c (4.00); none of its other top 1 positions reaches a quarter of that.")
+    assert C.top_tokens_caption(np.array([1, 0]), np.array([-0.01, -0.2]), list("ab")) == (
+        "This neuron does not fire on this prompt (its largest activation is -0.01).")
 
 
 def test_sampling_and_generation_captions():

@@ -56,7 +56,7 @@ def build_features_tab(prompt, drop):
                        api_visibility="private", **ANALYSIS)
     listing.select(_clicked_feature, None, feature, api_visibility="private", concurrency_limit=None).then(
         show, [prompt, feature, position, drop], feature_outputs, api_visibility="private", **ANALYSIS)
-    _build_steering(prompt, feature, drop)
+    steering = _build_steering(prompt, feature, drop)
     with gr.Accordion("Load an SAE for the inspected model", open=False):
         gr.Markdown("SAEs ship for the Shakespeare model and SmolLM2. For a model you trained, train an SAE with "
                     "`python -m model_core.features train --checkpoint YOUR.zip --hook blocks.1.hook_resid_post "
@@ -66,10 +66,11 @@ def build_features_tab(prompt, drop):
         status = gr.Markdown()
     upload.upload(bind(load_sae_upload), upload, status, api_name="load_sae", **API)
     data_button("features", outputs, inputs)
-    return (page, inputs, outputs), {"feature": feature, "feature_order": order}
+    return (page, inputs, outputs), {"feature": feature, "feature_order": order, "query": position, **steering}
 
 
-def _build_steering(prompt, feature, drop) -> None:
+def _build_steering(prompt, feature, drop) -> dict:
+    """The steering controls and button; -> its controls by the names links and lessons give them."""
     gr.Markdown("### Steer with the feature\nAdd the feature's direction at its layer while the model writes: "
                 "a multiple of its largest natural activation, at every position. Negative values push away.")
     with gr.Row():
@@ -82,6 +83,7 @@ def _build_steering(prompt, feature, drop) -> None:
     texts = gr.HTML(label="Without and with steering")
     go.click(bind(steer_view), [prompt, feature, strength, length, temperature, seed, drop], [texts, note],
              api_name="steer", **API, **GENERATION)
+    return {"strength": strength, "steer_tokens": length, "steer_temperature": temperature, "steer_seed": seed}
 
 
 def _clicked_feature(evt: gr.SelectData):

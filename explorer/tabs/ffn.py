@@ -30,4 +30,4 @@ def build_ffn_tab(prompt, drop):
     layer.release(fn, inputs, outputs, api_visibility="private", **ANALYSIS)
     neuron.submit(fn, inputs, outputs, api_visibility="private", **ANALYSIS)
     data_button("ffn", outputs, inputs)
-    return (fn, inputs, outputs), {"layer": layer}
+    return (fn, inputs, outputs), {"layer": layer, "neuron": neuron}

@@ -29,11 +29,16 @@ def listing_caption(about: str, by_activation: bool, position: int, label: str, 
     return chart_captions({"SAE": about, "Features": listing, "How often they fire": log_density_caption(density)})
 
 
+def hardest_token(top_tokens: list[str]) -> tuple[str, int]:
+    """The token most of a feature's top places are on, and how many of them ('', 0 for none)."""
+    return Counter(top_tokens).most_common(1)[0] if top_tokens else ("", 0)
+
+
 def feature_density_caption(feature: int, density: float, n_tokens: int, top_tokens: list[str]) -> str:
     """'Feature 5 fires on 1.20% of 32,768 validation tokens, hardest on 'e' (7 of its top 12 places).'"""
     if density <= 0 or not top_tokens:
         return f"Feature {feature} never fires on the {n_tokens:,} validation tokens: it is dead."
-    token, count = Counter(top_tokens).most_common(1)[0]
+    token, count = hardest_token(top_tokens)
     return (f"Feature {feature} fires on {density:.2%} of {n_tokens:,} validation tokens, hardest on '{token}' "
             f"({count} of its top {len(top_tokens)} places).")
 

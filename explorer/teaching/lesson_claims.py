@@ -63,6 +63,43 @@ QUANTITIES = {
     "untrained loss": (r"untrained loss", "number", "the validation loss of that model as Start builds it, before "
                                                     "its first step (nats per token)"),
 }
+# The Features tab and the FFN tab's neurons (a lesson on sparse autoencoders): features and neurons by number,
+# a neuron as layer.neuron, a steering strength in units of the feature's largest activation.
+FEATURE = r"(\d{1,6})"
+NEURON = r"(\d{1,3}\.\d{1,6})"
+STRENGTH = r"(-?\d{1,3}(?:\.\d+)?)"
+STEERED = rf"steered text of feature {FEATURE} at {STRENGTH}"
+QUANTITIES.update({
+    "neuron activation": (rf"activation of neuron {NEURON} at (\d{{1,4}})", "number",
+                          "an FFN neuron's activation (after its non-linearity) at one position of the prompt (the FFN "
+                          "tab's table of the tokens that most activate it)"),
+    "feature activation": (rf"activation of feature {FEATURE} at (\d{{1,4}})", "number",
+                           "a feature's activation at one position of the prompt (the prompt coloured by the feature)"),
+    "strongest feature": (r"strongest feature at (\d{1,4})", "count",
+                          "the feature most active at one position of the prompt (the Features listing's first row)"),
+    "active features": (r"active features at (\d{1,4})", "count",
+                        "how many features are active at one position of the prompt (the Features listing's caption)"),
+    "density": (rf"density of feature {FEATURE}", "number",
+                "the share of the validation tokens on which the feature fires"),
+    "feature top token": (rf"top token of feature {FEATURE}", "text",
+                          "the token most of the feature's top places in the validation text are on, as its caption "
+                          "names it (fires hardest on ...)"),
+    "promoted token": (rf"top promoted token of feature {FEATURE}", "text",
+                       "the token whose logit the feature's direction raises most (Tokens it promotes and suppresses)"),
+    "top neuron": (rf"top neuron of feature {FEATURE}", "text",
+                   "the FFN neuron, as layer.neuron, whose activations follow the feature most (its neuron table's "
+                   "first row)"),
+    "neuron correlation": (rf"correlation of neuron {NEURON} with feature {FEATURE}", "number",
+                           "how closely the neuron's activations follow the feature's over the validation text (a row "
+                           "of the feature's neuron table)"),
+    "steered text": (STEERED, "text", "the text the Steer button writes with the feature added at that strength "
+                                      "(the step's prompt and steering seed, temperature and length)"),
+    "unsteered text": (r"unsteered text", "text", "the text the Steer button writes without steering"),
+    "steered count": (rf"count of ({QUOTED}) in {STEERED}", "count",
+                      "how many times a piece of text occurs in that steered text"),
+    "unsteered count": (rf"count of ({QUOTED}) in unsteered text", "count",
+                        "how many times a piece of text occurs in the text written without steering"),
+})
 NEEDS_NO_MODEL = ("vocabulary size", "text tokens", "training examples", "parameters", "untrained loss")  # measured from the step's controls alone
 NUMBER = r"(-?\d+(?:\.\d+)?(?:e\d+)?)\s*([%kM]?)"
 TESTS = {  # name -> pattern of the test after the quantity, and the kinds it applies to
