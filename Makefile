@@ -37,16 +37,14 @@ test: $(VENV)/.dev-deps $(CHROMIUM)
 	$(PY) -m ruff check .
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
-bench: $(VENV)/.dev-deps
-	$(PY) -m bench.core
-	$(PY) -m bench.train
-	$(PY) -m bench.app
-	$(PY) -m bench.views
-	$(PY) -m bench.generation
-	$(PY) -m bench.startup
-	$(PY) -m bench.patching
-	$(PY) -m bench.pretrained_views
-	$(PY) -m bench.pretrained
+# Every regression benchmark (python -m bench lists them); exits non-zero when a target is missed.
+# make bench BENCH_ARGS="--json bench.json --markdown" also writes the rows and docs/benchmarks.md's generated block.
+$(VENV)/.bench-deps: requirements-bench.txt | $(VENV)/.dev-deps
+	$(PY) -m pip install -c requirements.txt -r requirements-bench.txt
+	touch $@
+
+bench: $(VENV)/.dev-deps $(VENV)/.bench-deps
+	$(PY) -m bench --all $(BENCH_ARGS)
 
 assets: $(VENV)/.run-deps
 	$(PY) -m model_core.make_assets

@@ -5,9 +5,11 @@ Cold: first request of a session (validation text encoded and the means computed
 (the app keeps the evaluation windows and means per inspected model)."""
 import argparse
 import os
+import statistics
 
 import torch
 
+from bench.results import Row, at_most, run_main
 from bench.timing import median_row, print_table, timed
 from explorer.common.shipped_list import MODELS_DIR
 from model_core.analysis.ablation import (
@@ -36,8 +38,8 @@ def warm_seconds(ckpt, mode: str, repeats: int) -> list[tuple[float, float]]:
     return [timed(lambda: importance_map(ckpt.model, windows, mode, means)) for _ in range(repeats)]
 
 
-def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def measure(argv=None) -> list[Row]:
+    parser = argparse.ArgumentParser(prog="python -m bench.ablation", description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=2, help="torch threads (the target is for 2 cores)")
     parser.add_argument("--repeats", type=int, default=5, help="timed importance maps per mode")
     args = parser.parse_args(argv)
@@ -45,16 +47,23 @@ def main(argv=None) -> None:
     ckpt = load_checkpoint(SHAKESPEARE)
     cfg = ckpt.model.cfg
     load = os.getloadavg()
-    rows = [median_row("mean, cold (encode text + means)", [cold_seconds(ckpt)], args.threads)]
+    samples = {"mean, cold (encode text + means)": [cold_seconds(ckpt)]}
     for mode in ("mean", "zero"):
-        rows.append(median_row(f"{mode}, warm", warm_seconds(ckpt, mode, args.repeats), args.threads))
+        samples[f"{mode}, warm"] = warm_seconds(ckpt, mode, args.repeats)
     units = cfg.n_layers * cfg.n_heads + (0 if cfg.attn_only else cfg.n_layers)
     print_table(f"Importance map, shipped Shakespeare model ({cfg.n_layers} layers x {cfg.n_heads} heads + "
                 f"{cfg.n_layers} MLP layers = {units} ablations, {EVAL_WINDOWS} windows x {cfg.block_size} tokens), "
                 f"{args.threads} threads, load average before {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} "
-                f"on {os.cpu_count()} CPUs", ["run", "wall median s", "wall min s", "CPU s", "CPU s / threads"], rows)
+                f"on {os.cpu_count()} CPUs", ["run", "wall median s", "wall min s", "CPU s", "CPU s / threads"],
+                [median_row(name, runs, args.threads) for name, runs in samples.items()])
     print(f"\ntarget <= {TARGET_SECONDS:.0f} s server side; load average after: {os.getloadavg()[0]:.1f}")
+    return [at_most(f"importance map, {name}, wall median", statistics.median(w for w, _ in runs), "s", TARGET_SECONDS)
+            for name, runs in samples.items()]
+
+
+def main(argv=None) -> int:
+    return run_main(measure, argv)
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

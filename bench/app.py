@@ -4,10 +4,17 @@ This module stays light on purpose: training children re-import the main module,
 (see model_core/remote.py), and the benchmark should start them as fast as the app does."""
 
 
-def main() -> None:
-    from bench.app_costs import main as measure
-    measure()
+def measure(argv=None):
+    from bench.app_costs import measure as app_costs
+
+    return app_costs(argv)
+
+
+def main(argv=None) -> int:
+    from bench.results import run_main
+
+    return run_main(measure, argv)
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -6,6 +6,7 @@
     callbacks.train.poll every second) vs the CLI path (Trainer.run in this process, nobody polling), classroom
     preset, same steps, interleaved; wall time from start to the last step, so the app's process start-up
     counts against it. Target: ratio >= 0.9."""
+import argparse
 import functools
 import os
 import statistics
@@ -17,6 +18,7 @@ os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 
 import torch  # noqa: E402
 
+from bench.results import Row, at_least, at_most, info  # noqa: E402
 from bench.timing import print_table  # noqa: E402
 from explorer.callbacks import train as train_callbacks  # noqa: E402
 from explorer.callbacks.attention import attention_view  # noqa: E402
@@ -35,6 +37,7 @@ from model_core.analysis import head_statistics  # noqa: E402
 from model_core.data.corpora import load_corpus  # noqa: E402
 from model_core.data.dataset import token_tensor, train_val_split  # noqa: E402
 from model_core.training.presets import get_preset  # noqa: E402
+from model_core.training.run_protocol import TrainJob  # noqa: E402
 from model_core.training.trainer import Trainer  # noqa: E402
 
 ATTENTION_TARGET_MS, TRAIN_TARGET_RATIO = 300, 0.9
@@ -99,9 +102,8 @@ def attention_rows(session: Session) -> list[list]:
         fig = build()
         rows.append([f"  {name}", median_ms(build)])
         rows.append([f"  {name}.to_json ({len(fig.to_json()) / 1e3:.0f} kB)", median_ms(fig.to_json)])
-    total = rows[0][1]
-    verdict = "ok" if total <= ATTENTION_TARGET_MS else "ABOVE TARGET"
-    return [[name, f"{ms:.1f}", verdict if i == 0 else ""] for i, (name, ms) in enumerate(rows)]
+    return [at_most(f"Attention tab, {len(ids)}-token prompt: {rows[0][0]}", rows[0][1], "ms", ATTENTION_TARGET_MS),
+            *(info(f"Attention tab: {name.strip()}", ms, "ms") for name, ms in rows[1:])]
 
 
 # ---------------------------------------------------------------- training throughput
@@ -113,31 +115,32 @@ def shakespeare_data():
     return (tok, *train_val_split(token_tensor(tok.encode(tok.strip_unknown(load_corpus("shakespeare"))))))
 
 
-def classroom_trainer(steps: int) -> Trainer:
+def classroom_job(steps: int) -> TrainJob:
     preset = get_preset("classroom")
     tok, train, val = shakespeare_data()
     torch.manual_seed(0)
     model = GPT(preset.model_config(tok.vocab_size))
-    cfg = preset.train_config(max_steps=steps, device="cpu")
-    return Trainer(model, train, val, cfg, tokenizer=tok)
+    return TrainJob(model, train, val, preset.train_config(max_steps=steps, device="cpu"), tok)
 
 
-def tokens_per_second(trainer: Trainer, seconds: float) -> float:
-    return trainer.step_count * trainer.cfg.batch_size * trainer.block_size / seconds
+def tokens_per_second(job: TrainJob, steps: int, seconds: float) -> float:
+    return steps * job.cfg.batch_size * job.model.cfg.block_size / seconds
 
 
 def cli_run(steps: int) -> float:
-    trainer = classroom_trainer(steps)
+    job = classroom_job(steps)
+    trainer = Trainer(*job)
     start = time.perf_counter()
     trainer.run()
-    return tokens_per_second(trainer, time.perf_counter() - start)
+    return tokens_per_second(job, trainer.step_count, time.perf_counter() - start)
 
 
 def app_run(steps: int) -> float:
     """TrainingRun (training in a child process), with the page's once-a-second poll running alongside, as in the app."""
-    trainer = classroom_trainer(steps)
-    session = Session(load_shipped("shakespeare"), "bench")  # what the poller adopts when the run ends
-    session.run = TrainingRun(trainer, "shakespeare", sample_every=max(50, trainer.cfg.eval_interval))
+    job = classroom_job(steps)
+    session = Session(load_shipped("shakespeare"), "bench")
+    session.run = TrainingRun(job, "shakespeare", sample_every=max(50, job.cfg.eval_interval),
+                              adopt=session.adopt_training_model)
     done = threading.Event()
 
     def poller():
@@ -153,30 +156,40 @@ def app_run(steps: int) -> float:
     seconds = time.perf_counter() - start
     done.set()
     thread.join()
-    assert session.run.error is None, session.run.error
-    return tokens_per_second(trainer, seconds)
+    assert session.run.progress.error is None, session.run.progress.error
+    return tokens_per_second(job, session.run.progress.step, seconds)
 
 
-def training_rows() -> list[list]:
+def training_rows() -> list[Row]:
     results = {"CLI (Trainer.run)": [], "app (TrainingRun + poll)": []}
     for _ in range(TRAIN_ROUNDS):
         results["CLI (Trainer.run)"].append(cli_run(TRAIN_STEPS))
         results["app (TrainingRun + poll)"].append(app_run(TRAIN_STEPS))
     cli, app = (statistics.median(v) for v in results.values())
-    ratio = app / cli
-    rows = [[name, f"{statistics.median(v):,.0f}", " ".join(f"{x:,.0f}" for x in v), ""] for name, v in results.items()]
-    rows.append(["app / CLI", f"{ratio:.3f}", "", "ok" if ratio >= TRAIN_TARGET_RATIO else "BELOW TARGET"])
-    return rows
+    for name, v in results.items():
+        print(f"training tokens/s, {name}, each round: {' '.join(f'{x:,.0f}' for x in v)}")
+    return [*(info(f"training tokens/s, {name}, median of {len(v)}", statistics.median(v), "tokens/s")
+              for name, v in results.items()),
+            at_least(f"training tokens/s, app / CLI, classroom preset, {TRAIN_STEPS} steps", app / cli, "x",
+                     TRAIN_TARGET_RATIO)]
 
 
-def main() -> None:
+def shown(rows: list[Row], digits: int) -> list[list]:
+    """Rows as the printed table shows them: name, value, verdict."""
+    return [[r.name, f"{r.value:,.{digits}f}", "" if r.met is None else "ok" if r.met else "MISSED"] for r in rows]
+
+
+def measure(argv=None) -> list[Row]:
+    argparse.ArgumentParser(prog="python -m bench.app", description=__doc__.splitlines()[0]).parse_args(argv)
     torch.manual_seed(0)
     session = Session(load_shipped("shakespeare"), "shakespeare")
     cfg = session.model.cfg
     print(f"model: {session.model_name} ({cfg.n_layers}L x {cfg.n_heads}H, d_model {cfg.d_model}, block {cfg.block_size})"
           f"; torch threads {torch.get_num_threads()}")
+    attention = attention_rows(session)
     print_table(f"(a) Attention tab, {cfg.block_size}-token prompt, median of {RUNS} (target <= {ATTENTION_TARGET_MS} ms)",
-                ["part", "ms", "verdict"], attention_rows(session))
+                ["part", "ms", "verdict"], shown(attention, 1))
+    training = training_rows()
     print_table(f"(b) Training tokens/s, classroom preset, {TRAIN_STEPS} steps, {TRAIN_ROUNDS} interleaved rounds "
-                f"(target ratio >= {TRAIN_TARGET_RATIO})", ["path", "median tokens/s", "each round", "verdict"],
-                training_rows())
+                f"(target ratio >= {TRAIN_TARGET_RATIO})", ["measure", "value", "verdict"], shown(training, 3))
+    return attention + training

@@ -34,7 +34,8 @@ from bench.classroom_checks import (  # noqa: E402
     reference_fingerprints,
     run_progress,
 )
-from bench.classroom_report import print_report, summary  # noqa: E402
+from bench.classroom_report import print_report, summary, target_rows  # noqa: E402
+from bench.results import Row, run_main  # noqa: E402
 from bench.server_process import LaunchedApp, MemorySampler, descendants, pss_bytes, rss_bytes  # noqa: E402
 
 # Own models: noise std as a fraction of each weight tensor's std. 0.05 raises the shipped Shakespeare model's
@@ -300,7 +301,7 @@ def own_models(args: argparse.Namespace, folder: Path) -> list[Path]:
     return own_model_zips(MODELS[0], count, folder, seed=args.seed, noise=args.noise)
 
 
-def measure(args: argparse.Namespace, uploads: list[Path], beside=None) -> dict:
+def class_numbers(args: argparse.Namespace, uploads: list[Path], beside=None) -> dict:
     """Launch the app, run one session alone and then the class; every number the report shows.
     beside(url): a context manager held open around the class (bench.teacher's teacher polls in it)."""
     server_flags = ["--max-trainers", str(max(2, args.trainers)), "--max-sessions", str(max(64, args.sessions + 8)),
@@ -328,23 +329,28 @@ def measure(args: argparse.Namespace, uploads: list[Path], beside=None) -> dict:
 
 
 def run(args: argparse.Namespace, beside=None) -> dict:
-    """Make the models, measure, print the report; the numbers. beside: as measure's."""
+    """Make the models, measure, print the report; the numbers. beside: as class_numbers's."""
     if not 0 <= args.trainers <= args.sessions:
         raise SystemExit("--trainers must be between 0 and --sessions")
     with tempfile.TemporaryDirectory(prefix="classroom-models-") as folder:
-        numbers = measure(args, [] if args.shared_model else own_models(args, Path(folder)), beside)
+        numbers = class_numbers(args, [] if args.shared_model else own_models(args, Path(folder)), beside)
     print_report(numbers)
     return numbers
 
 
-def main(argv=None) -> dict:
+def measure(argv=None) -> list[Row]:
+    """Run the class; with --json, also write every number (the timeline of every call among them)."""
     args = parse_args(argv)
     numbers = run(args)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(numbers, f, indent=1)
-    return numbers
+    return target_rows(numbers)
+
+
+def main(argv=None) -> int:
+    return run_main(measure, argv)
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

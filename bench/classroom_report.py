@@ -3,6 +3,7 @@ targets met or missed, the tables."""
 import math
 import statistics
 
+from bench.results import Row, at_most
 from bench.timing import print_table
 
 GB, MB, KB = 1e9, 1e6, 1e3
@@ -67,6 +68,12 @@ def targets(numbers: dict) -> list[dict]:
         rows.append(("trainers' steps/s, fastest ÷ slowest − 1", math.inf if spread is None else spread, TRAINER_SPREAD))
     rows.append(("peak RSS, server and descendants (GB)", numbers["peak_rss_bytes"] / GB, PEAK_RSS_GB))
     return [{"target": name, "value": value, "limit": limit, "met": value <= limit} for name, value, limit in rows]
+
+
+def target_rows(numbers: dict) -> list[Row]:
+    """The targets as result rows (every one is a value <= its limit)."""
+    mode = numbers["settings"]["mode"]
+    return [at_most(f"{mode}: {t['target']}", t["value"], "", t["limit"]) for t in numbers["targets"]]
 
 
 def _tally_numbers(tally) -> dict:

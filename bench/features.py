@@ -16,6 +16,7 @@ import time
 
 import torch
 
+from bench.results import Row, at_least, at_most, info, run_main
 from bench.timing import print_table
 from model_core.checkpoints.checkpoint import load_checkpoint
 from model_core.features.activations import collect_activations
@@ -70,8 +71,8 @@ def saelens(acts: torch.Tensor, k: int, batch_size: int, epochs: float, lr: floa
         return load_sae(folder)
 
 
-def main(argv=None) -> None:
-    p = argparse.ArgumentParser(prog="python -m bench.features")
+def parse_args(argv=None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m bench.features", description=__doc__.splitlines()[0])
     p.add_argument("--tokens", type=int, default=524_288, help="activations collected and trained on")
     p.add_argument("--k", type=int, nargs="+", default=[32, 8])
     p.add_argument("--epochs", type=float, default=1.0)
@@ -83,24 +84,74 @@ def main(argv=None) -> None:
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--eval-tokens", type=int, default=32_768)
     p.add_argument("--cache", help="keep the activations in this .pt file and reuse them (tuning runs)")
-    args = p.parse_args(argv)
+    return p.parse_args(argv)
+
+
+def saelens_installed() -> bool:
+    try:
+        import sae_lens  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def target_rows(result: dict, collect_seconds: float) -> list[Row]:
+    """Issue #32's targets for one SAE of ours (k = 32)."""
+    name = f"{result['name']}, k {result['k']}"
+    return [at_most(f"{name}: collect + train, wall", collect_seconds + result["train_wall"], "s", TARGETS["seconds"]),
+            at_most(f"{name}: dead features", result["dead_fraction"], "", TARGETS["dead_fraction"]),
+            at_least(f"{name}: explained variance", result["explained_variance"], "", TARGETS["explained_variance"]),
+            at_least(f"{name}: CE loss recovered", result["ce_loss_recovered"], "", TARGETS["ce_loss_recovered"])]
+
+
+def against_saelens(ours: dict, theirs: dict) -> list[Row]:
+    """Ours equal or better than SAELens's at the same k: explained variance, CE loss recovered, training time."""
+    name = f"{ours['name']} - {theirs['name']}, k {ours['k']}"
+    return [at_least(f"{name}: explained variance", ours["explained_variance"] - theirs["explained_variance"], "", 0),
+            at_least(f"{name}: CE loss recovered", ours["ce_loss_recovered"] - theirs["ce_loss_recovered"], "", 0),
+            at_most(f"{ours['name']} / {theirs['name']}, k {ours['k']}: training wall time",
+                    ours["train_wall"] / theirs["train_wall"], "x", 1.0)]
+
+
+def result_rows(results: list[dict], collect_seconds: float) -> list[Row]:
+    """The targets for our k=32 SAEs, each of ours against each SAELens run at its k, the rest informative."""
+    rows = []
+    for r in results:
+        if r["name"].startswith("ours"):
+            rows += target_rows(r, collect_seconds) if r["k"] == 32 else [
+                info(f"{r['name']}, k {r['k']}: explained variance", r["explained_variance"])]
+            rows += [row for theirs in results if theirs["k"] == r["k"] and theirs["name"].startswith("SAELens")
+                     for row in against_saelens(r, theirs)]
+    return rows
+
+
+def activations(model, train_ids, args) -> tuple[torch.Tensor, tuple[float, float]]:
+    """(the activations at HOOK, (wall, CPU) seconds their collection took), from --cache when it has them."""
+    if args.cache and os.path.exists(args.cache):
+        return torch.load(args.cache)
+    start = clock()
+    acts = collect_activations(model, train_ids, HOOK, args.tokens, model.cfg.block_size)
+    collect = since(start)
+    if args.cache:
+        torch.save((acts, collect), args.cache)
+    return acts, collect
+
+
+def measure(argv=None) -> list[Row]:
+    args = parse_args(argv)
     torch.set_num_threads(args.threads)
     print(f"load before: {os.getloadavg()[0]:.1f} (2 cores), threads {args.threads}")
     ckpt = load_checkpoint(MODEL)
     train_ids, val_ids, _ = text_splits(ckpt.tokenizer, "shakespeare")
-    start = clock()
-    if args.cache and os.path.exists(args.cache):
-        acts, collect = torch.load(args.cache)
-    else:
-        acts = collect_activations(ckpt.model, train_ids, HOOK, args.tokens, ckpt.model.cfg.block_size)
-        collect = since(start)
-        if args.cache:
-            torch.save((acts, collect), args.cache)
+    acts, collect = activations(ckpt.model, train_ids, args)
     rows, results = [], []
+    with_saelens = not args.no_saelens and saelens_installed()
+    if not args.no_saelens and not with_saelens:
+        print("SAELens is not installed (pip install -c requirements.txt -r requirements-bench.txt): ours only")
     for k in args.k:
         contenders = {f"ours ({init} init)": lambda init=init: ours(acts, k, SAETrainConfig(
             lr=args.lr, batch_size=args.batch_size, epochs=args.epochs, init=init)) for init in args.init}
-        if not args.no_saelens:
+        if with_saelens:
             for lr in args.saelens_lr:
                 contenders[f"SAELens lr {lr:g}"] = lambda lr=lr: saelens(acts, k, args.batch_size, args.epochs, lr, 0)
         for name, train in contenders.items():
@@ -124,7 +175,13 @@ def main(argv=None) -> None:
                 "tokens", ["trainer", "k", "collect s wall / CPU", "train s wall / CPU", "explained var",
                            "CE recovered", "L0", "dead", "targets (k=32 row)", "load"], rows)
     print(json.dumps([{k: v for k, v in r.items() if k != "log_density_histogram"} for r in results]))
+    missing = [] if with_saelens or args.no_saelens else [info("SAELens comparison", "not run: sae-lens not installed")]
+    return result_rows(results, collect[0]) + missing
+
+
+def main(argv=None) -> int:
+    return run_main(measure, argv)
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -7,7 +7,7 @@ half-window rule. Past block_size the window jumps back to the newest block_size
 would exceed block_size, so one step in 33 (block 64) re-encodes 32 tokens and the others feed one token;
 the uncached path runs forward() on the whole window (32 to 64 tokens) every step. The app's default prompt
 takes 60 of the 64 positions: 146 of its 150 steps are past the block. The per-step table shows what each
-kind of step costs. python -m bench.generation_ab times the same calls against a git revision, side by
+kind of step costs. python -m bench.studies.generation_ab times the same calls against a git revision, side by
 side."""
 import argparse
 import os
@@ -15,6 +15,7 @@ import statistics
 
 import torch
 
+from bench.results import Row, at_most, check, info, run_main
 from bench.timing import print_table, timed
 from explorer.callbacks.sampling import comparison_view
 from explorer.common.controls import DEFAULT_COMPARISON
@@ -96,25 +97,33 @@ def medians(contenders: dict, rounds: int, repeats: int = 1) -> dict[str, tuple[
             for name, s in samples.items()}
 
 
-def generation_rows(session, prompt: str, n: int, settings: list[SamplingSettings], rounds: int) -> list[list]:
+def generation_rows(session, prompt: str, n: int, settings: list[SamplingSettings],
+                    rounds: int) -> tuple[list[list], list[Row]]:
+    """(the table's rows, the result rows): the targets judge the app's paths (cached, and the callback) at
+    TARGET_TOKENS tokens; the uncached path is the yardstick."""
     model, ids = session.model, session.tokenizer.encode(prompt)
     contenders = generation_contenders(model, ids, n, settings)
     contenders["/compare callback, cached"] = lambda: comparison_view(session, prompt, DEFAULT_COMPARISON, n, 0)
     contenders[f"/compare callback, {WORKERS} generation workers (wall)"] = in_workers(
         lambda: comparison_view(session, prompt, DEFAULT_COMPARISON, n, 0))
-    rows = []
+    table, rows = [], []
     for name, (wall, cpu) in medians(contenders, rounds).items():
         target = GENERATE_TARGET if name.startswith("generate") else COMPARE_TARGET
         spent = wall if name.endswith("(wall)") else cpu  # CPU: less load-bound; a worker's is not ours to count
-        judged = "" if n != TARGET_TOKENS else "ok" if spent <= target else "ABOVE TARGET"
-        rows.append([f"{len(ids)}-token prompt", name, f"{wall:.3f}", f"{cpu:.3f}", judged])
+        judge = n == TARGET_TOKENS and "uncached" not in name
+        table.append([f"{len(ids)}-token prompt", name, f"{wall:.3f}", f"{cpu:.3f}",
+                      "" if not judge else "ok" if spent <= target else "ABOVE TARGET"])
+        label = f"{len(ids)}-token prompt, {n} tokens: {name}" + ("" if name.endswith("(wall)") else " (CPU)")
+        rows.append(at_most(label, spent, "s", target) if judge else info(label, spent, "s"))
     same = same_tokens(model, ids, n, settings)
-    rows.append([f"{len(ids)}-token prompt", "cached tokens == uncached tokens", str(same), "", ""])
-    return rows
+    table.append([f"{len(ids)}-token prompt", "cached tokens == uncached tokens", str(same), "", ""])
+    rows.append(check(f"{len(ids)}-token prompt: cached tokens == uncached tokens", "yes" if same else "no",
+                      "equal", same))
+    return table, rows
 
 
-def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def measure(argv=None) -> list[Row]:
+    parser = argparse.ArgumentParser(prog="python -m bench.generation", description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=1, help="torch threads (the server's --torch-threads default)")
     parser.add_argument("--tokens", type=int, default=TARGET_TOKENS,
                         help="new tokens per generation (the tab's default; the targets are for 150)")
@@ -129,8 +138,8 @@ def main(argv=None) -> None:
     started = sampling_workers.start()
     sampling_workers.WORKERS = 0
     try:
-        rows = generation_rows(session, APP_PROMPT, n, settings, args.rounds)
-        rows += generation_rows(session, SHORT_PROMPT, n, settings, args.rounds)
+        table, rows = generation_rows(session, APP_PROMPT, n, settings, args.rounds)
+        more_table, more_rows = generation_rows(session, SHORT_PROMPT, n, settings, args.rounds)
     finally:
         sampling_workers.shutdown(final=True)
     if not started:
@@ -141,11 +150,16 @@ def main(argv=None) -> None:
           f"{args.threads} torch thread(s); load average before {load[0]:.1f} / {load[1]:.1f} on {os.cpu_count()} CPUs")
     print_table(f"{n} new tokens, medians of {args.rounds} interleaved rounds (targets: generate <= "
                 f"{GENERATE_TARGET} s, compare of {len(settings)} settings <= {COMPARE_TARGET} s)",
-                ["prompt", "call", "wall s", "CPU s", "verdict"], rows)
+                ["prompt", "call", "wall s", "CPU s", "verdict"], table + more_table)
     print_table("One forward step, medians", ["step", "wall ms", "CPU ms"],
                 [[name, f"{1000 * w:.2f}", f"{1000 * c:.2f}"] for name, (w, c) in steps.items()])
     print(f"\nload average after: {os.getloadavg()[0]:.1f}")
+    return rows + more_rows + [info(f"one forward step: {name}", 1000 * c, "CPU ms") for name, (_, c) in steps.items()]
+
+
+def main(argv=None) -> int:
+    return run_main(measure, argv)
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -25,6 +25,7 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
 from bench import hostile_cases  # noqa: E402
 from bench.hostile_client import browser_session, new_client, private_call, timed_call  # noqa: E402
+from bench.results import Row, at_most, check, run_main  # noqa: E402
 from bench.server_process import ROOT, LaunchedApp, MemorySampler, rss_bytes  # noqa: E402
 
 TEACHER_KEY = "hostile-class-teacher-key"
@@ -121,7 +122,16 @@ def print_report(rows: list[dict]) -> None:
           + ", ".join(f"{r['load']:.1f}" for r in rows))
 
 
-def main(argv=None) -> None:
+def case_rows(row: dict) -> list[Row]:
+    """One case's targets as result rows."""
+    case = f"case {row['case']}"
+    return [at_most(f"{case}: time to the answer", row["answer_s"], "s", TARGETS["answer_s"]),
+            at_most(f"{case}: server RSS growth", row["rss_mb"], "MB", TARGETS["rss_mb"]),
+            at_most(f"{case}: the bystander's slowest answer", row["bystander_s"], "s", TARGETS["bystander_s"]),
+            check(f"{case}: what was lost", row["lost"] or "nothing", "nothing lost", not row["lost"])]
+
+
+def measure(argv=None) -> list[Row]:
     p = argparse.ArgumentParser(prog="python -m bench.hostile_class", description=__doc__.splitlines()[0])
     p.add_argument("--cases", nargs="*", default=list(hostile_cases.CASES), help="cases to run (default: all)")
     p.add_argument("--root", type=Path, default=ROOT, help="the checkout whose app.py runs (default: this one)")
@@ -141,7 +151,12 @@ def main(argv=None) -> None:
     print_report(rows)
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1, default=str))
+    return [r for row in rows for r in case_rows(row)]
+
+
+def main(argv=None) -> int:
+    return run_main(measure, argv)
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

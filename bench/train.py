@@ -12,6 +12,7 @@ import torch
 
 from bench import vs_reference as vs
 from bench.reference_gpt import PlainGPT
+from bench.results import Row, at_least, at_most, info, run_main
 from bench.timing import interleaved_seconds, print_table
 from model_core.data.corpora import load_corpus
 from model_core.data.dataset import get_batch, token_tensor, train_val_split
@@ -21,6 +22,7 @@ from model_core.training.presets import get_preset
 from model_core.training.trainer import Trainer
 
 TARGET_VAL_LOSS = 1.75
+THROUGHPUT_TARGET = 0.97  # Trainer.step() steps/s against the plain loop's
 VS_MARGIN, VS_CEILING = 0.25, 1.65  # --vs-reference target: fast <= reference - 0.25 and <= 1.65
 FINAL_EVAL_ITERS = 50  # batches per split in the final evaluation: a stable number, ~2 s on 2 cores
 PRESET = get_preset("classroom")
@@ -44,8 +46,8 @@ def forward_seconds(model, data: torch.Tensor, batch_size: int) -> float:
     return sorted(times[1:])[1]
 
 
-def budget_run(seconds: float) -> list:
-    """Train the classroom preset for `seconds` of wall time, the final evaluation included."""
+def budget_run(seconds: float) -> tuple[list, list[Row]]:
+    """Train the classroom preset for `seconds` of wall time, the final evaluation included: (table row, rows)."""
     tokenizer, train_data, val_data = shakespeare_splits()
     started = time.perf_counter()
     cfg = PRESET.train_config(device="cpu", max_steps=1_000_000)  # the clock ends the run, not the step count
@@ -58,9 +60,13 @@ def budget_run(seconds: float) -> list:
     wall = time.perf_counter() - started
     tokens_per_sec = trainer.step_count * cfg.batch_size * trainer.block_size / max(trainer.elapsed, 1e-9)
     ok = final["val_loss"] <= TARGET_VAL_LOSS and wall <= seconds
-    return [f"classroom, batch {cfg.batch_size}, lr {cfg.lr:g}", trainer.step_count, f"{final['train_loss']:.3f}",
-            f"{final['val_loss']:.3f}", f"{tokens_per_sec:,.0f}", f"{wall:.1f}", f"{os.getloadavg()[0]:.2f}",
-            "PASS" if ok else "FAIL"]
+    table = [f"classroom, batch {cfg.batch_size}, lr {cfg.lr:g}", trainer.step_count, f"{final['train_loss']:.3f}",
+             f"{final['val_loss']:.3f}", f"{tokens_per_sec:,.0f}", f"{wall:.1f}", f"{os.getloadavg()[0]:.2f}",
+             "PASS" if ok else "FAIL"]
+    run = f"classroom preset, Shakespeare, {seconds:g} s"
+    return table, [at_most(f"{run}: val loss", final["val_loss"], "", TARGET_VAL_LOSS),
+                   at_most(f"{run}: wall time, final evaluation included", wall, "s", seconds),
+                   info(f"{run}: steps", trainer.step_count), info(f"{run}: training tokens/s", tokens_per_sec)]
 
 
 def plain_loop_step(model, optimizer, data: torch.Tensor, block_size: int, batch_size: int, generator):
@@ -76,7 +82,7 @@ def plain_loop_step(model, optimizer, data: torch.Tensor, block_size: int, batch
     return step
 
 
-def throughput_ratio(rounds: int, repeats: int) -> list:
+def throughput_ratio(rounds: int, repeats: int) -> tuple[list, Row]:
     """Trainer.step() with our hooked GPT vs a plain loop with PlainGPT and a stock AdamW (same design:
     gpt2-classic, so the ratio measures the hook machinery and the Trainer, not the architecture)."""
     tokenizer, train_data, val_data = shakespeare_splits()
@@ -93,20 +99,25 @@ def throughput_ratio(rounds: int, repeats: int) -> list:
     trainer.model.train()
     t = interleaved_seconds({"trainer": trainer.step, "plain": plain_step}, rounds=rounds, repeats=repeats)
     ratio = t["plain"] / t["trainer"]
-    return [f"gpt2-classic, batch {cfg.batch_size}", f"{1 / t['trainer']:.2f}", f"{1 / t['plain']:.2f}",
-            f"{ratio:.3f}", f"{os.getloadavg()[0]:.2f}", "ok" if ratio >= 0.97 else "BELOW TARGET"]
+    return ([f"gpt2-classic, batch {cfg.batch_size}", f"{1 / t['trainer']:.2f}", f"{1 / t['plain']:.2f}",
+             f"{ratio:.3f}", f"{os.getloadavg()[0]:.2f}", "ok" if ratio >= THROUGHPUT_TARGET else "BELOW TARGET"],
+            at_least(f"Trainer.step() steps/s / a plain loop's, gpt2-classic batch {cfg.batch_size}", ratio, "x",
+                     THROUGHPUT_TARGET))
 
 
-def vs_reference(runs: int, ablation: bool, preset_name: str) -> None:
+def vs_reference(runs: int, ablation: bool, preset_name: str) -> list[Row]:
     """The nanoGPT recipe, then the preset for the reference's wall time W, `runs` times; optionally the
     ablation table against the last run's reference and W."""
     splits = vs.shakespeare_splits()
-    rows, deltas = [], []
+    rows, deltas, results = [], [], []
     for i in range(runs):
         ref = vs.reference_run(splits)
         fast = vs.preset_run(splits, preset_name, ref.train_seconds)
         deltas.append(fast.val_loss - ref.val_loss)
         ok = fast.val_loss <= ref.val_loss - VS_MARGIN and fast.val_loss <= VS_CEILING
+        race = f"race {i + 1}: '{preset_name}' for the nanoGPT recipe's {ref.train_seconds:.0f} s"
+        results += [at_most(f"{race}: val loss - the recipe's ({ref.val_loss:.3f})", deltas[-1], "", -VS_MARGIN),
+                    at_most(f"{race}: val loss", fast.val_loss, "", VS_CEILING)]
         for r in (ref, fast):
             rows.append([i + 1, *vs.result_row(r, ref), f"{os.getloadavg()[0]:.2f}",
                          "" if r is ref else ("PASS" if ok else "FAIL")])
@@ -119,12 +130,15 @@ def vs_reference(runs: int, ablation: bool, preset_name: str) -> None:
     print(f"difference over {runs} runs: mean {sum(deltas) / len(deltas):+.3f}, "
           f"min {min(deltas):+.3f}, max {max(deltas):+.3f}")
     if ablation:
+        table = vs.ablation_rows(splits, ref.train_seconds, ref, preset_name)
         print_table(f"Ablation: '{preset_name}' with one choice changed, each for W = {ref.train_seconds:.1f} s "
-                    f"(reference val {ref.val_loss:.3f})", ["variant", "steps", "train s", "val loss", "vs ref"],
-                    vs.ablation_rows(splits, ref.train_seconds, ref, preset_name))
+                    f"(reference val {ref.val_loss:.3f})", ["variant", "steps", "train s", "val loss", "vs ref"], table)
+        results += [info(f"ablation: {name.strip()}: val loss - the recipe's", float(delta))
+                    for name, *_, delta in table]
+    return results
 
 
-def main(argv=None) -> int:
+def measure(argv=None) -> list[Row]:
     p = argparse.ArgumentParser(prog="python -m bench.train", description=__doc__.splitlines()[0])
     p.add_argument("--seconds", type=float, default=90.0, help="wall-time budget of the classroom run")
     p.add_argument("--rounds", type=int, default=12, help="interleaved rounds of the throughput comparison")
@@ -136,16 +150,19 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} CPUs")
     if args.vs_reference:
-        vs_reference(max(1, args.runs), args.ablation, args.preset)
-        return 0
-    print_table("Trainer.step() vs a plain training loop (target ratio >= 0.97)",
-                ["shape", "trainer steps/s", "plain steps/s", "ratio", "load", ""],
-                [throughput_ratio(args.rounds, repeats=8)])
+        return vs_reference(max(1, args.runs), args.ablation, args.preset)
+    throughput_table, throughput = throughput_ratio(args.rounds, repeats=8)
+    print_table(f"Trainer.step() vs a plain training loop (target ratio >= {THROUGHPUT_TARGET})",
+                ["shape", "trainer steps/s", "plain steps/s", "ratio", "load", ""], [throughput_table])
+    budget_table, budget = budget_run(args.seconds)
     print_table(f"Classroom preset on Shakespeare in {args.seconds:g} s wall, evaluation included "
                 f"(target val loss <= {TARGET_VAL_LOSS}; final eval over {FINAL_EVAL_ITERS} batches per split)",
-                ["run", "steps", "train loss", "val loss", "tokens/s", "wall s", "load", ""],
-                [budget_run(args.seconds)])
-    return 0
+                ["run", "steps", "train loss", "val loss", "tokens/s", "wall s", "load", ""], [budget_table])
+    return [throughput, *budget]
+
+
+def main(argv=None) -> int:
+    return run_main(measure, argv)
 
 
 if __name__ == "__main__":

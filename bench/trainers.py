@@ -7,7 +7,8 @@ running the Attention view in a loop on their own models (the server's interacti
 launched app through gradio_client instead (/train_start, /train_status, /attention).
 
 Prints each run's steps/s over the same window (both runs training), their ratio (slower / faster, 1.0 is
-fair), and what each child was told and runs at: torch threads, OS threads, nice of every thread."""
+fair), and what each child was told and runs at: torch threads, OS threads, nice of every thread. Target: the
+ratio >= 0.75."""
 import argparse
 import os
 import re
@@ -16,10 +17,13 @@ import threading
 import time
 from pathlib import Path
 
+from bench.results import Row, at_least, info, run_main
+
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 
 PROMPT = "ROMEO: But soft, what light through yonder window breaks?"
+FAIR_SHARE = 0.75  # the slower run's steps/s at least this fraction of the faster's
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -129,6 +133,7 @@ def in_process(args) -> dict:
     from explorer.common.controls import ARCH_FIELDS, OPTIM_FIELDS
     from explorer.common.limits import LIMITS
     from explorer.state.session import new_session
+    from model_core.training.run_protocol import Command
 
     torch.set_num_threads(1)  # the server's --torch-threads default
     LIMITS.max_trainers = max(args.runs, LIMITS.max_trainers)
@@ -150,19 +155,19 @@ def in_process(args) -> dict:
                 if i:
                     time.sleep(args.stagger)
                 if i == 1 and args.pause:
-                    sessions[0].run.control("pause")
+                    sessions[0].run.control(Command.PAUSE)
                 start_training(session, *start_values)
             if args.pause:
                 time.sleep(1.0)
-                sessions[0].run.control("resume")
+                sessions[0].run.control(Command.RESUME)
             runs = [s.run for s in sessions]
-            _wait(lambda: all(r.trainer.step_count > 0 for r in runs), 120)
+            _wait(lambda: all(r.progress.step > 0 for r in runs), 120)
             time.sleep(1.0)  # past the second child's first steps
-            before = [(time.perf_counter(), r.trainer.step_count) for r in runs]
-            facts = [f"{child_facts(r.remote.process.pid)}, told {r.remote.threads} torch threads, runs on "
-                     f"{r.remote.child_threads}" for r in runs]
+            before = [(time.perf_counter(), r.progress.step) for r in runs]
+            facts = [f"{child_facts(r.remote.process.pid)}, told {r.progress.threads_told} torch threads, runs on "
+                     f"{r.progress.threads_running}" for r in runs]
             time.sleep(args.seconds)
-            after = [(time.perf_counter(), r.trainer.step_count) for r in runs]
+            after = [(time.perf_counter(), r.progress.step) for r in runs]
         finally:
             for s in sessions:
                 s.stop_training()
@@ -241,7 +246,7 @@ def through_app(args) -> dict:
     return dict(rates=rates, facts=facts, analysis=analysts.summary())
 
 
-def main(argv=None) -> None:
+def measure(argv=None) -> list[Row]:
     args = parse_args(argv)
     how = "a launched app" if args.app else "this process (the app's classes)"
     print(f"{args.runs} '{args.preset}' runs through {how}, each started {args.stagger:g} s after the one before"
@@ -253,10 +258,18 @@ def main(argv=None) -> None:
         print(f"trainer {i + 1}: {rate:7.1f} steps/s")
     for facts in numbers["facts"]:
         print(f"   a training child: {facts}")
+    rows = [info(f"trainer {i + 1}, '{args.preset}' preset", rate, "steps/s") for i, rate in enumerate(rates)]
     if len(rates) > 1:
-        print(f"ratio slowest/fastest: {min(rates) / max(rates):.2f}  (1.00 is an equal share; target >= 0.75)")
+        print(f"ratio slowest/fastest: {min(rates) / max(rates):.2f}  (1.00 is an equal share; target >= {FAIR_SHARE})")
+        rows.append(at_least(f"{len(rates)} runs started {args.stagger:g} s apart: slowest / fastest steps/s",
+                             min(rates) / max(rates), "x", FAIR_SHARE))
     print(numbers["analysis"])
+    return rows
+
+
+def main(argv=None) -> int:
+    return run_main(measure, argv)
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -15,6 +15,7 @@ os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 
 import torch  # noqa: E402
 
+from bench.results import Row, at_most, info, run_main  # noqa: E402
 from bench.timing import print_table  # noqa: E402
 
 PROMPT = ("First Citizen:\nBefore we proceed any further, hear me speak.\n\nAll:\nSpeak, speak.\n\nFirst Citizen:"
@@ -54,7 +55,7 @@ def serialised(result) -> str:
     return "[" + ",".join(out) + "]"
 
 
-def measure(session, fn, args, repeats: int) -> tuple[float, int]:
+def measure_view(session, fn, args, repeats: int) -> tuple[float, int]:
     """Median seconds of callback + serialisation with an empty activation cache, and the payload bytes."""
     times, size = [], 0
     for _ in range(repeats):
@@ -77,8 +78,8 @@ def forward_seconds(session, repeats: int) -> float:
     return statistics.median(times)
 
 
-def main(argv=None) -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def measure(argv=None) -> list[Row]:
+    p = argparse.ArgumentParser(prog="python -m bench.views", description=__doc__.splitlines()[0])
     p.add_argument("--model", default="shakespeare", help="shipped model to inspect")
     p.add_argument("--repeats", type=int, default=15, help="calls per view (the median is reported)")
     args = p.parse_args(argv)
@@ -88,15 +89,23 @@ def main(argv=None) -> None:
     session = new_session(args.model)
     for fn, view_args in views().values():  # warm every code path once
         fn(session, PROMPT, *view_args)
-    rows = []
+    table, rows = [], []
     for name, (fn, view_args) in views().items():
         fwd = forward_seconds(session, args.repeats)  # measured beside each view: the machine's speed moves
-        total, size = measure(session, fn, view_args, args.repeats)
+        total, size = measure_view(session, fn, view_args, args.repeats)
         target = TARGETS.get(name, DEFAULT_TARGET)
-        rows.append([name, f"{fwd * 1e3:.1f}", f"{total * 1e3:.1f}", f"{total / fwd:.1f}x", f"≤ {target:g}x",
-                     "PASS" if total / fwd <= target else "miss", f"{size / 1024:.1f}"])
-    print_table(f"{args.model}, {len(PROMPT)}-character prompt, 1 torch thread, median of {args.repeats}", ["view", "forward ms", "callback+JSON ms", "ratio", "target", "", "payload KiB"], rows)
+        table.append([name, f"{fwd * 1e3:.1f}", f"{total * 1e3:.1f}", f"{total / fwd:.1f}x", f"≤ {target:g}x",
+                      "PASS" if total / fwd <= target else "miss", f"{size / 1024:.1f}"])
+        rows += [at_most(f"{name} view (callback + JSON) / its forward pass", total / fwd, "x", target),
+                 info(f"{name} view: answer size", size / 1024, "KiB")]
+    print_table(f"{args.model}, {len(PROMPT)}-character prompt, 1 torch thread, median of {args.repeats}",
+                ["view", "forward ms", "callback+JSON ms", "ratio", "target", "", "payload KiB"], table)
+    return rows
+
+
+def main(argv=None) -> int:
+    return run_main(measure, argv)
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -77,13 +77,13 @@ def build_app() -> gr.Blocks:
         session_key = gr.BrowserState("", storage_key="transformer-explorer-session")
         resumed = demo.load(resume_session, session_key, session_key, api_visibility="private",
                             concurrency_limit=None)
-        views = _build_tabs(resumed, model_info, prompt, drop)
+        views, train_start = _build_tabs(resumed, model_info, prompt, drop)
         register_control("prompt", prompt)
         register_control("drop_unknown", drop, advanced=True)
         wire_copy_link(copy, link, wire_model_name(model_info))
         loaded = wire_link_on_load(resumed, model_info, link_note, lesson, views)
         wire_lesson_player(player, loaded, lesson, model_info, views)
-        wire_class_notice(demo, notice, player, model_info, loaded, views)
+        wire_class_notice(demo, notice, player, model_info, loaded, views, train_start)
         dispatch, inputs, outputs = selected_view(views)
         prompt.submit(dispatch, [TAB_TRACKER[0], *inputs], outputs, api_visibility="private", **ANALYSIS)
         _resize_sliders_with_model(demo, model_info)
@@ -92,15 +92,15 @@ def build_app() -> gr.Blocks:
     return demo
 
 
-def _build_tabs(resumed, model_info, prompt, drop) -> dict:
-    """Every tab, its controls registered by name; -> {tab id: (view, inputs, outputs)} of the analysis tabs,
-    each drawn when its tab is selected."""
+def _build_tabs(resumed, model_info, prompt, drop):
+    """Every tab, its controls registered by name; -> ({tab id: (view, inputs, outputs)} of the analysis tabs,
+    each drawn when its tab is selected; what the Train tab's Start reads and writes)."""
     views, named = {}, {}
     with gr.Tabs(selected="attention", overflow_behavior="wrap") as tabs:  # every tab in view, on two rows if need be
         with gr.Tab("Data", id="data"):
             data_inputs = build_data_tab()
         with gr.Tab("Train", id="train"):
-            train_arch, train_params = build_train_tab(data_inputs, model_info)
+            train_arch, train_params, train_start = build_train_tab(data_inputs, model_info)
         resumed.then(bind(param_count_view), train_arch, train_params, api_visibility="private")
         for tab_id, label, build, reads_prompt in ANALYSIS_TABS:
             with gr.Tab(label, id=tab_id) as tab:
@@ -121,7 +121,7 @@ def _build_tabs(resumed, model_info, prompt, drop) -> dict:
     register_tabs(tabs, tracker)
     for name, (first, *others) in named.items():
         register_control(name, first, advanced=name in ADVANCED, also=others)
-    return views
+    return views, train_start
 
 
 def one_choice_or_range(minimum: float, maximum: float) -> dict:

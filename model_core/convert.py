@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Optional
 
 from model_core.checkpoints.checkpoint import Checkpoint, save_checkpoint
-from model_core.checkpoints.nanogpt import ConvertError, convert_nanogpt
+from model_core.checkpoints.convert_error import ConvertError
+from model_core.checkpoints.nanogpt import convert_nanogpt
 
 
 def find_meta(ckpt_dir: Path, meta: Optional[str]) -> Optional[Path]:

@@ -1,8 +1,9 @@
 """Train the "induction" demo model shipped in explorer/assets/models/induction/:  python -m model_core.make_induction_asset
 
-A small attention-only model trained on Shakespeare in which short passages are repeated: reading a passage the
-second time, a model that copies ("after this token came that token last time") predicts it, so induction
-heads pay off and form. The validation split is the ordinary Shakespeare one (nothing repeated), so the Heads
+A small attention-only model trained on Shakespeare in which short passages are shown three times in a row:
+reading a passage again, a model that copies ("after this token came that token last time") predicts it, so
+induction heads pay off and form (with two showings, 3,000 steps gave a best head of 0.29 on the probe; with
+three, 2,000 steps give more: docs/circuits.md). The validation split is the ordinary Shakespeare one (nothing repeated), so the Heads
 tab measures its roles on real text; its induction view shows the loss drop on a repeated random sequence.
 Fixed seeds: the losses come out the same on any CPU; only the time differs."""
 import argparse
@@ -28,13 +29,14 @@ NAME = "induction"
 CORPUS = "shakespeare"
 PROBE_TEXT = "First Citizen:\nBefore we proceed any further, hear me speak."
 MODEL = dict(block_size=64, d_model=96, n_heads=4, n_layers=2, attn_only=True)
-TRAIN = dict(max_steps=3000, batch_size=32, lr=5e-3, min_lr=2e-4, warmup_steps=50, eval_interval=200,
+TRAIN = dict(max_steps=2000, batch_size=32, lr=5e-3, min_lr=2e-4, warmup_steps=50, eval_interval=200,
              eval_iters=10, snapshot_interval=150, seed=1337, device="cpu", probe_text=PROBE_TEXT)
 SEGMENT_LENGTHS = (6, 24)  # shortest and longest repeated passage, in tokens
+COPIES = 3  # times each passage is shown in a row
 
 
 def with_repeats(ids: torch.Tensor, seed: int) -> torch.Tensor:
-    """The token stream cut into passages of random length, each followed by a copy of itself."""
+    """The token stream cut into passages of random length, each shown COPIES times in a row."""
     g = torch.Generator().manual_seed(seed)
     lengths = torch.randint(SEGMENT_LENGTHS[0], SEGMENT_LENGTHS[1] + 1, (len(ids) // SEGMENT_LENGTHS[0] + 1,),
                             generator=g)
@@ -43,7 +45,7 @@ def with_repeats(ids: torch.Tensor, seed: int) -> torch.Tensor:
         if start >= len(ids):
             break
         passage = ids[start: start + n]
-        parts += [passage, passage]
+        parts += [passage] * COPIES
         start += n
     return torch.cat(parts)
 

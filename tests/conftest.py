@@ -62,3 +62,15 @@ def shared_app_alive(request):
     if "app_url" in request.fixturenames and proc is not None and proc.poll() is not None:
         pytest.fail(f"the shared app exited with code {proc.returncode}; the end of its log:\n"
                     f"{_SHARED_APP['log'].read_text()[-4000:]}", pytrace=False)
+
+
+@pytest.fixture
+def one_thread():
+    """Torch on one thread for the test: a tiny model gains nothing from more, and on a busy machine they only
+    wait for each other."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)

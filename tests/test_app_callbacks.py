@@ -66,21 +66,21 @@ def wait_until_done(session: Session, timeout: float = 60.0):
     while time.monotonic() < deadline:
         out = train.poll(session)
         if not out[-1]:
-            return train.poll(session)  # one more: adopts the finished model
+            return train.poll(session)
         time.sleep(0.1)
     raise AssertionError(f"training did not finish within {timeout} s: {train.poll(session)[1]}")
 
 
 def wait_for_state(session: Session, state: str, timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
-    while session.run.trainer.state != state:
-        assert time.monotonic() < deadline, f"trainer never reached {state!r} (is {session.run.trainer.state!r})"
+    while session.run.progress.state != state:
+        assert time.monotonic() < deadline, f"the run never reached {state!r} (is {session.run.progress.state!r})"
         time.sleep(0.02)
 
 
 def wait_for_steps(session: Session, steps: int, timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
-    while session.run.trainer.step_count < steps:
+    while session.run.progress.step < steps:
         assert time.monotonic() < deadline, f"training did not reach step {steps}"
         time.sleep(0.02)
 
@@ -224,6 +224,18 @@ def test_data_view_outputs(session):
     for b in range(data.BATCH_SHOWN):  # each position's context extends the previous one by one token
         contexts = [r[2] for r in batch if r[0] == b]
         assert all(later.startswith(earlier) for earlier, later in zip(contexts, contexts[1:]))
+
+
+@pytest.mark.parametrize("task", ["task: modular addition", "task: sort"])
+def test_a_tasks_token_chart_shows_its_first_whole_examples(session, task):
+    """The Data tab's token bars on a task showed one example (its three input tokens)."""
+    _, _, sample, fig, _, _ = data.data_view(session, task, None, "char", 512)
+    bars = fig.data[0]
+    examples = sample.splitlines()
+    n_shown = bars.customdata[-1]
+    assert n_shown >= 3 and len(bars.x) <= 50 and len(bars.x) == len(bars.customdata)
+    read = " ".join(label.split(":", 1)[1] for label in bars.x)  # each example as the model reads it, in order
+    assert read == " ".join(line.replace(" → ", " ") for line in examples[:n_shown])
 
 
 def test_model_summary_and_save_load_roundtrip(session):
@@ -453,22 +465,22 @@ def test_pause_resume_stop_from_another_thread(training_sessions):
     wait_for_steps(s, 3)
     assert "Pausing" in train.control(s, "pause")
     wait_for_state(s, "paused")
-    steps = s.run.trainer.step_count
+    steps = s.run.progress.step
     _, status, *_ = train.poll(s)
     assert "paused" in status and steps > 0
     assert f"({steps} steps)" in models.model_summary(s)  # a copy of the paused model is inspected
-    assert s.model is not s.run.trainer.model
+    assert s.model is not s.run.progress.model
     paused_copy = weights(s)
-    assert same_weights(paused_copy, {k: v for k, v in s.run.trainer.model.state_dict().items()})
+    assert same_weights(paused_copy, {k: v for k, v in s.run.progress.model.state_dict().items()})
     for _ in range(20):  # really paused: polling does not move it, the status keeps the step
-        assert f"step **{steps:,} /" in train.poll(s)[1] and s.run.trainer.step_count == steps
+        assert f"step **{steps:,} /" in train.poll(s)[1] and s.run.progress.step == steps
     assert train.control(s, "resume") == "Resumed."
     wait_for_steps(s, steps + 1)
     assert "Stopping" in train.control(s, "stop")
     _, status, *_ = wait_until_done(s)
-    final = s.run.trainer.step_count
+    final = s.run.progress.step
     assert "stopped" in status and steps < final < 20_000
-    assert [m["step"] for m in s.run.trainer.history] == list(range(1, final + 1))  # no step lost or unseen
+    assert [m["step"] for m in s.run.progress.history] == list(range(1, final + 1))  # no step lost or unseen
     assert not same_weights(paused_copy, weights(s))  # the inspected model is now the stopped one
 
 

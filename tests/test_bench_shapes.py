@@ -1,8 +1,8 @@
-"""bench.shapes: candidates parse into model and training overrides; a fixed step budget gives one loss."""
+"""bench.studies.shapes: candidates parse into model and training overrides; a fixed step budget gives one loss."""
 import pytest
 
-from bench import shapes
 from bench import vs_reference as vs
+from bench.studies import shapes
 
 
 def test_candidates_split_into_model_and_training_overrides():

@@ -105,6 +105,18 @@ def test_grid_caption_finds_previous_token_and_sink_heads():
     first[0, 0], entropy[1, 0] = 0.2, 3.2  # no sink head any more: the widest head is named instead
     assert C.grid_caption({"prev_token": prev, "first_token": first, "entropy": entropy}) == (
         "The strongest previous-token head is L1·H2 (81%); L1·H0 spreads its attention most widely (3.2 bits).")
+    entropy[:] = 0.1  # every head on about one token: none is said to spread widely
+    entropy[0, 1] = 0.3
+    assert C.grid_caption({"prev_token": prev, "first_token": first, "entropy": entropy}).endswith(
+        "every head keeps each row on about one token (at most 0.3 bits).")
+
+
+def test_grid_caption_of_a_one_head_model_compares_it_with_nothing():
+    one = {"prev_token": np.array([[0.25]]), "first_token": np.array([[0.6]]), "entropy": np.array([[0.0]])}
+    assert C.grid_caption(one) == ("The only head, L0·H0, puts 25% of its attention on the previous token and 60% on "
+                                   "the first; each row keeps its attention on about one token (0.0 bits).")
+    one["entropy"] = np.array([[1.58]])
+    assert C.grid_caption(one).endswith("its rows spread their attention over about 3 tokens (1.6 bits).")
 
 
 def test_overview_caption_says_what_its_maps_show():
@@ -201,12 +213,16 @@ def test_sampling_and_generation_captions():
     assert C.sampling_caption(before, before, np.zeros(5, bool), list("abcde")) == (
         "No filtering: all 5 tokens stay possible; the top token 'a' has 48%.")
     assert C.temperature_caption(np.array([2.0, 1.0, 0.0]), [0.5, 2], list("xyz")) == (
-        "At temperature 0.5 the top token 'x' gets 87%; at 2 only 51%: low temperature sharpens, high "
-        "temperature flattens.")  # softmax([4, 2, 0])[0] and softmax([1, 0.5, 0])[0]
+        "At temperature 0.5 the top token 'x' gets 87%; at 2, only 51%: the lower the temperature, the larger its "
+        "share.")  # softmax([4, 2, 0])[0] and softmax([1, 0.5, 0])[0]
+    assert C.temperature_caption(np.array([2.0, 1.0, 0.0]), [0.5, 1, 2], list("xyz"), current=2) == (
+        "At temperature 0.5 the top token 'x' gets 87%; at 1, 67%; at 2 (the slider's), only 51%: the lower the "
+        "temperature, the larger its share.")  # the slider's temperature is named, whatever the others are
+    assert C.temperature_caption(np.zeros(3), [0.5, 2], list("xyz")).endswith("at 2, 33%.")  # a tie: no change
     seed = np.exp(SEED_LOGITS - SEED_LOGITS.max())
     cold, hot = (seed ** (1 / t) / (seed ** (1 / t)).sum() for t in (0.1, 3))
     assert C.temperature_caption(None, [0.1, 3]).startswith(
-        f"At temperature 0.1 the largest logit gets {cold.max():.0%}; at 3 only {hot[cold.argmax()]:.0%}")
+        f"At temperature 0.1 the largest logit gets {cold.max():.0%}; at 3, only {hot[cold.argmax()]:.0%}")
     steps = [{"token_label": "a", "prob": 0.5, "logprob": -0.7}, {"token_label": "q", "prob": 0.04, "logprob": -3.5}]
     assert C.generation_caption(steps) == ("Generated 2 tokens; the picks had 27% probability on average, and the "
                                            "least likely was 'q' at step 2 (4%).")
@@ -224,8 +240,11 @@ def test_data_training_and_layernorm_captions():
                            np.array([4.1, 1.54]), vocab_size=65)
     assert text == ("Validation loss fell from 4.17 (step 0) to 1.62 (step 100); at step 100 the train–validation gap "
                     f"is 0.08 (a growing gap means overfitting). Random guessing would score {np.log(65):.2f} (ln 65).")
-    assert CT.loss_caption(np.arange(20), np.r_[np.full(10, 3.0), np.full(10, 1.0)]) == (
-        "Training loss fell from 3.00 to 1.00 over 20 steps.")  # means of the first and last 10%
+    assert CT.loss_caption(np.arange(20), np.r_[4.0, np.full(9, 3.0), np.full(10, 1.0)]) == (
+        "Training loss fell from 4.00 (the first batch, step 0) to 1.00 (mean of the last 2 of 20 steps).")
+    no_split = CT.loss_caption(np.arange(1, 301), np.full(300, 0.2), [0, 100, 300], [1.62, 0.4, 0.08], None, 5,
+                               evaluated="Loss on the training text")  # the curve the chart draws in bold
+    assert no_split.startswith("Loss on the training text fell from 1.62 (step 0) to 0.08 (step 300).")
 
 
 def test_loss_caption_never_sets_a_stale_evaluation_against_fresh_batches():

@@ -9,7 +9,7 @@ import gradio as gr
 import pytest
 import torch
 
-from explorer.callbacks.classroom import apply_push, send_answer, set_name
+from explorer.callbacks.classroom import apply_push, send_answer, set_name, start_class_run
 from explorer.callbacks.lessons import PLAYER_OUTPUTS
 from explorer.classroom.broadcast import KEPT, RECENT, Broadcast
 from explorer.classroom.copies import TOKEN_SECONDS, PendingCopies
@@ -21,6 +21,7 @@ from explorer.figures.classroom import class_loss_figure
 from explorer.server import teacher_page as teacher
 from explorer.state.session import new_session
 from model_core.data.tokenization import CharTokenizer
+from model_core.training.run_protocol import Command
 from tests.helpers import tiny_model
 
 
@@ -39,17 +40,18 @@ def fresh_class():
 
 
 class FakeRun:
-    """What the roster reads of a TrainingRun (a real one needs a child process): its mirror's history and evals."""
+    """What the roster reads of a TrainingRun (a real one needs a child process): its record's history and evals."""
 
     def __init__(self, losses, val=(), state="running", corpus="shakespeare", model=None):
         history = [{"step": i + 1, "loss": x, "tokens_per_sec": 1000.0 + i} for i, x in enumerate(losses)]
         evals = [{"step": s, "val_loss": v} for s, v in val]
-        self.trainer = SimpleNamespace(history=history, evals=evals, step_count=len(losses), model=model or tiny_model(),
-                                       cfg=SimpleNamespace(max_steps=1000), tokenizer=CharTokenizer("abcdefghijk"))
-        self.state, self.corpus, self.active, self.stopped = state, corpus, state == "running", False
+        self.progress = SimpleNamespace(history=history, evals=evals, step=len(losses), model=model or tiny_model(),
+                                        cfg=SimpleNamespace(max_steps=1000), tokenizer=CharTokenizer("abcdefghijk"),
+                                        state=state)
+        self.corpus, self.active, self.stopped = corpus, state == "running", False
 
-    def control(self, action):
-        self.stopped = action == "stop"
+    def control(self, command):
+        self.stopped = command == Command.STOP
         self.active = False
 
 
@@ -168,7 +170,7 @@ def test_rows_leaderboard_and_curves_of_a_class():
     assert figure["layout"]["xaxis2"]["matches"] == "x" and figure["layout"]["yaxis3"]["matches"] == "y"
     again = teacher.class_view([ana, ben, other, idle], figure_key=view["figure_key"])
     assert again["figure"] is None and again["figure_key"] == view["figure_key"]  # nothing new: not resent
-    ana.run.trainer.history.append({"step": 4, "loss": 2.4, "tokens_per_sec": 1.0})
+    ana.run.progress.history.append({"step": 4, "loss": 2.4, "tokens_per_sec": 1.0})
     assert teacher.class_view([ana, ben, other, idle], view["figure_key"])["figure"] is not None
 
 
@@ -219,6 +221,13 @@ def test_stop_all_runs_stops_every_active_run():
 
 # ------------------------------------------------------------------ a student's side
 
+def test_go_there_starts_no_run_unless_the_push_is_a_class_run_and_nothing_is_asked():
+    session = new_session()
+    assert start_class_run(session, False, "", "shakespeare", "char", 512) == (gr.skip(), gr.skip())
+    assert start_class_run(session, True, "Open it anyway?", "shakespeare", "char", 512) == (gr.skip(), gr.skip())
+    assert session.run is None
+
+
 def test_go_there_opens_the_pushed_step_and_applies_a_pushed_link():
     session = new_session()
     pushed = teacher.push_step("attention-basics", 2)["push"]
@@ -260,9 +269,11 @@ def test_answers_are_checked_kept_with_the_session_and_replaced():
     state = {"lesson": "attention-basics", "step": 0}
     with pytest.raises(UserError):
         send_answer(session, state, "not one of the choices", "")
-    assert "Type your name" in send_answer(session, state, "on the diagonal (the character itself)", "")
+    wrong = send_answer(session, state, "on the diagonal (the character itself)", "")
+    assert wrong.startswith("**Not quite:**") and "Type your name" in wrong  # kept and sent, wrong or not
     set_name(session, "  Ana  ")
-    assert "Sent as **Ana**" in send_answer(session, state, "just left of the diagonal", "")
+    assert send_answer(session, state, "just left of the diagonal", "").startswith(
+        "**Right.** Sent to your teacher as **Ana**")
     kept = session.answers[("attention-basics", 0)]
     assert (kept.name, kept.answer, kept.student) == ("Ana", "just left of the diagonal", session.student_id)
     groups = teacher.class_view([session])["answers"]

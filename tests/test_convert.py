@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from model_core.checkpoints.checkpoint import load_checkpoint
-from model_core.checkpoints.nanogpt import ConvertError, convert_nanogpt, layer_key_map
+from model_core.checkpoints.convert_error import ConvertError
+from model_core.checkpoints.nanogpt import convert_nanogpt, layer_key_map
 from model_core.checkpoints.safe_pickle import UnsafePickleError, load_plain_pickle
 from model_core.convert import main
 

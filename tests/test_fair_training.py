@@ -10,9 +10,10 @@ import pytest
 from explorer.common.limits import LIMITS
 from explorer.state import training_run
 from explorer.state.training_run import TrainingRun, threads_per_run
-from model_core.training.remote import CHILD_NICE
+from model_core.training.child import CHILD_NICE
+from model_core.training.run_protocol import Command
 
-from .test_trainer import make_trainer, wait_for
+from .test_trainer import make_job, wait_for
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -35,12 +36,12 @@ def start_run(monkeypatch):
     made = []
 
     def start() -> TrainingRun:
-        made.append(TrainingRun(make_trainer(max_steps=10**6, eval_interval=0), "tiny", sample_every=0).start())
+        made.append(TrainingRun(make_job(max_steps=10**6, eval_interval=0), "tiny", sample_every=0).start())
         return made[-1]
 
     yield start
     for run in made:
-        run.control("stop")
+        run.control(Command.STOP)
     for run in made:
         run.thread.join(timeout=30)
         assert not run.active, "a training thread did not stop"
@@ -49,7 +50,7 @@ def start_run(monkeypatch):
 @pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="reads thread priorities from Linux's /proc")
 def test_every_thread_of_a_child_runs_below_the_app(start_run):
     run = start_run()
-    wait_for(lambda: run.trainer.step_count >= 2)  # its OpenMP, queue and command threads exist by now
+    wait_for(lambda: run.progress.step >= 2)  # its OpenMP, queue and command threads exist by now
     app = os.getpriority(os.PRIO_PROCESS, 0)
     if app >= 19:
         pytest.skip("the app already runs at the lowest priority")
@@ -58,18 +59,15 @@ def test_every_thread_of_a_child_runs_below_the_app(start_run):
     assert thread_nices(run.remote.process.pid) == {child}
 
 
-def test_each_child_runs_with_the_policys_share_as_runs_start_pause_resume_and_end(start_run):
+def test_each_child_runs_with_the_policys_share_as_runs_start_and_end(start_run):
+    """(Who is told what as runs pause and resume: tests/test_run_progress.py, without processes.)"""
     first = start_run()
-    wait_for(lambda: first.remote.child_threads == threads_per_run(1) == 2)
+    a = first.progress
+    wait_for(lambda: a.threads_running == threads_per_run(1) == 2)
     second = start_run()  # started with its share, not torch's default of every core
-    wait_for(lambda: first.remote.child_threads == second.remote.child_threads == threads_per_run(2) == 1)
-    assert first.remote.threads == second.remote.threads == 1  # what each was told
-
-    second.control("pause")  # a paused run needs no share: the other gets every core
-    wait_for(lambda: second.state == "paused" and first.remote.child_threads == 2)
-    second.control("resume")
-    wait_for(lambda: first.remote.child_threads == second.remote.child_threads == 1)
-
-    second.control("stop")
+    b = second.progress
+    wait_for(lambda: a.threads_running == b.threads_running == threads_per_run(2) == 1)
+    assert a.threads_told == b.threads_told == 1  # what each was told
+    second.control(Command.STOP)
     second.thread.join(timeout=30)
-    wait_for(lambda: first.remote.child_threads == 2)
+    wait_for(lambda: a.threads_running == 2)

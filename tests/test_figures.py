@@ -12,6 +12,7 @@ import explorer.figures as F
 from explorer.figures.attention import attention_overview_figure
 from explorer.figures.common import figure_to_json, index_labels
 from explorer.figures.heads import HEAD_TABLE_COLUMNS
+from explorer.figures.progress import MIN_NATS_SPAN, progress_figure
 from tests.helpers import assert_plotly_would_send_the_same
 
 rng = np.random.default_rng(0)
@@ -39,7 +40,8 @@ T = len(TOKENS)
 
 def test_figure_modules_import_only_numpy_plotly_and_orjson():
     allowed = {"numpy", "plotly", "orjson"} | set(sys.stdlib_module_names)  # no torch, no gradio
-    ours = ("explorer.figures", "explorer.common.controls")  # each other, and the plain-data control names
+    # each other, the plain-data control names, and counts in words ("1 layer × 1 head"), both pure Python
+    ours = ("explorer.figures", "explorer.common.controls", "explorer.common.wording")
     for path in FIGURES_DIR.glob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Import):
@@ -240,6 +242,46 @@ def test_temperature_curve_and_generation_table():
     rows = F.generation_steps_table([{"token_label": "a", "prob": 0.5, "model_prob": 0.4, "logprob": -0.7},
                                      {"token_label": "b", "prob": 0.25, "model_prob": 0.2, "logprob": -1.4}])
     assert rows[1] == [2, "b", 0.25, 0.2, -2.1] and len(rows[0]) == len(F.GENERATION_TABLE_HEADERS)
+
+
+def test_a_temperature_keeps_its_colour_whatever_is_drawn_beside_it():
+    """The slider's temperature joins 0.5, 1 and 2: moving it used to shift T = 1 from orange to green and back."""
+    logits, labels = rng.normal(size=20), [f"t{i}" for i in range(20)]
+
+    def colours(temperatures):
+        fig = F.temperature_curve_figure(logits, temperatures, labels)
+        return {t.name: t.line.color for t in fig.data}
+
+    first = colours([0.5, 1.0, 2.0])
+    for temperatures in ([0.3, 0.5, 1.0, 2.0], [0.5, 0.7, 1.0, 2.0], [0.5, 1.0, 1.5, 2.0], [0.5, 1.0, 2.0, 2.5],
+                         [2.0, 1.0, 0.5]):
+        now = colours(temperatures)
+        assert all(now[name] == colour for name, colour in first.items()), temperatures
+        extra = set(now) - set(first)
+        assert all(now[name] not in first.values() for name in extra), temperatures  # the slider's own stands out
+    assert colours([0.3, 0.5, 1.0, 2.0])["T = 0.3"] == colours([0.5, 1.0, 2.0, 2.5])["T = 2.5"]  # "your setting"
+    assert [t.line.color for t in F.temperature_curve_figure(None, [0.5, 1.0, 2.0]).data] == list(first.values())
+
+
+def test_the_progress_charts_nats_axis_does_not_magnify_noise():
+    """An in-context-learning score that moves by 0.005 nats drew as a signal filling the chart's right axis."""
+    steps = [0, 100, 200, 300]
+    flat = progress_figure(steps, {"induction": [0.1, 0.1, 0.2, 0.2], "icl": [0.001, -0.002, 0.003, -0.001]})
+    low, high = flat.layout.yaxis2.range
+    assert high - low >= MIN_NATS_SPAN and low <= -0.002 and high >= 0.003
+    learnt = progress_figure(steps, {"icl": [-0.01, -0.3, -1.2, -1.4]})
+    low, high = learnt.layout.yaxis2.range
+    assert low <= -1.4 and 0 <= high < 0.2  # covers the values and 0, without much room to spare
+    assert "yaxis2" not in progress_figure(steps, {"induction": [0.1, 0.2, 0.3, 0.4]}).layout
+
+
+def test_a_tasks_token_chart_shows_whole_examples_apart():
+    ids = [3, 4, 9, 7, 1, 1, 9, 2]
+    fig = F.token_index_figure(ids, [str(i) for i in ids], examples=[0, 0, 0, 0, 1, 1, 1, 1])
+    bars = fig.data[0]
+    assert list(bars.customdata) == [1, 1, 1, 1, 2, 2, 2, 2] and "example %{customdata}" in bars.hovertemplate
+    assert len(set(bars.marker.color[:4])) == 1 and bars.marker.color[3] != bars.marker.color[4]
+    assert "first 2 examples" in fig.layout.title.text
 
 
 def test_data_training_and_building_block_figures():

@@ -12,8 +12,8 @@ import torch
 from gguf import GGMLQuantizationType, GGUFWriter, quants
 from transformers import LlamaConfig, LlamaForCausalLM
 
+from model_core.checkpoints.convert_error import ConvertError
 from model_core.checkpoints.gguf import load_gguf, unpermute_rows
-from model_core.checkpoints.nanogpt import ConvertError
 from model_core.convert import main
 from model_core.data.chat import chat_prompt
 from model_core.data.tokenization import BPETokenizer

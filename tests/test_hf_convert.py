@@ -20,8 +20,8 @@ from transformers import (
 )
 
 from model_core.checkpoints.checkpoint import load_checkpoint, save_checkpoint
+from model_core.checkpoints.convert_error import ConvertError
 from model_core.checkpoints.hf import gpt_from_hf, load_hf_folder
-from model_core.checkpoints.nanogpt import ConvertError
 from model_core.convert import main
 from model_core.data.tokenization import BPETokenizer
 from tests.test_kv_cache import extended_logits

@@ -12,7 +12,8 @@ import torch
 
 from bench import hostile_files
 from bench.hostile_files import CASES, load_in_child
-from model_core.checkpoints.load_limits import UPLOAD_LIMITS, ConvertError
+from model_core.checkpoints.convert_error import ConvertError
+from model_core.checkpoints.load_limits import UPLOAD_LIMITS
 
 EXPECTED = {  # case -> (refused?, what the answer must say)
     "nanogpt_wide": (True, r"d_model is 8,192, more than this app's limit of 4,096"),

@@ -44,3 +44,32 @@ def test_lesson_link_steps_and_simple_view(browser, app_url):
     drop.wait_for(state="visible")
     assert page.locator(ERROR_TOAST).count() == 0
     context.close()
+
+
+ADVANCED_LABELS = ("Weight decay", "Gradient clipping (0 = off)", "Muon Newton–Schulz steps", "Muon learning rate")
+
+
+def test_simple_view_hides_the_optimiser_details_and_composition(browser, app_url):
+    """A student in a simple lesson still saw Muon's Newton–Schulz steps, weight decay, gradient clipping and
+    K-composition; they show again once Simple view is unticked."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    page.goto(app_url + "?lesson=temperature-top-p")  # a simple lesson
+    page.get_by_text("Step 1 of").first.wait_for()
+    page.wait_for_function("() => document.body.classList.contains('te-simple')")
+
+    def shown() -> dict:
+        page.get_by_role("tab", name="Train").click()
+        found = {label: page.get_by_label(label, exact=True).first.is_visible() for label in ADVANCED_LABELS}
+        page.get_by_role("tab", name="Heads").click()
+        found["Show composition"] = page.get_by_role("button", name="Show composition").is_visible()
+        found["Show the head's circuits"] = page.get_by_role("button", name="Show the head's circuits").is_visible()
+        return found
+
+    hidden = shown()
+    assert not any(v for k, v in hidden.items() if k != "Show the head's circuits"), hidden
+    assert hidden["Show the head's circuits"]  # OV and QK stay: only composition is advanced
+    page.get_by_label("Simple view (hide advanced controls)").uncheck()
+    assert all(shown().values())
+    context.close()

@@ -1,6 +1,7 @@
 """Every shipped lesson walked start to end in headless Chromium, as a student would: open its link, on each step
 do what the text says (type what it says to type, press the buttons it names), answer its question in the box,
-then Next. No error toast may appear, and every button a step names must be on the step's tab.
+then Next. No error toast may appear, every button a step names must be on the step's tab, a question with a
+right answer must say "Not quite" to a wrong one and "Right." to it, and the last step must end the lesson.
 
 Screenshots land in tests/screenshots/lessons/<lesson>-<step>.png: the page as the student sees it after the
 step's buttons, scrolled to the chart the last one drew (else to the tab's captions and charts). Look at them: every sentence of the step should be true of it.
@@ -80,12 +81,23 @@ def do_what_the_step_says(page, text: str, pretrained: bool) -> list[str]:
 
 
 def answer(page, question) -> None:
+    """Send an answer as a student would; where the step knows the right choice, a wrong one first ("Not quite"),
+    then the right one ("Right."); elsewhere the first choice or a typed answer ("Sent to your teacher")."""
+    said = page.locator("#te-answer-sent")
+    if question.correct:
+        wrong = next(c for c in question.choices if c != question.correct)
+        send_answer(page, question, wrong)
+        said.get_by_text("Not quite:").wait_for()
+    send_answer(page, question, question.correct or (question.choices or [""])[0])
+    said.get_by_text("Right." if question.correct else "Sent to your teacher").wait_for()
+
+
+def send_answer(page, question, choice: str) -> None:
     if question.choices:
-        page.locator("#te-answer-choice").get_by_text(question.choices[0], exact=True).first.click()
+        page.locator("#te-answer-choice").get_by_text(choice, exact=True).first.click()
     else:
         page.locator("#te-answer-text textarea").fill("My answer, typed by the lesson walk test.")
     page.locator("#te-answer-send").click()
-    page.locator("#te-answer-sent").get_by_text("Sent").wait_for()
 
 
 @pytest.mark.parametrize("slug", walked_lessons())
@@ -101,9 +113,10 @@ def test_walk_a_lesson_start_to_end(browser, app_url, slug):
     for k, step in enumerate(lesson.steps, 1):
         page.get_by_text(f"Step {k} of {n}: {step.title.replace('`', '')}", exact=True).wait_for()
         wait_idle(page)
-        pressed = do_what_the_step_says(page, step.text, pretrained)
+        pressed = [*step.press, *do_what_the_step_says(page, step.text, pretrained)]  # the player presses first
         if step.question:
             answer(page, step.question)
+        wait_idle(page)  # a button the step presses itself (press:) may still be drawing
         if pressed:  # the chart the last button drew, as the student scrolls to it
             visible_button(page, pressed[-1]).evaluate("b => b.scrollIntoView({block: 'start'})")
         else:  # the tab's captions (the sentences computed from its charts) and the charts below them
@@ -115,4 +128,6 @@ def test_walk_a_lesson_start_to_end(browser, app_url, slug):
         if k < n:
             page.evaluate("() => window.scrollTo(0, 0)")
             page.get_by_role("button", name="Next →").click()
+        else:  # the last step says the lesson is over
+            page.get_by_text("End of the lesson.").wait_for()
     context.close()

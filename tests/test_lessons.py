@@ -61,6 +61,9 @@ MALFORMED = [
     ("# T\n## One\ntext\n\n## Two\n\n## Three\nmore", 5, "'Two' needs text"),
     ("# T\n## Says awesome <EOS>\ntext", 2, "<EOS> would be read as HTML"),
     ("# T\n## S\n\nfine `<EOS>` here\nthen <b>bold</b>", 5, "<b> would be read as HTML"),
+    ("# T\nnext: attention-basics, no-such-lesson\n## S\ntext", 2, "there is no lesson 'no-such-lesson'"),
+    ("# T\nlearned: " + "w" * 301 + "\n## S\ntext", 2, "'learned' is at most 300 characters"),
+    ("# T\n## S\nnext: attention-basics\n\ntext", 3, "a step cannot set 'next'"),
 ]
 
 
@@ -113,6 +116,11 @@ BAD_QUESTIONS = [
     (["question: " + "w" * 301], 4, "a question is at most 300 characters (this one has 301)"),
     (['question: "  "'], 4, "the question is empty"),
     (["question: q", "question: r"], 5, "'question' is set twice"),
+    (["question: q", "choices: a | b", "correct: c"], 6, "'correct' must be one of the choices (a | b)"),
+    (["question: q", "correct: a"], 5, "a free-text answer is not checked"),
+    (["correct: a"], 4, "'correct' needs a 'question'"),
+    (["question: q", "choices: a | b", "hint: look"], 6, "'hint' is said after a wrong answer: it needs 'correct'"),
+    (["question: q", "choices: a | b", "correct: a", "hint: " + "h" * 301], 7, "at most 300 characters"),
 ]
 
 
@@ -122,6 +130,26 @@ def test_bad_questions_name_their_line(settings, line, words):
         step_with(*settings)
     assert caught.value.line == line and words in caught.value.problem
     assert str(caught.value).startswith(f"mine.md: line {line}: ")
+
+
+def test_a_question_may_name_its_correct_choice_and_a_hint():
+    checked = step_with("question: Where?", "choices: on it | left of it", "correct: left of it",
+                        "hint: one column before?")
+    assert checked.question == Question("Where?", ("on it", "left of it"), "left of it", "one column before?")
+    assert checked.settings == {}  # correct and hint are the step's own, like question and choices
+    assert checked.question.is_right("left of it") is True and checked.question.is_right("on it") is False
+    assert step_with("question: q", "choices: a | b").question.is_right("a") is None  # nothing to check
+    assert step_with("question: Why?").question.is_right("because") is None
+
+
+def test_a_step_may_press_buttons_and_a_lesson_may_say_what_was_learned():
+    lesson = parse_lesson("# T\nlearned: What a logit is.\nnext: attention-basics, temperature-top-p\n\n## S\n"
+                          "press: Split the logit | Patch\nlayer: 1\n\ntext")
+    assert lesson.learned == "What a logit is." and lesson.next == ("attention-basics", "temperature-top-p")
+    assert lesson.steps[0].press == ("Split the logit", "Patch") and lesson.steps[0].settings == {"layer": "1"}
+    asked = []
+    parse_lesson("# T\n## S\npress: A | B\n\ntext", lambda key, value: asked.append((key, value)))
+    assert asked == [("press", "A"), ("press", "B")]  # each button checked on its own
 
 
 def test_bounds_are_inclusive():
@@ -155,6 +183,14 @@ def test_settings_are_checked_against_the_apps_controls(app, setting, line, word
     if "known:" in words:  # the list names the app's controls, from the same registry links use
         known = caught.value.problem.split("known: ")[1].rstrip(")").split(", ")
         assert {"layer", "head", "prompt", "tab", "model"} <= set(known) and "lesson" not in known
+
+
+def test_a_step_presses_only_the_buttons_the_tabs_register(app):
+    pressed = parse_lesson("# T\n\n## S\npress: Split the logit\n\ntext", lessons.app_validator())
+    assert pressed.steps[0].press == ("Split the logit",)
+    with pytest.raises(LessonError) as caught:
+        parse_lesson("# T\n\n## S\npress: Patch | Split it\n\ntext", lessons.app_validator())
+    assert caught.value.line == 4 and "cannot press 'Split it' (it can press: Split the logit, Patch)" in str(caught.value)
 
 
 def test_shipped_lessons_are_valid(app):
@@ -326,3 +362,89 @@ def test_advanced_controls_carry_the_class_simple_view_hides(app):
     assert advanced and all("te-advanced" in c.elem_classes for c in advanced)
     plain = [c for c in view_params.components() if c not in advanced and hasattr(c, "elem_classes")]
     assert not any("te-advanced" in (c.elem_classes or []) for c in plain)
+
+
+WORDS = '''# Words
+learned: What softmax does.
+next: temperature-top-p
+
+## Scores
+question: Which choice?
+choices: a | b
+correct: b
+hint: the second one.
+
+The logits of the next token.
+
+## Shares
+
+Softmax turns logits into shares.
+'''
+
+
+def test_the_player_explains_words_once_and_ends_the_lesson(app, tmp_path, monkeypatch):
+    from explorer.callbacks.lessons import move, open_lesson
+    from explorer.teaching.glossary import TERMS
+    path = tmp_path / "words.md"
+    path.write_text(WORDS)
+    monkeypatch.setattr(app_state, "lesson_file", checked_lesson_file(path))
+    session = REGISTRY.get("lesson-words")
+    first = open_lesson(session, FILE_KEY)
+    text = next(v for v in first if isinstance(v, str) and "The logits of the next token." in v)
+    assert f"**logit**: {TERMS['logit'][1]}" in text and "**softmax**" not in text and "End of the lesson" not in text
+    last = move(session, first[0], +1)
+    text = next(v for v in last if isinstance(v, str) and "Softmax turns logits" in v)
+    assert f"**softmax**: {TERMS['softmax'][1]}" in text and "**logit**" not in text  # explained once, where first used
+    assert "**End of the lesson.** What softmax does." in text
+    assert "[Temperature and top-p](?lesson=temperature-top-p)" in text
+
+
+def test_a_sent_answer_is_checked_when_the_step_knows_the_right_one(app, tmp_path, monkeypatch):
+    from explorer.callbacks.classroom import send_answer
+    from explorer.callbacks.lessons import move, open_lesson
+    path = tmp_path / "words.md"
+    path.write_text(WORDS)
+    monkeypatch.setattr(app_state, "lesson_file", checked_lesson_file(path))
+    session = REGISTRY.get("lesson-answers")
+    state = open_lesson(session, FILE_KEY)[0]
+    wrong = send_answer(session, state, "a", "")
+    assert wrong.startswith("**Not quite:** the second one.") and "Sent to your teacher" in wrong
+    assert send_answer(session, state, "b", "").startswith("**Right.** Sent to your teacher")
+    reopened = open_lesson(session, FILE_KEY)  # the box shows the kept answer and its verdict again
+    assert "**Right.** You sent **b** to your teacher." in reopened
+    free = parse_lesson("# T\n## S\nquestion: Why?\n\ntext").steps[0].question
+    from explorer.callbacks.lessons import verdict
+    assert verdict(free, "because") == ""  # not checked: the note only says it was sent
+    assert move(session, state, +1)[0] == {"lesson": FILE_KEY, "step": 1}
+
+
+def test_a_step_that_presses_split_redraws_the_split_for_its_answer(app):
+    """who-wrote-the-answer's step 2 sets Answer e and Against s: the player presses Split the logit once the step is
+    applied, so the charts show e − s and never step 1's split under the new values; a step that presses nothing
+    changes none of those charts."""
+    from explorer.callbacks.lessons import open_lesson, step_presses
+    press = next(f for f in app.fns.values() if getattr(f.fn, "__name__", "") == "press")
+    REGISTRY.close("local")  # the handlers' "local" session, fresh
+    out = open_lesson(REGISTRY.get("local"), "who-wrote-the-answer", 1)
+    state, updates = out[0], dict(zip(map(id, view_params.components()), out[-len(view_params.components()):]))
+    assert step_presses(state) == ("Split the logit",) and step_presses({**state, "step": 0}) == ()
+    values = [value_of(updates[id(c)]) if value_of(updates.get(id(c))) is not None else c.value
+              for c in press.inputs[1:]]  # the controls as the step leaves them
+    result = dict(zip(map(id, press.outputs), press.fn(None, state, *values)))
+    split = view_params.ACTIONS["Split the logit"]
+    caption = result[id(split.outputs[-1])]
+    assert "The logit of e minus that of s" in caption and "the parts sum to" in caption
+    assert all(value_of(result[id(c)]) is None for c in view_params.ACTIONS["Patch"].outputs)  # not pressed
+    quiet = press.fn(None, {**state, "step": 0}, *values)
+    assert all(value_of(v) is None for v in quiet)
+
+
+def test_charts_a_step_may_press_are_cleared_when_their_inputs_change(app):
+    """A chart drawn for other inputs never stays under new ones (a lesson step's answer, a typed prompt, a new
+    model): each input of a button a step may press empties its charts, in the browser, and names the button."""
+    model_info = next(b for b in app.blocks.values() if getattr(b, "elem_id", None) == "te-model-info")
+    for label, action in view_params.ACTIONS.items():
+        for component in [*action.inputs, model_info]:
+            clears = [f for f in app.fns.values() if (component._id, "change") in [tuple(t) for t in f.targets]
+                      and f.fn is None and f.js and f"press **{label}**" in f.js]
+            assert len(clears) == 1 and clears[0].outputs == action.outputs, (label, component.label)

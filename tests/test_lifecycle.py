@@ -74,12 +74,10 @@ def test_a_signal_to_the_app_ends_the_forkserver_and_every_training_child(sig, t
         wait_until(lambda: len(descendants(app.pid)) >= 3, 60, "no forkserver and training child appeared")
         below = descendants(app.pid)
         app.send_signal(sig)
-        start = time.monotonic()
         wait_until(lambda: not any(alive(p) for p in below | {app.pid}) or app.poll() is not None and
                    not any(alive(p) for p in below), 5.0,
                    f"processes still alive 5 s after {sig.name}: {[p for p in below if alive(p)]}")
         assert app.wait(timeout=5) == 0, (tmp_path / "app.log").read_text()[-2000:]
-        assert time.monotonic() - start < 5.0
         assert "training processes ended" in (tmp_path / "app.log").read_text()
     finally:
         if app.poll() is None:
@@ -97,28 +95,13 @@ def test_a_paused_run_expires_after_the_idle_ttl_and_frees_its_slot(training_ses
     with pytest.raises(UserError, match="frees in about"):  # the paused run's remaining TTL is known
         train.start_training(b, "first-names", "char", 512, *train_values())
     training_run.expire_idle_runs()
-    assert a.run.stop_requested_at is None  # paused for less than the TTL
-    a.run.paused_at -= 61.0  # paused for longer than the TTL (the clock moved on, not the test's wall time)
-    a.run.last_action -= 61.0
-    training_run.expire_idle_runs()
+    assert a.run.progress.requested == "paused"  # paused for less than the TTL
+    training_run.expire_idle_runs(now=time.monotonic() + 61.0)  # paused for longer than the TTL
     last = wait_until_done(a)
     assert "stopped this run because it was paused" in last[1]
-    assert a.model_name.startswith("trained on first-names") and a.run.trainer.state == "stopped"
+    assert a.model_name.startswith("trained on first-names") and a.run.progress.state == "stopped"
     train.start_training(b, "first-names", "char", 512, *train_values())  # the slot was given back
     wait_until_done(b)
-
-
-def test_an_unwatched_run_expires_but_a_watched_one_does_not(training_sessions, monkeypatch):
-    a = training_sessions()
-    train.start_training(a, "first-names", "char", 512, *train_values(max_steps=20_000))
-    wait_for_steps(a, 1)  # may take seconds on a loaded machine: the short TTL starts only once it trains
-    monkeypatch.setattr(LIMITS, "run_ttl_seconds", 1.0)
-    a.run.heartbeat()
-    training_run.expire_idle_runs()
-    assert a.run.stop_requested_at is None  # just polled
-    a.run.last_poll -= 2.0  # the page has not polled for 2 s
-    training_run.expire_idle_runs()
-    assert "stopped this run because its page stopped watching" in wait_until_done(a)[1]
 
 
 def test_start_is_atomic_per_session_double_click(training_sessions):

@@ -1,6 +1,7 @@
 """In Chromium: dark mode keeps captions readable, chart images download as PNG and SVG with names saying tab,
 chart, model and prompt, and the Tab key walks through a tab's controls without getting stuck in a chart."""
 import re
+import urllib.parse
 
 import pytest
 
@@ -21,12 +22,13 @@ CONTRAST = """(el) => {
 }"""
 
 
-def open_app(browser, url):  # noqa: F811 - browser is the fixture
-    context = browser.new_context(viewport={"width": 1400, "height": 900}, accept_downloads=True)
+def open_app(browser, url, plots: int = 3, width: int = 1400):  # noqa: F811 - browser is the fixture
+    """A fresh page width × 900 px once the visible tab has drawn `plots` charts (the Attention tab: on load)."""
+    context = browser.new_context(viewport={"width": width, "height": 900}, accept_downloads=True)
     page = context.new_page()
     page.set_default_timeout(TIMEOUT_MS)
     page.goto(url)
-    page.wait_for_function(f"() => ({PANEL_STATE})().plots >= 3")
+    page.wait_for_function(f"() => ({PANEL_STATE})().plots >= {plots}")
     return page
 
 
@@ -120,4 +122,77 @@ def test_the_data_file_box_shows_only_once_it_holds_a_file(browser, app_url):  #
     page.locator("button:visible", has_text="Download data (CSV + settings)").first.click()
     visible_box = page.locator(".block:visible", has=page.get_by_text("Data of this tab (.zip)"))
     visible_box.locator("a[href*='.zip']").first.wait_for()  # the file's link
+    page.context.close()
+
+
+# Every tick label of a category axis of the chart whose title matches a pattern, as drawn: its text, where its
+# tick sits along the axis (the label's translate), its box, whether it is turned; and the axis's tick font size
+DRAWN_TICKS = """([title, axis]) => {
+  const plot = [...document.querySelectorAll('.js-plotly-plot')].find((g) => g.offsetParent !== null && g.layout
+    && g.layout.title && new RegExp(title).test(g.layout.title.text || ''));
+  if (!plot || !plot._fullLayout) return [];
+  const font = plot._fullLayout[axis + 'axis'].tickfont.size;
+  return [...plot.querySelectorAll(`.${axis}axislayer-above .${axis}tick text`)].map((t) => {
+    const r = t.getBoundingClientRect(), transform = t.getAttribute('transform') || '';
+    const at = (transform.match(/translate\\(([-\\d.]+),\\s*([-\\d.]+)\\)/) || [0, 0, 0]).slice(1).map(Number);
+    return {text: t.textContent, at: axis === 'x' ? at[0] : at[1], left: r.left, right: r.right,
+            turned: /rotate\\((?!0[,)])/.test(transform), font};
+  });
+}"""
+
+
+def assert_every_label_drawn_apart(ticks: list[dict], expected: list[str], axis: str) -> None:
+    """Each expected label drawn once, in order, none on top of the next: side by side, or (turned, or rows of a
+    y axis) a line's height apart, Plotly's own rule (1.2 × the font)."""
+    assert [t["text"] for t in ticks] == expected, [t["text"] for t in ticks]
+    for a, b in zip(ticks, ticks[1:]):
+        if axis == "x" and not a["turned"]:
+            assert a["right"] <= b["left"] + 0.5, (a, b)
+        else:
+            assert abs(b["at"] - a["at"]) >= 1.2 * a["font"] - 0.5, (a, b)
+    assert min(t["font"] for t in ticks) >= 12
+
+
+def test_a_heads_heatmap_draws_every_key_and_query_label_apart(browser, app_url):  # noqa: F811
+    """a-real-model's "row 16 looks at piece 5" needs every label of its 24 pieces: Plotly drew every second one."""
+    prompt = "To be, or not to be: tha"  # 24 characters
+    page = open_app(browser, app_url + "?tab=attention&prompt=" + urllib.parse.quote(prompt), width=1280)
+    tokens = [f"{i}:{c}" for i, c in enumerate(prompt.replace(" ", "␣"))]
+    expected = [f"{t[:-1]}“{t[-1]}”" if t[-1] in ",:" else t for t in tokens]  # thin marks in quotes
+    for axis in ("x", "y"):  # (the link's prompt is drawn after the page's first view, of the default prompt)
+        page.wait_for_function(f"() => ({DRAWN_TICKS})(['attention pattern$', '{axis}']).length === {len(tokens)}")
+        drawn = page.evaluate(f"() => ({DRAWN_TICKS})(['attention pattern$', '{axis}'])")
+        assert_every_label_drawn_apart(drawn, expected, axis)
+    page.context.close()
+
+
+def test_the_next_token_chart_labels_all_thirty_bars(browser, app_url):  # noqa: F811
+    """temperature-top-p: 'i', 'a', 'r' and the space had bars without labels."""
+    page = open_app(browser, app_url + "?tab=sampling&prompt=" + urllib.parse.quote("ROMEO:\nI will th"), plots=0,
+                    width=1280)
+    page.get_by_role("button", name="Show next-token distribution").click()
+    page.wait_for_function("() => [...document.querySelectorAll('.js-plotly-plot')].some((g) => g.layout && "
+                           "g.layout.title && /filtering cut 0 of \\d+ tokens \\(top 30 shown\\)/.test(g.layout.title.text))")
+    drawn = page.evaluate(f"() => ({DRAWN_TICKS})(['^Next-token probabilities', 'x'])")
+    shown = [t["text"] for t in drawn]
+    assert len(shown) == 30 and {"e", "i", "a", "r", "␣"} <= set(shown), shown
+    assert_every_label_drawn_apart(drawn, shown, "x")
+    page.context.close()
+
+
+def test_layer_and_head_typed_in_quick_succession_end_in_the_chart(browser, app_url):  # noqa: F811
+    """Typed into the sliders' number boxes one after the other, the boxes and the chart disagreed (a number
+    entered with Enter, without leaving its box, sent nothing): the chart always ends on the last values."""
+    page = open_app(browser, app_url + "?tab=attention", width=1280)
+    page.wait_for_function(f"({SELECTED_HEAD_TITLE})().includes('head 0')")
+    layer_box, head_box = page.get_by_label("number input for Layer").first, page.get_by_label("number input for Head").first
+    for layer, head in ((2, 3), (1, 2), (3, 1), (1, 3)):
+        layer_box.fill(str(layer))
+        page.keyboard.press("Tab")  # leaving the box sends its release
+        head_box.fill(str(head))
+        page.keyboard.press("Enter")  # committed in the box, which keeps the focus
+    page.wait_for_function(f"({SELECTED_HEAD_TITLE})() === 'Layer 1 · head 3 attention pattern'")
+    page.wait_for_function("() => document.querySelectorAll('.eta-bar, .pending').length === 0")
+    assert page.evaluate(SELECTED_HEAD_TITLE) == "Layer 1 · head 3 attention pattern"  # and nothing redrew it after
+    assert (layer_box.input_value(), head_box.input_value()) == ("1", "3")
     page.context.close()

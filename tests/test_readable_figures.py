@@ -1,17 +1,40 @@
 """Charts stay readable at a real model's size: every part of the logit split has its own labelled row (SmolLM2's 30
-layers), and index:token axes never draw labels over each other (Plotly's rules for category axes, applied to the
-figures' layouts; tests/test_readable_browser.py looks at the drawn page)."""
+layers), every category axis labels its categories itself (Plotly.js skipped every second label of a 24-piece
+prompt), thin tokens such as ',' read, and titles sit below the toolbar (tests/test_readable_browser.py looks at
+the drawn page)."""
 import numpy as np
 
 import explorer.figures as F
-from explorer.figures.attribution import PART_SERIES, attribution_figure
-from explorer.figures.common import index_labels
+from explorer.figures.attention import attention_overview_figure
+from explorer.figures.attribution import PART_SERIES, attribution_figure, head_source_figure, patching_figure
+from explorer.figures.circuits import composition_figure, copying_figure, token_circuit_figure
+from explorer.figures.common import (
+    SLANT_PITCH,
+    SMALL_FONT,
+    TICK_PITCH,
+    TITLE_BAND,
+    TOOLBAR_PX,
+    WIDE_CHART,
+    axis_categories,
+    axis_length,
+    index_labels,
+    visible_tick,
+)
+from explorer.figures.compare import character_bits_figure, next_token_pair_figure
+from explorer.figures.experiments import loss_change_figure, next_token_change_figure
+from explorer.figures.features import logit_effects_figure
+from explorer.figures.grokking import logit_fourier_figure
+from explorer.figures.plain import AXIS, props
+from explorer.figures.roles import role_map_figure
 from explorer.teaching.captions_attribution import attribution_caption
 from tests.helpers import assert_plotly_would_send_the_same
 
 rng = np.random.default_rng(7)
 LONG_TOKENS = ["The", "␣quick", "␣brownish", "␣characteristically", "␣fox", "␣jumps", "␣over", "␣the", "␣lazy",
                "␣dog", "!", "␣And"]
+T_LONG = len(LONG_TOKENS)
+HEAD_STATS = ("entropy", "prev_token", "self", "first_token", "mean_distance", "entropy_no_sink", "prev_token_no_sink",
+              "self_no_sink", "mean_distance_no_sink")
 
 
 def smollm2_parts(n_layers: int = 30) -> list[tuple[str, float]]:
@@ -83,15 +106,153 @@ def index_token_axes() -> list[tuple[str, object, str, list[str]]]:
     ]
 
 
-def test_index_token_axes_turn_their_labels_and_hover_keeps_them_whole():
-    """An x axis turns its labels to the first angle at which none overlap (autotickangles, ending upright: there
-    Plotly's spacing rule for category axes alone keeps them apart), no axis pins an angle, margins grow to fit,
-    and the categories (what hover shows) are the whole index:token labels."""
+def test_index_token_axes_label_every_position_and_hover_keeps_them_whole():
+    """Every index:token axis lists its labels itself (Plotly skips none), an x axis turns them to the first angle
+    at which none overlap (autotickangles, ending upright; 45° only where it keeps them apart), no axis pins an angle, margins grow to fit them, and
+    the categories (what hover shows) are the whole index:token labels."""
     for name, fig, key, labels in index_token_axes():
         axis = fig.layout[key]
         assert axis["type"] == "category" and axis["automargin"] and "tickangle" not in axis, name
-        if key.startswith("x"):
-            assert list(axis["autotickangles"]) == [0, -45, -90], name
+        assert axis["tickmode"] == "array" and list(axis["tickvals"]) == labels, name
+        if key.startswith("x"):  # 45° only where slanted labels stay apart, else straight to upright
+            spacing = axis_length(fig, key) / len(labels)
+            slant = spacing >= SLANT_PITCH * axis["tickfont"]["size"]
+            assert list(axis["autotickangles"]) == ([0, -45, -90] if slant else [0, -90]), name
         trace = fig.data[0]
         assert list(trace.x if key.startswith("x") else trace.y) == labels, name
         assert_plotly_would_send_the_same(fig)
+
+
+SMOLLM2_PROMPT = ["The", "␣purple", "␣ot", "ter", "␣sang", "␣seven", "␣quiet", "␣songs", "␣to", "␣the", "␣moon",
+                  "."] * 2  # the 24 pieces of a-real-model's induction prompt
+
+
+def category_axes(fig) -> list[tuple[str, list]]:
+    """(layout key, categories) of every category axis that shows tick labels."""
+    return [(key, axis_categories(fig, key)) for key in fig.layout if AXIS.match(key)
+            and fig.layout[key].get("showticklabels") is not False and axis_categories(fig, key)]
+
+
+def test_a_24_piece_prompt_labels_every_key_and_query_of_a_head():
+    """a-real-model: "row 16 looks at piece 5" must be checkable on the axes (Plotly drew every second label)."""
+    T = len(SMOLLM2_PROMPT)
+    fig = F.attention_head_figure(np.tril(np.ones((T, T))) / np.arange(1, T + 1)[:, None], SMOLLM2_PROMPT, 17, 4)
+    labels = index_labels(SMOLLM2_PROMPT)
+    for key in ("xaxis", "yaxis"):
+        assert list(fig.layout[key].tickvals) == labels, key
+        assert fig.layout[key].tickfont.size >= SMALL_FONT
+    assert "16:␣sang" in fig.layout.yaxis.tickvals and "5:␣seven" in fig.layout.xaxis.tickvals
+    assert drawn_every_label(fig, "yaxis", T)  # Plotly's own spacing rule holds too: the rows are tall enough
+
+
+def test_thirty_next_characters_are_all_labelled_and_a_comma_reads():
+    """temperature-top-p: the bars of 'i', 'a', 'r' and the space had no label; SmolLM2's ',' was a speck."""
+    chars = list("eaiory␣uhnslt,.'!?:;-bcdfgkmpw")
+    probs = np.linspace(1, 0.01, len(chars))
+    probs /= probs.sum()
+    fig = F.next_token_figure(probs, probs, np.zeros(len(chars), bool), chars)
+    axis = fig.layout.xaxis
+    assert list(axis.tickvals) == chars and axis.tickfont.size >= SMALL_FONT
+    text = dict(zip(axis.tickvals, axis.ticktext))
+    assert fig.layout.annotations[0].text == f"most likely: e ({probs[0]:.0%})"  # large, in the empty top right
+    assert text["i"] == "i" and text["␣"] == "␣"
+    for mark in ",.'!:;-":  # thin marks are drawn large and bold, in quotes
+        assert text[mark] == f"“<span style='font-size:1.5em'><b>{mark}</b></span>”", mark
+    comma_first = F.next_token_figure(np.array([0.93, 0.05, 0.02]), np.array([0.93, 0.05, 0.02]), np.zeros(3, bool),
+                                      [",", "␣in", "␣there"])  # SmolLM2 after "Once upon a time"
+    assert comma_first.layout.annotations[0].text == f"most likely: {visible_tick(',')} (93%)"
+    assert_plotly_would_send_the_same(fig)
+
+
+def test_visible_tick_makes_thin_marks_readable_and_leaves_words_alone():
+    big = "<span style='font-size:1.5em'><b>{}</b></span>"
+    assert visible_tick(",") == f"“{big.format(',')}”" and visible_tick("12:.") == f"12:“{big.format('.')}”"
+    assert visible_tick("...") == f"“{big.format('...')}”" and visible_tick("3:␣") == "3:␣"
+    assert visible_tick("␣,") == "␣," and visible_tick("a,") == "a," and visible_tick("12") == "12"
+
+
+def test_a_very_long_axis_shows_evenly_spaced_labels_that_fit_and_hover_names_every_one():
+    T = 200
+    tokens = [chr(97 + i % 26) for i in range(T)]
+    fig = F.attention_head_figure(np.tril(np.ones((T, T))) / np.arange(1, T + 1)[:, None], tokens, 0, 0)
+    labels = index_labels(tokens)
+    for key in ("xaxis", "yaxis"):
+        shown = list(fig.layout[key].tickvals)
+        step = labels.index(shown[1])
+        assert 1 < step and shown == labels[::step], key  # every step-th label, from the first
+        assert axis_length(fig, key) / len(labels) * step >= TICK_PITCH * fig.layout[key].tickfont.size
+    assert list(fig.data[0].x) == labels and "%{x}" in fig.data[0].hovertemplate
+
+
+def every_category_figure() -> list:
+    """A figure of each kind that has category axes, at sizes the app draws."""
+    P = np.tril(np.ones((T_LONG, T_LONG))) / np.arange(1, T_LONG + 1)[:, None]
+    stats = {k: rng.uniform(0, 1, (30, 9)) for k in ("prev_token", "self", "first_token")}
+    return [
+        F.attention_head_figure(P, LONG_TOKENS, 0, 0), F.query_attention_bars_figure(P, LONG_TOKENS, 5),
+        F.attention_steps_figure(P, P, P, rng.normal(size=(T_LONG, 4)), LONG_TOKENS, 0, 0),
+        attention_overview_figure(stats, np.stack([P] * 9), LONG_TOKENS, (3, 1)),
+        F.head_statistics_figure({k: rng.uniform(0, 1, (6, 8)) for k in HEAD_STATS}),
+        F.residual_heatmap_figure(rng.normal(size=(7, T_LONG, 8)), LONG_TOKENS),
+        F.update_vs_residual_figure(rng.random(T_LONG), rng.random(T_LONG), LONG_TOKENS, 0),
+        F.logit_lens_figure(np.full((31, T_LONG), "x"), rng.random((31, T_LONG)), LONG_TOKENS),
+        F.token_index_figure(np.arange(50), [chr(97 + i % 26) for i in range(50)]),
+        F.next_token_figure(np.full(30, 1 / 30), np.full(30, 1 / 30), np.zeros(30, bool), list("abcdefghijklmnopqrstuvwxyz,.;:")),
+        F.temperature_curve_figure(rng.normal(size=40), [0.5, 1.0, 2.0], [f"w{i}" for i in range(40)]),
+        F.embedding_norms_figure(rng.random(T_LONG), rng.random(T_LONG), LONG_TOKENS),
+        F.positional_heatmap_figure(rng.normal(size=(64, 8)), [chr(97 + i % 26) for i in range(64)]),
+        F.neuron_sparsity_figure(rng.random(64), rng.random(30), 0),
+        token_circuit_figure(rng.normal(size=(12, 30)), list("abcdefghijkl"), [f"t{i}" for i in range(30)], "OV",
+                             "attended", "output", "logit"),
+        composition_figure(rng.random((4, 8, 4, 8)), "k"), copying_figure(rng.uniform(-1, 1, (30, 9))),
+        role_map_figure(["induction"] * 24, [0.5] * 24, 4, 6),
+        logit_fourier_figure(rng.random((59, 59)), [f"cos {i}" for i in range(59)]),
+        character_bits_figure(rng.random(80), rng.random(80), index_labels(list("abcdefghij" * 8)), "A", "B"),
+        next_token_pair_figure(rng.random(20), list("abcdefghijklmnopqrst"), rng.random(20), list("abcdefghijklmnopqrst"),
+                               "A", "B"),
+        loss_change_figure(rng.random(63), rng.random(63), index_labels(list("abcdefgh" * 8))[1:]),
+        next_token_change_figure(rng.random(20), rng.random(20), list("abcdefghijklmnopqrst"), "after"),
+        attribution_figure(rng.normal(size=(30, 9)), smollm2_parts(), "x"),
+        head_source_figure(rng.normal(size=T_LONG), index_labels(LONG_TOKENS), "1.0", "x"),
+        patching_figure(rng.random((30, T_LONG)), [f"layer {i}" for i in range(30)], index_labels(LONG_TOKENS), "p",
+                        "position", "layer"),
+        logit_effects_figure([f"up{i}" for i in range(10)], rng.random(10), [f"dn{i}" for i in range(10)],
+                             -rng.random(10), 3),
+    ]
+
+
+def test_every_category_axis_of_every_figure_labels_its_categories_itself():
+    """No figure leaves a category axis to Plotly's thinning: each lists every category, or on a long axis every
+    k-th at a spacing Plotly draws without touching; the tick text is the category (thin marks made visible)."""
+    for fig in every_category_figure():
+        axes = category_axes(fig)
+        assert axes, fig.layout.title.text
+        for key, categories in axes:
+            axis, where = props(fig.layout[key]), f"{fig.layout.title.text}: {key}"
+            assert axis.tickmode == "array", where
+            shown = list(axis.tickvals)
+            step = categories.index(shown[1]) if len(shown) > 1 else 1
+            assert shown == categories[::step], where
+            assert list(axis.ticktext) == [visible_tick(c) for c in shown], where
+            assert axis.tickfont.size >= SMALL_FONT, where
+            if step > 1:
+                assert axis_length(fig, key, WIDE_CHART) / len(categories) * step >= TICK_PITCH * SMALL_FONT, where
+        assert_plotly_would_send_the_same(fig)
+
+
+def test_short_category_axes_show_every_label():
+    """Axes whose categories fit are never thinned: every head, layer, token of a top list, part of a split (on an
+    axis at least half the chart long; the four narrow panels of the steps figure may thin 21-letter tokens)."""
+    for fig in every_category_figure():
+        for key, categories in category_axes(fig):
+            start, end = fig.layout[key].get("domain") or [0, 1]
+            if len(categories) <= 30 and end - start >= 0.5:
+                assert list(fig.layout[key]["tickvals"]) == categories, f"{fig.layout.title.text}: {key}"
+
+
+def test_titles_sit_below_the_toolbar():
+    """Plotly's toolbar (modebar) covers a chart's top right on hover: the OV circuit's toolbar covered its title."""
+    for fig in every_category_figure():
+        title = fig.layout.title
+        assert title.yref == "container" and title.y == 1 and title.yanchor == "top", title.text
+        assert title.pad.t >= TOOLBAR_PX and fig.layout.margin.t >= TITLE_BAND, title.text

@@ -10,7 +10,18 @@ import numpy as np
 import pytest
 import torch
 
-from explorer.callbacks import attention, blocks, embeddings, ffn, init_model, presets, residual, sampling, train
+from explorer.callbacks import (
+    attention,
+    blocks,
+    embeddings,
+    ffn,
+    init_model,
+    models,
+    presets,
+    residual,
+    sampling,
+    train,
+)
 from explorer.callbacks.train_fields import checked_field
 from explorer.common.errors import UserError
 from explorer.common.limits import LIMITS
@@ -58,16 +69,6 @@ def wait_for_run(session: Session, timeout: float = 120) -> None:
     while session.run.active and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not session.run.active, "the run did not finish in time"
-    train.poll(session)  # adopts the finished model
-
-
-@pytest.fixture
-def one_thread():
-    """A 49-parameter model gains nothing from more threads; on a busy machine they only wait for each other."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 # ---------------------------------------------------------------- seed 002: StatQuest
@@ -141,6 +142,11 @@ def test_statquest_lesson_in_the_app(tmp_path):
         session.stop_training()
     loss, status, *_ = train.poll(session)
     assert "evaluated on the training text" in status and "val loss" not in status
+    evals = session.run.progress.evals  # the chart's bold curve: the status starts where it starts
+    assert (f"Loss on the training text fell from {evals[0]['train_loss']:.2f} (step 0) to "
+            f"{evals[-1]['train_loss']:.2f} (step {evals[-1]['step']})") in status
+    assert "1 layer × 1 head," in models.model_summary(session)
+    assert "(d_head 2, no FFN, vocabulary 5)" in train.param_count_view(session, *[values[k] for k in train.ARCH_FIELDS])
     figure = json.loads(loss)
     assert "evaluated on the training text" in figure["layout"]["title"]["text"]
     assert {t["name"] for t in figure["data"]} == {"train loss (each batch)", "train loss (evaluated)"}
@@ -249,6 +255,6 @@ def test_seed_004_post_norm_sinusoidal_bpe_trains_in_the_app(monkeypatch):
         wait_for_run(session, timeout=240)
     finally:
         session.stop_training()
-    assert session.run.state == "finished" and session.model.cfg.norm_placement == "post"
-    first, last = session.run.trainer.evals[0], session.run.trainer.evals[-1]
+    assert session.run.progress.state == "finished" and session.model.cfg.norm_placement == "post"
+    first, last = session.run.progress.evals[0], session.run.progress.evals[-1]
     assert last["val_loss"] < first["val_loss"]

@@ -12,31 +12,31 @@ from explorer.common.limits import LIMITS
 from explorer.state.session import Session
 from explorer.state.training_run import WEIGHT_SETS_KEPT, TrainingRun
 from model_core.checkpoints.checkpoint import Checkpoint
-from model_core.training.remote import weights_due
+from model_core.training.child import weights_due
 
-from .test_trainer import make_trainer
+from .test_trainer import make_job
 
 
 def finished_run(**train_overrides) -> tuple[TrainingRun, dict]:
     """A tiny run trained to the end in a child process, and its model's weights before training."""
-    trainer = make_trainer(seed=3, eval_interval=0, **train_overrides)
-    initial = copy.deepcopy(trainer.model.state_dict())
-    run = TrainingRun(trainer, "tiny text", sample_every=0).start()
+    job = make_job(seed=3, eval_interval=0, **train_overrides)
+    initial = copy.deepcopy(job.model.state_dict())
+    run = TrainingRun(job, "tiny text", sample_every=0).start()
     run.thread.join(timeout=120)
-    assert not run.active and run.state == "finished", run.error
+    assert not run.active and run.progress.state == "finished", run.progress.error
     return run, initial
 
 
 def session_with(run: TrainingRun) -> Session:
-    session = Session(Checkpoint(run.trainer.model, run.trainer.tokenizer), "tiny")
+    session = Session(Checkpoint(run.progress.model, run.progress.tokenizer), "tiny")
     session.run = run
     return session
 
 
 def test_a_run_keeps_a_few_snapshot_weights_and_step_0_is_the_untrained_model():
     run, initial = finished_run(max_steps=60, snapshot_interval=5)  # 13 snapshots
-    steps = [step for step, _ in run.snapshot_weights]
-    snapshot_steps = [s.step for s in run.trainer.snapshots]
+    steps = [step for step, _ in run.progress.snapshot_weights]
+    snapshot_steps = [s.step for s in run.progress.snapshots]
     assert 2 <= len(steps) <= WEIGHT_SETS_KEPT and set(steps) <= set(snapshot_steps)
     assert steps[0] == 0 and steps[-1] == snapshot_steps[-1] == 60 and steps == sorted(steps)
     menu = snapshot_menu(session_with(run))
@@ -45,14 +45,14 @@ def test_a_run_keeps_a_few_snapshot_weights_and_step_0_is_the_untrained_model():
     session = session_with(run)
     assert "training snapshot at step 0 (tiny text)" in use_snapshot_as_b(session, "step 0")
     b = session.experiments["model_b"].checkpoint
-    assert b.model is not run.trainer.model and b.tokenizer is run.trainer.tokenizer
+    assert b.model is not run.progress.model and b.tokenizer is run.progress.tokenizer
     for name, value in initial.items():  # exactly the weights before training
         assert torch.equal(b.model.state_dict()[name], value), name
     assert [s.step for s in b.snapshots] == [0] and b.history == []  # its record ends at its step
 
     use_snapshot_as_b(session, "step 60")
     final = session.experiments["model_b"].checkpoint.model.state_dict()
-    for name, value in run.trainer.model.state_dict().items():  # the last set is the trained model
+    for name, value in run.progress.model.state_dict().items():  # the last set is the trained model
         assert torch.equal(final[name], value), name
 
 
@@ -79,18 +79,18 @@ def test_an_early_evaluations_snapshot_is_not_taken_for_the_last():
 
 
 def test_a_model_over_the_parameter_limit_keeps_no_weights(monkeypatch):
-    trainer = make_trainer(max_steps=10, snapshot_interval=5)
-    monkeypatch.setattr(LIMITS, "max_params", trainer.model.num_params() - 1)
-    assert TrainingRun(trainer, "tiny text").remote.weights_every == 0
+    job = make_job(max_steps=10, snapshot_interval=5)
+    monkeypatch.setattr(LIMITS, "max_params", job.model.num_params() - 1)
+    assert TrainingRun(job, "tiny text").remote.job["weights_every"] == 0
 
 
 def test_choosing_a_snapshot_without_a_run_or_a_kept_step_gets_a_message():
-    trainer = make_trainer(max_steps=10, snapshot_interval=5)
-    session = Session(Checkpoint(trainer.model, trainer.tokenizer), "tiny")
+    job = make_job(max_steps=10, snapshot_interval=5)
+    session = Session(Checkpoint(job.model, job.tokenizer), "tiny")
     assert "No training run" in snapshot_menu(session).info
     with pytest.raises(gr.Error, match="Train a model on the Train tab"):
         friendly(use_snapshot_as_b)(session, "step 0")
-    session.run = TrainingRun(trainer, "tiny text")  # not started: nothing kept yet
+    session.run = TrainingRun(job, "tiny text")  # not started: nothing kept yet
     assert "kept no snapshot weights yet" in snapshot_menu(session).info
     with pytest.raises(gr.Error, match="no longer keeps the weights of step 5"):
         friendly(use_snapshot_as_b)(session, "step 5")

@@ -65,6 +65,17 @@ def test_repeated_tokens_repeat_each_segment_at_once():
     assert torch.equal(segments[:, 0], segments[:, 1])
 
 
+def test_repeated_tokens_show_each_segment_as_often_as_asked():
+    task = make_task({"name": "repeated-tokens", "vocab": 20, "min_length": 5, "max_length": 5, "n_tokens": 3000,
+                      "copies": 3})
+    shown = task.stream().view(-1, 3, 5)  # segment, segment, segment, next segment, ...
+    assert torch.equal(shown[:, 0], shown[:, 1]) and torch.equal(shown[:, 0], shown[:, 2])
+    assert not torch.equal(shown[:-1, 0], shown[1:, 0])  # consecutive segments differ
+    assert task.spec()["copies"] == 3 and task.spec()["prompt"] == "{segment} {segment} {segment}"
+    with pytest.raises(TaskError, match="copies"):
+        make_task({"name": "repeated-tokens", "copies": 1})
+
+
 def test_bad_specs_say_what_is_wrong():
     with pytest.raises(TaskError, match="unknown task"):
         make_task({"name": "division"})

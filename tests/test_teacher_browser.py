@@ -101,7 +101,7 @@ def test_teacher_and_three_students(browser, class_url):
         page.get_by_text("Step 1 of 7: How to read an attention map").wait_for()
         page.locator("#te-answer-choice").get_by_text(choice, exact=False).first.click()
         page.locator("#te-answer-send").click()
-        page.locator("#te-answer-sent").get_by_text("Sent as").wait_for()
+        page.locator("#te-answer-sent").get_by_text("Sent to your teacher as").wait_for()
     question = teacher.locator("#answers .question")
     question.get_by_text("Chloé").wait_for()
     tally = {row.locator(".label").inner_text(): int(row.locator(".count").inner_text())

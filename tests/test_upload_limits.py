@@ -29,9 +29,10 @@ from model_core.checkpoints.checkpoint import (
     load_checkpoint,
     load_checkpoint_zip,
     save_checkpoint,
+    save_checkpoint_zip,
 )
 from model_core.checkpoints.fields import check_int, check_number
-from model_core.checkpoints.load_limits import UPLOAD_LIMITS, LoadLimits
+from model_core.checkpoints.load_limits import LOCAL_LIMITS, UPLOAD_LIMITS, LoadLimits
 from model_core.data.corpora import CorpusError, read_user_file, validate_user_text
 from model_core.data.tokenization import build_tokenizer
 from model_core.training.snapshots import take_snapshot
@@ -150,6 +151,15 @@ def test_zip_loader_defaults_to_upload_limits_and_directory_loader_to_local_ones
     assert "block_size" in refusal(lambda: load_checkpoint_zip(zip_of(checkpoint_files(long_context))))
     save_checkpoint(long_context, tmp_path / "run")
     assert load_checkpoint(tmp_path / "run").model.cfg.block_size == 4096  # a file on this machine: generous caps
+
+
+def test_load_checkpoint_reads_a_zip_with_the_upload_limits_unless_told_otherwise(tmp_path):
+    long_context = tiny_checkpoint(block_size=4096, positional="sinusoidal")
+    path = save_checkpoint_zip(long_context, tmp_path / "shared.zip")  # a file that travels, given by its path
+    assert "block_size is 4,096, more than this app's limit of 512" in refusal(lambda: load_checkpoint(path))
+    assert load_checkpoint(path, LOCAL_LIMITS).model.cfg.block_size == 4096  # the caller chose the limits
+    missing = refusal(lambda: load_checkpoint(tmp_path / "typo.zip"))
+    assert "no such file" in missing and "typo.zip" in missing and "config.json" not in missing
 
 
 # ---------------------------------------------------------------- every JSON field type-checked

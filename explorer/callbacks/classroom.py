@@ -4,8 +4,9 @@ import time
 
 import gradio as gr
 
-from explorer.callbacks.lessons import load_lesson, open_lesson, player_skips
+from explorer.callbacks.lessons import load_lesson, open_lesson, player_skips, verdict
 from explorer.callbacks.links import apply_link
+from explorer.callbacks.train import start_training
 from explorer.classroom.answers import Answer, check_answer
 from explorer.classroom.names import LOCK as NAMES_LOCK
 from explorer.classroom.names import unique_name
@@ -54,6 +55,14 @@ def apply_push(session: Session, push_id: str, replace_model: bool = False) -> l
     return [*skips, *view_params.updates_for(values), ""]
 
 
+def start_class_run(session: Session, starts: bool, question: str, corpus, kind, bpe_vocab, *values):
+    """After "Go there": when it was a class run's (starts; question: one asked first, never here), start training
+    as Start does, with the Train tab's controls the push has just set. -> (status, poll timer)."""
+    if not starts or question:
+        return gr.skip(), gr.skip()
+    return start_training(session, corpus, kind, bpe_vocab, *values), gr.Timer(active=True)
+
+
 def pushed_model(push) -> str:
     """The shipped model a push opens ('' when it keeps the inspected one): a lesson step's or a link's `model`."""
     if push.kind == "step":
@@ -88,7 +97,9 @@ def send_answer(session: Session, state, choice, text) -> str:
     session.answers[(lesson, step)] = kept
     later = "" if ROOM.answers.record(kept) else (" Your teacher's answers file is busy just now: your answer is kept "
                                                   "and written to it as soon as it is free.")
+    said = verdict(question, answer)
     if not session.display_name:
-        return "Sent. Type your name in the box above, so your teacher knows which answer is yours." + later
-    return (f"Sent as **{session.display_name}** ({time.strftime('%H:%M')}). Change it and send again if you "
-            "like." + later)
+        return (f"{said} Sent to your teacher. Type your name in the box above, so your teacher knows which answer is "
+                "yours." + later).strip()
+    return (f"{said} Sent to your teacher as **{session.display_name}** ({time.strftime('%H:%M')})."
+            + ("" if said else " Change it and send again if you like.") + later).strip()

@@ -3,7 +3,7 @@
 Model B's slot holds one model at most (memory: at most --max-params x 4 bytes, as the inspected model):
 a shipped model, an uploaded .zip, a nanoGPT checkpoint, a copy of the inspected model as it is now (copy
 it before training on, and compare "step 200" with "the end"), or an earlier training snapshot of the session's
-run (the run keeps the weights of a few, explorer.training_run.WEIGHT_SETS_KEPT)."""
+run (the run keeps the weights of a few, explorer.state.training_run.WEIGHT_SETS_KEPT)."""
 import copy
 import re
 from dataclasses import dataclass
@@ -17,6 +17,7 @@ from explorer.callbacks.models import model_summary, upload_limits
 from explorer.callbacks.prompting import encode_prompt, token_labels
 from explorer.common.errors import UserError
 from explorer.common.limits import LIMITS
+from explorer.common.wording import model_shape
 from explorer.figures.compare import attention_pair_figure, character_bits_figure, next_token_pair_figure
 from explorer.state.session import Session, require_model
 from explorer.state.shipped import load_shipped, shipped_models
@@ -54,7 +55,7 @@ def slot_status(session: Session) -> str:
     if b is None:
         return "No model B yet."
     cfg = b.checkpoint.model.cfg
-    return (f"Model B: **{b.name}**: {cfg.n_layers} layers × {cfg.n_heads} heads, d_model {cfg.d_model}, "
+    return (f"Model B: **{b.name}**: {model_shape(cfg.n_layers, cfg.n_heads)}, d_model {cfg.d_model}, "
             f"{b.checkpoint.tokenizer.kind} tokenizer with {cfg.vocab_size} tokens, "
             f"{b.checkpoint.model.num_params():,} parameters.")
 
@@ -116,7 +117,7 @@ def load_nanogpt_as_b(session: Session, ckpt_upload, meta_upload) -> str:
 def snapshot_menu(session: Session) -> gr.Dropdown:
     """The dropdown of the steps whose weights the session's run keeps ("step N", newest first), its note
     saying what it offers."""
-    steps = [step for step, _ in (session.run.snapshot_weights if session.run else [])][::-1]
+    steps = [step for step, _ in (session.run.progress.snapshot_weights if session.run else [])][::-1]
     labels = [f"step {step}" for step in steps]
     if session.run is None:
         note = "No training run in this session yet: train a model on the Train tab, then refresh."
@@ -135,11 +136,11 @@ def use_snapshot_as_b(session: Session, choice) -> str:
     if run is None or found is None:
         raise UserError("Train a model on the Train tab, press “Refresh snapshots” and pick a step first.")
     step = int(found.group(1))
-    state = dict(run.snapshot_weights).get(step)
+    state = dict(run.progress.snapshot_weights).get(step)
     if state is None:
         raise UserError(f"The run no longer keeps the weights of step {step} (it keeps a few, spread over the run): "
                         "press “Refresh snapshots” and pick another step.")
-    t = run.trainer
+    t = run.progress
     model = GPT(GPTConfig.from_dict(t.model.cfg.to_dict()))
     model.load_state_dict(state)  # copies: model B never shares storage with the run's list
     before = [h for h in t.history if h["step"] <= step]
@@ -220,7 +221,7 @@ def attention_mismatch(shape_a: tuple, shape_b: tuple) -> str:
     if (la, ha) == (lb, hb):
         return (f"Attention: both have {la} × {ha} heads, but A reads this text as {ta} tokens and B as {tb}, so "
                 "their patterns cannot be compared weight by weight; compare their shapes by eye.")
-    return (f"Attention: A has {la} layers × {ha} heads and B {lb} × {hb}, so their heads cannot be paired one to "
+    return (f"Attention: A has {model_shape(la, ha)} and B {lb} × {hb}, so their heads cannot be paired one to "
             "one; compare the grids by eye.")
 
 

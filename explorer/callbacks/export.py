@@ -35,7 +35,7 @@ def shown_tables(charts: list[tuple[str, str]], values: list) -> dict[str, tuple
 def history_tables(session: Session) -> dict[str, tuple[list, list[list]]]:
     """The training run (or the inspected model's recorded history): per-step losses, evaluations, samples."""
     run = session.run
-    source = run.trainer if run is not None else session.checkpoint
+    source = run.progress if run is not None else session.checkpoint
     history, evals = list(source.history or []), list(source.evals or [])
     tables = {}
     if history:
@@ -44,8 +44,8 @@ def history_tables(session: Session) -> dict[str, tuple[list, list[list]]]:
     if evals:
         tables["evaluations"] = (["step", "train_loss", "val_loss"],
                                  [[e.get("step"), e.get("train_loss"), e.get("val_loss")] for e in evals])
-    if run is not None and run.samples:
-        tables["samples"] = (["step", "sample"], [[step, text] for step, text in run.samples])
+    if run is not None and run.progress.samples:
+        tables["samples"] = (["step", "sample"], [[step, text] for step, text in run.progress.samples])
     return tables
 
 

@@ -8,12 +8,14 @@ from explorer.common import app_state
 from explorer.common.errors import UserError
 from explorer.state.session import Session
 from explorer.teaching import view_params
+from explorer.teaching.glossary import first_uses, words_note
 from explorer.teaching.lessons import (
     FILE_KEY,
     NO_LESSON,
     Lesson,
     LessonError,
     lesson_choices,
+    lesson_title,
     read_lesson,
     shipped_lessons,
 )
@@ -77,10 +79,38 @@ def _step_view(session: Session, key: str, lesson: Lesson, index: int, opening: 
     intro = f"{lesson.intro}\n\n" if index == 0 and lesson.intro else ""
     notes = "".join(f"\n\n*Note: {note}*" for note in notes)  # e.g. a layer this model does not have
     state = {"lesson": key, "step": index}
+    words = words_note(new_words(lesson)[index])
+    end = f"\n\n---\n{end_of_lesson(lesson)}" if index == len(lesson.steps) - 1 else ""
     return [state, *opened, summary, f"### {lesson.title}",
-            f"**Step {index + 1} of {len(lesson.steps)}: {step.title}**", intro + step.text + notes,
+            f"**Step {index + 1} of {len(lesson.steps)}: {step.title}**",
+            intro + step.text + (f"\n\n{words}" if words else "") + notes + end,
             *_buttons(index, len(lesson.steps)), *_question_view(session, state, step.question),
             *view_params.updates_for(values)]
+
+
+def new_words(lesson: Lesson) -> list[list[str]]:
+    """For each step, the glossary words the lesson uses there for the first time (its title, text and question;
+    the intro counts as step 1's): explained under the step."""
+    texts = [" ".join([step.title, step.text, step.question.text if step.question else ""]) for step in lesson.steps]
+    texts[0] = f"{lesson.intro} {texts[0]}"
+    return first_uses(texts)
+
+
+def end_of_lesson(lesson: Lesson) -> str:
+    """Markdown under the last step: the end of the lesson, what it taught, and the lessons to go on with."""
+    text = "**End of the lesson.**" + (f" {lesson.learned}" if lesson.learned else "")
+    lessons = shipped_lessons()
+    links = [f"[{lesson_title(lessons[slug])}](?lesson={slug})" for slug in lesson.next if slug in lessons]
+    following = f"Next: {' · '.join(links)}, or pick" if links else "Pick"
+    return f"{text}\n\n{following} another lesson in **Open a lesson** above."
+
+
+def step_presses(state) -> tuple:
+    """The labels of the buttons the open lesson step presses once its settings are applied (none without one)."""
+    if not state:
+        return ()
+    steps = load_lesson(state["lesson"]).steps
+    return steps[state["step"]].press if 0 <= state["step"] < len(steps) else ()
 
 
 def _question_view(session: Session, state, question) -> list:
@@ -91,7 +121,7 @@ def _question_view(session: Session, state, question) -> list:
                 gr.Button(visible=False), ""]
     kept = session.answers.get((state["lesson"], state["step"]))
     answer = kept.answer if kept else None
-    sent = f"Your answer is with the teacher: **{kept.answer}**. Change it and send again if you like." if kept else ""
+    sent = f"{verdict(question, kept.answer)} You sent **{kept.answer}** to your teacher.".strip() if kept else ""
     choices = list(question.choices)
     return [gr.Markdown(f"**Question:** {question.text}", visible=True),
             gr.Radio(choices=choices, value=answer if answer in choices else None, visible=bool(choices)),
@@ -102,3 +132,14 @@ def _question_view(session: Session, state, question) -> list:
 def _buttons(index: int, n_steps: int) -> list:
     """Back and Next, each usable only when there is a step to go to."""
     return [gr.Button(interactive=index > 0), gr.Button(interactive=index < n_steps - 1)]
+
+
+def verdict(question, answer: str) -> str:
+    """What the player says about a sent answer: 'Right.', 'Not quite: <hint>' (the student may try again), or
+    nothing when the question has no answer to check."""
+    right = question.is_right(answer)
+    if right is None:
+        return ""
+    if right:
+        return "**Right.**"
+    return f"**Not quite:** {question.hint or 'look at the chart again.'} Pick another answer and send it again."

@@ -38,7 +38,8 @@ def check_model_size(n_params: int, batch_size: int, block_size: int, steps: int
 def size_text(cfg: GPTConfig, batch_size=None, steps=None) -> str:
     """Markdown: the parameter count, and when it is over the limit, why such a model needs a GPU."""
     n = count_params(cfg)
-    text = f"**{n:,} parameters** (d_head {cfg.d_head}, d_mlp {cfg.d_mlp}, vocabulary {cfg.vocab_size})"
+    ffn = "no FFN" if cfg.attn_only else f"d_mlp {cfg.d_mlp}"
+    text = f"**{n:,} parameters** (d_head {cfg.d_head}, {ffn}, vocabulary {cfg.vocab_size})"
     if n <= LIMITS.max_params:
         return text
     text += f" — over this server's limit of {LIMITS.max_params:,}: it needs a GPU."

@@ -5,6 +5,7 @@ from pathlib import Path
 from explorer.common.errors import UserError
 from explorer.common.limits import LIMITS
 from explorer.common.tempfiles import new_temp_dir
+from explorer.common.wording import model_shape
 from explorer.state.session import Session, refuse_pretrained
 from model_core.analysis.scale import analysis_tokens
 from model_core.checkpoints.checkpoint import CheckpointError, load_checkpoint_zip, save_checkpoint_zip
@@ -15,7 +16,7 @@ def model_summary(session: Session) -> str:
     c = session.held  # read only: a shared shipped model is not copied for its summary
     cfg = c.model.cfg
     trained = _last_loss(c.evals or [])
-    return (f"Inspecting **{session.model_name}**: {cfg.n_layers} layers × {cfg.n_heads} heads, d_model "
+    return (f"Inspecting **{session.model_name}**: {model_shape(cfg.n_layers, cfg.n_heads)}, d_model "
             f"{cfg.d_model}, context {cfg.block_size}, vocabulary {cfg.vocab_size}, "
             f"{c.model.num_params():,} parameters{trained}.")
 

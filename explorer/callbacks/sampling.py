@@ -43,11 +43,12 @@ def distribution_view(session: Session, prompt: str, temperature, top_k, top_p, 
     after, removed = filter_logits(logits, s.temperature, s.top_k, s.top_p, s.min_p)
     vocab = [session.tokenizer.token_label(i) for i in range(len(before))]
     temps = sorted({0.5, 1.0, 2.0, s.temperature} - {0.0})
-    return (next_token_figure(before, after.numpy(), removed.numpy(), vocab),
+    label = captions.sampling_label(s.temperature, s.top_k, s.top_p, s.min_p)
+    return (next_token_figure(before, after.numpy(), removed.numpy(), vocab, after_name=f"after {label}"),
             temperature_curve_figure(logits.numpy(), temps, vocab),
             captions.chart_captions({
                 "Next-token distribution": captions.sampling_caption(before, after.numpy(), removed.numpy(), vocab),
-                "Temperature": captions.temperature_caption(logits.numpy(), temps, vocab)}))
+                "Temperature": captions.temperature_caption(logits.numpy(), temps, vocab, s.temperature)}))
 
 
 def parse_table(rows) -> list[SamplingSettings]:

@@ -11,6 +11,7 @@ from model_core.data.tasks.choices import CHOICES
 from model_core.data.tasks.registry import make_task
 
 EXAMPLES_SHOWN = 12
+TOKENS_SHOWN = 50  # the Data tab's token-index chart: whole examples up to this many tokens
 FULL_BATCH_TASKS = ("modular-addition",)  # trained on every training example at each step (Nanda et al.)
 
 
@@ -41,11 +42,28 @@ def examples_text(tokenizer, train) -> str:
     if train.dim() == 1:
         return " ".join(label(int(i)) for i in train[:120])
     lines = []
-    for x, y in train[:EXAMPLES_SHOWN].tolist():
-        scored = [i for i, t in enumerate(y) if t >= 0]
-        prompt = " ".join(label(t) for t in x[: scored[0] + 1])
-        lines.append(f"{prompt} → {' '.join(label(y[i]) for i in scored)}")
+    for prompt, answer in (example_parts(x, y) for x, y in train[:EXAMPLES_SHOWN].tolist()):
+        lines.append(f"{' '.join(label(t) for t in prompt)} → {' '.join(label(t) for t in answer)}")
     return "\n".join(lines)
+
+
+def example_parts(x: list[int], y: list[int]) -> tuple[list[int], list[int]]:
+    """An example's input and target rows -> (its prompt, its answer) as token ids: the whole example."""
+    scored = [i for i, t in enumerate(y) if t >= 0]
+    return x[: scored[0] + 1], [y[i] for i in scored]
+
+
+def first_examples(train) -> tuple[list[int], list[int]]:
+    """(token ids, example number of each) of the first whole examples, prompt then answer, up to TOKENS_SHOWN
+    tokens (at least one example)."""
+    ids, examples = [], []
+    for k, (x, y) in enumerate(train[:TOKENS_SHOWN].tolist()):
+        prompt, answer = example_parts(x, y)
+        if ids and len(ids) + len(prompt) + len(answer) > TOKENS_SHOWN:
+            break
+        ids += prompt + answer
+        examples += [k] * (len(prompt) + len(answer))
+    return ids, examples
 
 
 def task_data_view(d: DataChoice):
@@ -53,11 +71,11 @@ def task_data_view(d: DataChoice):
     tok, spec = d.tokenizer, d.task
     vocab_rows = [[i, tok.token_label(i), None] for i in range(tok.vocab_size)]
     if d.train.dim() == 1:
-        first = d.train[:50].tolist()
+        first, examples = d.train[:TOKENS_SHOWN].tolist(), None
         unit, split = "tokens", (f"Training stream: **{len(d.train):,}** tokens; validation: **{len(d.val):,}** "
                                  "tokens (the last 10 %).")
     else:
-        first = d.train[0, 0].tolist()
+        first, examples = first_examples(d.train)
         unit, split = "examples", (f"Training examples: **{len(d.train):,}**; test examples: **{len(d.val):,}**, "
                                    "none of them trained on: the test accuracy says whether the model generalised "
                                    "or only memorised.")
@@ -66,7 +84,7 @@ def task_data_view(d: DataChoice):
                f"**{d.name}** ({spec.get('rule', '')}): a vocabulary of **{tok.vocab_size}** tokens.")
     labels = [tok.token_label(i) for i in first]
     split += "\n\n**Token indices:** " + captions.token_index_caption(first, labels)
-    return summary, vocab_rows, d.sample, token_index_figure(first, labels), split, task_batch_rows(d)
+    return summary, vocab_rows, d.sample, token_index_figure(first, labels, examples), split, task_batch_rows(d)
 
 
 def task_batch_rows(d: DataChoice) -> list[list]:

@@ -1,4 +1,5 @@
-"""Train tab: build a model from the controls, train it in a background thread, poll its progress."""
+"""Train tab: build a model from the controls, train it in a child process (explorer.state.training_run), read its
+progress."""
 import torch
 
 from explorer.callbacks.data import choose_data
@@ -19,8 +20,9 @@ from explorer.teaching.captions_training import loss_caption
 from model_core import GPT, GPTConfig
 from model_core.analysis.heads import head_statistics
 from model_core.data.dataset import val_or_none
+from model_core.training.run_protocol import Command, RunProgress, TrainJob
 from model_core.training.train_config import TrainConfig
-from model_core.training.trainer import Trainer, next_evaluation
+from model_core.training.trainer import next_evaluation
 
 LOSS_POINTS = 400  # the live chart shows at most this many per-step points
 NO_VAL_NOTE = " (no validation split: evaluated on the training text)"
@@ -55,7 +57,7 @@ def prepare_controls_data(session: Session, corpus: str, kind: str, bpe_vocab, v
 
 
 def start_training(session: Session, corpus: str, kind: str, bpe_vocab, *values) -> str:
-    """Build the model and trainer from the controls and start the background run. values: the
+    """Build the model from the controls and start its run. values: the
     ARCH_FIELDS, the OPTIM_FIELDS, then (optionally) the validation split choice."""
     if session.run is not None and session.run.active:
         raise UserError("A run is already going: pause or stop it before starting a new one.")
@@ -73,8 +75,9 @@ def start_training(session: Session, corpus: str, kind: str, bpe_vocab, *values)
     torch.manual_seed(tc.seed)
     model = GPT(cfg)
     d = session.data
-    trainer = Trainer(model, d.train, val_or_none(d.val), tc, tokenizer=d.tokenizer)
-    session.run = TrainingRun(trainer, d.name, sample_every=max(50, tc.eval_interval)).start()
+    job = TrainJob(model, d.train, val_or_none(d.val), tc, d.tokenizer)
+    session.run = TrainingRun(job, d.name, sample_every=max(50, tc.eval_interval),
+                              adopt=session.adopt_training_model).start()
     where = "" if len(d.val) else " (no validation split: losses are measured on the training text)"
     return f"Training started: {model.num_params():,} parameters on {d.name}, {tc.max_steps:,} steps{where}."
 
@@ -83,31 +86,30 @@ def control(session: Session, action: str) -> str:
     run = session.run
     if run is None or not run.active:
         raise UserError("No training run is going: press Start first.")
-    run.control(action)
+    run.control(Command[action.upper()])
     return {"pause": "Pausing… the model on the other tabs becomes this one at its current step.",
             "resume": "Resumed.", "stop": "Stopping after the current step…"}[action]
 
 
 def poll(session: Session):
     """-> loss figure JSON, status markdown, live-attention figure JSON and its caption, latest sample, progress
-    measures figure JSON and its caption, whether to keep polling."""
+    measures figure JSON and its caption, whether to keep polling. Reads the run only: the session adopts the
+    trained model when the run's child confirms a pause or the end (TrainingRun.adopt)."""
     run = session.run
     if run is None:
         return "", f"No training run yet: set the controls and press **Start** ({slots_text()}).", "", LIVE_CAPTION, \
             "", "", "", False
     run.heartbeat()
-    session.adopt_training_model()
-    t = run.trainer
-    last = t.history[-1] if t.history else {}
-    status = status_text(run, last)
-    if run.error:
+    p = run.progress
+    status = status_text(run, p.history[-1] if p.history else {})
+    if p.error:
         status += f" The other tabs still inspect **{session.model_name}**."
     if run.expired:
         status += f" The server stopped this run because {run.expired}, to free its slot for others."
     sample = sample_text(run)
     live, live_caption = live_attention(run)
-    return (loss_json(t.history, t.evals, t.val_data is not None, t.step_count), status, live, live_caption, sample,
-            *progress_json(t.evals, t.step_count), run.active)
+    return (loss_json(p.history, p.evals, p.has_val, p.step), status, live, live_caption, sample,
+            *progress_json(p.evals, p.step), run.active)
 
 
 def progress_json(evals: list[dict], step: int) -> tuple[str, str]:
@@ -121,19 +123,19 @@ def progress_json(evals: list[dict], step: int) -> tuple[str, str]:
 
 def sample_text(run: TrainingRun) -> str:
     """The newest sample under the step it was generated at (a fresh one comes with each evaluation)."""
-    if not run.samples:
+    if not run.progress.samples:
         return ""
-    step, text = run.samples[-1]
+    step, text = run.progress.samples[-1]
     return f"step {step:,}{' (untrained)' if step == 0 else ''}:\n{text}"
 
 
 def live_attention(run: TrainingRun) -> tuple[str, str]:
     """The newest snapshot's live attention figure JSON and its caption, built once per snapshot (polls come
     every second, snapshots every few seconds, and the poller shares the CPU with the training process)."""
-    snapshots = run.trainer.snapshots
+    snapshots = run.progress.snapshots
     if snapshots and run.live_figure[0] != snapshots[-1].step:
         snap = snapshots[-1]
-        labels = [run.trainer.tokenizer.token_label(i) for i in snap.probe_ids]
+        labels = [run.progress.tokenizer.token_label(i) for i in snap.probe_ids]
         pattern = snap.pattern()  # [layer, head, query, key]
         caption = f"Step {snap.step:,} on the probe text. " + captions.grid_caption(head_statistics(pattern))
         run.live_figure = (snap.step, figure_to_json(live_attention_figure(pattern, labels)), caption)
@@ -141,45 +143,49 @@ def live_attention(run: TrainingRun) -> tuple[str, str]:
 
 
 def status_text(run: TrainingRun, last: dict) -> str:
-    t = run.trainer
-    if run.error:
-        return f"❌ Training stopped with an error at step {t.step_count:,}: {run.error}"
-    step, total = t.step_count, t.cfg.max_steps
-    tps = sum(m["tokens_per_sec"] for m in t.history[-20:]) / max(1, len(t.history[-20:]))
-    steps_per_sec = tps / (t.cfg.batch_size * t.block_size) if tps else 0
-    eta = (total - step) / steps_per_sec if steps_per_sec and run.active else 0
+    p = run.progress
+    if p.error:
+        return f"❌ Training stopped with an error at step {p.step:,}: {p.error}"
+    step, total = p.step, p.cfg.max_steps
+    tps = sum(m["tokens_per_sec"] for m in p.history[-20:]) / max(1, len(p.history[-20:]))
+    eta = p.eta_seconds() if run.active else 0
+    eta_text = f" · ETA {eta:,.0f} s" if 0 < eta < float("inf") else ""
     loss = f" · batch loss {last['loss']:.3f}" if last else ""
-    return (f"**{t.state}** · step **{step:,} / {total:,}**{loss}{evaluated_text(t)} · {tps:,.0f} tokens/s"
-            + (f" · ETA {eta:,.0f} s" if eta else "") + ". " + loss_sentence(t) + next_evaluation_text(run))
+    return (f"**{p.state}** · step **{step:,} / {total:,}**{loss}{evaluated_text(p)} · {tps:,.0f} tokens/s"
+            + eta_text + ". " + loss_sentence(p) + next_evaluation_text(run))
 
 
-def evaluated_text(t: Trainer) -> str:
+def evaluated_text(t: RunProgress) -> str:
     """' · val loss **2.351** (step 100)': the latest evaluation, with its step when training has moved on."""
     if not t.evals:
         return ""
     latest = t.evals[-1]
-    at = f" (step {latest['step']:,})" if latest["step"] != t.step_count else ""
-    if t.val_data is None:
+    at = f" (step {latest['step']:,})" if latest["step"] != t.step else ""
+    if not t.has_val:
         return f" · loss on the training text **{latest['train_loss']:.3f}**{at}{NO_VAL_NOTE}"
     return f" · val loss **{latest['val_loss']:.3f}**{at}" if latest.get("val_loss") is not None else ""
 
 
 def next_evaluation_text(run: TrainingRun) -> str:
     """' Next evaluation at step 25.' while the run goes on and one is due before its end."""
-    t = run.trainer
-    upcoming = next_evaluation(t.step_count, t.cfg.eval_interval)
+    t = run.progress
+    upcoming = next_evaluation(t.step, t.cfg.eval_interval)
     if not run.active or upcoming is None or upcoming >= t.cfg.max_steps:
         return ""
     return f" Next evaluation (and sample, and attention) at step {upcoming:,}."
 
 
-def loss_sentence(t: Trainer) -> str:
+def loss_sentence(t: RunProgress) -> str:
     if not t.history and not t.evals:
         return ""
+    steps, losses = [m["step"] for m in t.history], [m["loss"] for m in t.history]
+    if not t.has_val:  # the chart's bold curve is the training text's, evaluated: the caption follows it
+        ev = [e for e in t.evals if e.get("train_loss") is not None]
+        return loss_caption(steps, losses, [e["step"] for e in ev], [e["train_loss"] for e in ev] or None, None,
+                            t.model.cfg.vocab_size, evaluated="Loss on the training text")
     ev = [e for e in t.evals if e.get("val_loss") is not None]
-    return loss_caption(
-        [m["step"] for m in t.history], [m["loss"] for m in t.history], [e["step"] for e in ev],
-        [e["val_loss"] for e in ev] or None, [e["train_loss"] for e in ev] or None, t.model.cfg.vocab_size)
+    return loss_caption(steps, losses, [e["step"] for e in ev], [e["val_loss"] for e in ev] or None,
+                        [e["train_loss"] for e in ev] or None, t.model.cfg.vocab_size)
 
 
 def loss_json(history: list[dict], evals: list[dict], has_val: bool = True, step: int = 0) -> str:

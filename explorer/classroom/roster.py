@@ -7,6 +7,8 @@ from typing import Optional
 
 import numpy as np
 
+from explorer.common.wording import model_shape
+
 CURVE_POINTS = 200  # points per loss curve sent to the page
 NAME_CHARS = 40
 
@@ -29,12 +31,12 @@ def model_facts(session) -> dict:
     """The student's own model: the one their run trains when they have a run, else the one they inspect."""
     run = session.run
     if run is not None:
-        model, name, evals, steps = run.trainer.model, f"trained on {run.corpus}", run.trainer.evals, run.trainer.step_count
+        model, name, evals, steps = run.progress.model, f"trained on {run.corpus}", run.progress.evals, run.progress.step
     else:
         held = session.held
         model, name, evals, steps = held.model, session.model_name, held.evals, len(held.history)
     cfg = model.cfg
-    return {"name": name, "shape": f"{cfg.n_layers} layers × {cfg.n_heads} heads, d_model {cfg.d_model}",
+    return {"name": name, "shape": f"{model_shape(cfg.n_layers, cfg.n_heads)}, d_model {cfg.d_model}",
             "params": model.num_params(), "own": (run is not None or session.shared_key is None) and not session.teacher,
             "steps": steps, "val_loss": last_val_loss(evals), "val_step": last_val_step(evals),
             # a run's losses were measured by this server; any other model's came with its file (an uploaded .zip
@@ -45,9 +47,10 @@ def model_facts(session) -> dict:
 def run_facts(run) -> Optional[dict]:
     if run is None:
         return None
-    recent = [m["tokens_per_sec"] for m in run.trainer.history[-10:] if m.get("tokens_per_sec")]
-    return {"state": run.state, "step": run.trainer.step_count, "max_steps": run.trainer.cfg.max_steps,
-            "tokens_per_sec": round(statistics.median(recent)) if recent and run.state == "running" else None,
+    p = run.progress
+    recent = [m["tokens_per_sec"] for m in p.history[-10:] if m.get("tokens_per_sec")]
+    return {"state": p.state, "step": p.step, "max_steps": p.cfg.max_steps,
+            "tokens_per_sec": round(statistics.median(recent)) if recent and p.state == "running" else None,
             "corpus": run.corpus}
 
 
@@ -55,7 +58,7 @@ def corpus_of(session) -> Optional[str]:
     """The text and tokens the model's losses are measured on ("shakespeare, characters"): only models that share
     it are ranked together."""
     run = session.run
-    corpus, tokenizer = (run.corpus, run.trainer.tokenizer) if run is not None else (session.held.corpus,
+    corpus, tokenizer = (run.corpus, run.progress.tokenizer) if run is not None else (session.held.corpus,
                                                                                      session.held.tokenizer)
     if not corpus:
         return None
@@ -78,9 +81,9 @@ def last_val_step(evals: list) -> Optional[int]:
 def loss_curve(session) -> Optional[dict]:
     """{name, steps, loss, val_steps, val_loss} of the session's run (thinned to CURVE_POINTS), or None."""
     run = session.run
-    if run is None or not run.trainer.history or session.teacher:
+    if run is None or not run.progress.history or session.teacher:
         return None
-    history, evals = list(run.trainer.history), list(run.trainer.evals)
+    history, evals = list(run.progress.history), list(run.progress.evals)
     keep = np.unique(np.linspace(0, len(history) - 1, min(len(history), CURVE_POINTS)).round().astype(int))
     vals = [e for e in evals if e.get("val_loss") is not None]
     return {"name": display_name(session), "id": session.student_id,

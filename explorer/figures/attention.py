@@ -1,6 +1,7 @@
 """Attention patterns: all heads at a glance, one head in detail, the seed's four steps, one query's bars."""
 import numpy as np
 
+from explorer.common.wording import model_shape
 from explorer.figures.common import (
     ATTENTION_SCALE,
     BLUE,
@@ -10,10 +11,12 @@ from explorer.figures.common import (
     ORANGE,
     RED,
     SMALL_FONT,
+    WIDE_CHART,
     attention_coloraxis,
     compact,
     head_label,
     index_labels,
+    labelled_rows_height,
     masked_to_nan,
     position_axis,
     style_figure,
@@ -24,6 +27,8 @@ from explorer.figures.plain import Figure, bar, heatmap, subplots
 
 PAIR_HOVER = "query %{y} → key %{x}<br>weight %{z:.3f}"
 PERCENT_HOVER = "query %{y} → key %{x}<br>weight %{z}%"
+HEAD_MAP_MAX_HEIGHT = 900  # px: a head's heatmap labels every row up to ~50 tokens; longer prompts every k-th
+STEPS_MAX_HEIGHT = 700  # px: the four steps label every row up to ~35 tokens
 STEP_TITLES = ("Scores before mask", "Scores after causal mask", "Attention weights (softmax)", "Head output z")
 
 
@@ -129,9 +134,10 @@ def attention_overview_figure(stats: dict[str, np.ndarray], layer_patterns, toke
     suffix = "" if head == 0 else head + 1
     fig.add_shape(type="rect", xref=f"x{suffix} domain", yref=f"y{suffix} domain", x0=-0.04, x1=1.04, y0=-0.04,
                   y1=1.04, line=dict(color=RED, width=3))
-    title = (f"Every head at a glance ({n_layers} layers × {n_heads} heads: click a cell), then layer {layer}'s "
+    title = (f"Every head at a glance ({model_shape(n_layers, n_heads)}: click a cell), then layer {layer}'s "
              "heads (query ↓, key →)")
-    return style_figure(fig, title, height=height, coloraxis=_percent_coloraxis(), margin=dict(l=50, r=20, t=100, b=20))
+    return style_figure(fig, title, height=height, chart_width=WIDE_CHART, coloraxis=_percent_coloraxis(),
+                        margin=dict(l=50, r=20, t=100, b=20))
 
 
 def live_attention_figure(patterns, tokens: list[str]) -> Figure:
@@ -158,9 +164,10 @@ def attention_head_figure(pattern, tokens: list[str], layer: int, head: int) -> 
         texttemplate="%{z:.2f}" if n <= 12 else None, textfont=dict(size=SMALL_FONT),
     ))
     fig.update_xaxes(**position_axis("key position (looked at)"))
-    fig.update_yaxes(**position_axis("query position (looking)", turn=False), autorange="reversed")
+    fig.update_yaxes(**position_axis("query position (looking)"), autorange="reversed")
     title = f"Layer {layer} · head {head} attention pattern"
-    return style_figure(fig, title, height=int(np.clip(14 * n + 180, 440, 780)), margin=dict(l=90, b=90))
+    height = int(np.clip(labelled_rows_height(n, labels, bottom=90), 440, HEAD_MAP_MAX_HEIGHT))
+    return style_figure(fig, title, height=height, margin=dict(l=90, b=90))
 
 
 def attention_steps_figure(scores_unmasked, scores_masked, pattern, z, tokens: list[str],
@@ -181,13 +188,13 @@ def attention_steps_figure(scores_unmasked, scores_masked, pattern, z, tokens: l
         fig.add_trace(heatmap(z=values, x=x, y=labels, coloraxis=axis, hoverongaps=False,
                                  hovertemplate=hover + "<extra></extra>"), row=1, col=col)
     fig.update_layout(**_steps_coloraxes(fig, scores, z))
-    fig.update_xaxes(title_text="key position", type="category", showticklabels=len(tokens) <= 32)
+    fig.update_xaxes(title_text="key position", type="category")
     fig.update_xaxes(title_text="d_head dimension", type="linear", showticklabels=True, row=1, col=4)
-    fig.update_yaxes(**position_axis("", turn=False), autorange="reversed")
+    fig.update_yaxes(**position_axis(""), autorange="reversed")
     fig.update_yaxes(title_text="query position", row=1, col=1)
     title = f"Layer {layer} · head {head}: from scores to output, step by step"
-    return style_figure(fig, title, height=int(np.clip(9 * len(tokens) + 220, 400, 640)),
-                        margin=dict(l=80, r=60, t=90, b=70))
+    height = int(np.clip(labelled_rows_height(len(tokens), labels, bottom=70), 400, STEPS_MAX_HEIGHT))
+    return style_figure(fig, title, height=height, chart_width=WIDE_CHART, margin=dict(l=80, r=60, t=90, b=70))
 
 
 def _steps_coloraxes(fig: Figure, scores: np.ndarray, z: np.ndarray) -> dict:

@@ -11,6 +11,7 @@ from explorer.figures.common import (
     PURPLE,
     RED,
     SMALL_FONT,
+    WIDE_CHART,
     compact,
     position_axis,
     style_figure,
@@ -60,7 +61,7 @@ def attribution_figure(heads, layer_parts: list[tuple[str, float]], what: str) -
     fig.update_xaxes(title_text="part of the logit", zeroline=True, zerolinecolor="#888", row=1, col=2)
     height = 210 + PART_ROW_PX * max(n_layers, len(order))
     legend = {**top_legend(), "x": 0.62, "y": 1 + 28 / (height - 180)}  # above the subplot title: 28 px up
-    return style_figure(fig, f"Who wrote {what}: each part's share of the logit", height,
+    return style_figure(fig, f"Who wrote {what}: each part's share of the logit", height, chart_width=WIDE_CHART,
                         margin=dict(t=120, l=90, b=60), legend=legend, bargap=0.15)
 
 
@@ -94,7 +95,7 @@ def head_source_figure(values, sources: list[str], head: str, what: str) -> Figu
     fig.update_xaxes(**position_axis("position the head read from (position:token)"))
     fig.update_yaxes(title_text="part of the logit", zeroline=True, zerolinecolor="#888")
     return style_figure(fig, f"Head {head}'s part of {what}, by the position it read from", 380,
-                        margin=dict(t=80, b=90))
+                        chart_width=WIDE_CHART, margin=dict(t=80, b=90))
 
 
 def patching_figure(restored, rows: list[str], cols: list[str], title: str, x_title: str, y_title: str) -> Figure:
@@ -111,4 +112,5 @@ def patching_figure(restored, rows: list[str], cols: list[str], title: str, x_ti
     fig.update_xaxes(**position_axis(x_title) if x_title.startswith("position") else
                      dict(title_text=x_title, type="category"))
     fig.update_yaxes(title_text=y_title, autorange="reversed", type="category")
-    return style_figure(fig, title, max(320, 140 + 22 * len(rows)), margin=dict(t=80, l=90, b=90))
+    return style_figure(fig, title, max(320, 140 + 22 * len(rows)), chart_width=WIDE_CHART,
+                        margin=dict(t=80, l=90, b=90))

@@ -9,11 +9,14 @@ from explorer.figures.common import (
     GREY,
     MAGNITUDE_SCALE,
     RED,
+    WIDE_CHART,
     compact,
     head_label,
     index_labels,
+    labelled_rows_height,
     style_figure,
     symmetric_range,
+    top_legend,
 )
 from explorer.figures.plain import Figure, heatmap, scatter
 
@@ -26,9 +29,10 @@ def token_circuit_figure(values, rows: list[str], cols: list[str], title: str, r
                          zmin=-r, zmax=r, colorbar=dict(title=dict(text=value_name, side="right"), thickness=14),
                          hovertemplate=f"{row_title} %{{y}}<br>{col_title} %{{x}}<br>{value_name} %{{z:.3f}}"
                                        "<extra></extra>"))
-    fig.update_xaxes(title_text=col_title, type="category", tickangle=-60 if len(cols) > 20 else 0)
+    fig.update_xaxes(title_text=col_title, type="category")
     fig.update_yaxes(title_text=row_title, type="category", autorange="reversed")
-    return style_figure(fig, title, height=max(380, 180 + 16 * len(rows)))
+    height = max(380, labelled_rows_height(len(rows), index_labels(cols)))
+    return style_figure(fig, title, height=height, chart_width=WIDE_CHART)
 
 
 def positional_figure(values, layer: int, head: int) -> Figure:
@@ -58,7 +62,7 @@ def composition_figure(scores, kind: str) -> Figure:
                          hovertemplate=f"%{{y}} writes, %{{x}} reads it in its {name.lower()}<br>"
                                        f"{name}-composition %{{z:.3f}}<extra></extra>"))
     fig.update_xaxes(title_text=f"later head (reads in its {'query' if kind == 'q' else 'key' if kind == 'k' else 'value'})",
-                     type="category", tickangle=-60 if L * H > 16 else 0)
+                     type="category")
     fig.update_yaxes(title_text="earlier head (writes)", type="category", autorange="reversed")
     return style_figure(fig, f"{name}-composition of every head with the heads of later layers",
                         height=max(420, 200 + 14 * L * H))
@@ -75,7 +79,8 @@ def copying_figure(scores) -> Figure:
                          hovertemplate="layer %{y}, head %{x}<br>copying score %{z:.2f}<extra></extra>"))
     fig.update_xaxes(title_text="head", type="category")
     fig.update_yaxes(title_text="layer", type="category", autorange="reversed")
-    return style_figure(fig, "Copying score of each head (Σλ / Σ|λ| of its OV circuit)", height=160 + 40 * L)
+    return style_figure(fig, "Copying score of each head (Σλ / Σ|λ| of its OV circuit)", height=160 + 40 * L,
+                        chart_width=WIDE_CHART)
 
 
 def induction_circuit_figure(n_layers: int, n_heads: int, previous: dict, induction: dict, links: list) -> Figure:
@@ -101,4 +106,4 @@ def induction_circuit_figure(n_layers: int, n_heads: int, previous: dict, induct
     fig.update_xaxes(title_text="layer", tickvals=list(range(n_layers)), range=[-0.5, n_layers - 0.2])
     fig.update_yaxes(title_text="head", tickvals=list(range(n_heads)), autorange="reversed")
     return style_figure(fig, "The induction circuit: previous-token head → induction head (arrow: K-composition)",
-                        height=180 + 50 * n_heads, legend=dict(orientation="h", y=1.08, x=0))
+                        height=210 + 50 * n_heads, legend=top_legend(), margin=dict(t=90))

@@ -1,7 +1,10 @@
 """Shared theme and helpers for every figure: labels, compact arrays, layout, line and histogram builders."""
+import math
+import re
+
 import numpy as np
 
-from explorer.figures.plain import Figure, bar, scatter, subplots
+from explorer.figures.plain import AXIS, Figure, bar, merge, scatter, subplots
 
 TEMPLATE = "plotly_white"
 FONT_SIZE = 14  # body text; readable on a classroom projector
@@ -14,6 +17,20 @@ BLUE, ORANGE, GREEN, RED, PURPLE = "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "
 GREY = "#c7c7c7"
 PALETTE = [BLUE, ORANGE, GREEN, RED, PURPLE, "#8c564b", "#e377c2", "#17becf"]
 TICK_ANGLES = (0, -45, -90)  # index:token tick labels turn to the first of these at which none overlap
+# Category tick labels (label_every_category). Plotly.js skips category labels closer than 1.2 × their font: we
+# give every label (tickmode 'array') at a size whose labels are TICK_PITCH × their font apart, the gap at which
+# Plotly's 'auto' angle turns them upright without touching.
+TICK_PITCH = 1.25
+CHART_WIDTH = 600  # px: a chart beside another at a 1280 px wide window (the narrowest); x axes are sized for it
+WIDE_CHART = 1150  # px: a chart across the whole page at 1280 px
+COLORBAR_PX = 90  # a colour bar and its title, right of the plot
+CHAR_WIDTH = 0.6  # the body font's average glyph width, in font sizes (labels' extent when turned upright)
+TOOLBAR_PX = 40  # Gradio's chart label (top left, 35 px) and Plotly's toolbar (top right, on hover): titles start below
+TITLE_BAND = 100  # a titled chart's top margin is at least this (gr.Plot raises it to 100 px itself): label, title
+SLANT_PITCH = 1.8  # labels turned 45° need this × their font apart not to touch (closer ones turn upright)
+ADVANCED_TRACE = "advanced"  # a trace's meta for a measure Simple view leaves out (tabs/live_plot.py)
+THIN_MARKS = frozenset(",.;:'`\"!|-_")  # a token made only of these is a speck as a label: drawn large, in quotes
+THIN_MARK_STYLE = "<span style='font-size:1.5em'><b>{}</b></span>"
 
 
 def index_labels(tokens: list[str]) -> list[str]:
@@ -49,31 +66,45 @@ def symmetric_range(values) -> float:
     return float(finite.max()) if finite.size and finite.max() > 0 else 1.0
 
 
+def value_range(values, min_span: float, include: float = 0.0) -> list[float]:
+    """[low, high] of an axis covering the finite values and `include`, at least min_span wide (centred on them)
+    and 5 % padded: values that hardly move stay a flat line instead of noise zoomed to fill the chart."""
+    v = np.asarray(values, dtype=np.float64)
+    v = np.append(v[np.isfinite(v)], include)
+    low, high = float(v.min()), float(v.max())
+    if high - low < min_span:
+        middle = (low + high) / 2
+        low, high = middle - min_span / 2, middle + min_span / 2
+    pad = (high - low) * 0.05
+    return [round(low - pad, 4), round(high + pad, 4)]
+
+
 def attention_coloraxis(**colorbar) -> dict:
     """The one colour scale for attention weights: fixed to 0..1 so heads are comparable."""
     return dict(colorscale=ATTENTION_SCALE, cmin=0, cmax=1,
                 colorbar={"title": dict(text="weight", side="right"), "thickness": 14, **colorbar})
 
 
-def position_axis(title: str = "position", turn: bool = True) -> dict:
-    """Axis settings for index:token categories. Labels never overlap: on a category axis Plotly skips labels closer than 1.2 × their font, and an
-    x axis turns them to the first of TICK_ANGLES at which none collide; the margin grows to fit them, and hover
-    names every position in full. turn False: a y axis (its labels never turn)."""
-    axis = dict(title_text=title, type="category", automargin=True)
-    if turn:  # tickangle left unset: Plotly's 'auto', which picks from autotickangles
-        axis["autotickangles"] = list(TICK_ANGLES)
-    return axis
+def position_axis(title: str = "position") -> dict:
+    """Axis settings for index:token categories; style_figure labels every one of them (label_every_category) and
+    an x axis turns its labels to the first of TICK_ANGLES at which none collide (Plotly's 'auto' angle; upright
+    at once when 45° would crowd them); the margin grows to fit them, and hover names every position in full."""
+    return dict(title_text=title, type="category", automargin=True)
 
 
-def style_figure(fig: Figure, title: str, height: int, **layout) -> Figure:
-    """Apply the house theme: white template, large fonts, explicit height, tight margins."""
+def style_figure(fig: Figure, title: str, height: int, chart_width: int = CHART_WIDTH, **layout) -> Figure:
+    """Apply the house theme: white template, large fonts, explicit height, tight margins, the title below the
+    toolbar, and every category labelled for a chart chart_width px wide (WIDE_CHART: the page's whole width)."""
     fig.update_layout(
         template=TEMPLATE, height=height, margin=MARGIN, font=dict(size=FONT_SIZE),
         title=dict(text=title, x=0.01, xanchor="left", font=dict(size=FONT_SIZE + 2)),
         hoverlabel=dict(font_size=SMALL_FONT + 1),
     )
     fig.update_layout(**layout)
-    return fig
+    if title:  # the toolbar (modebar) takes the top TOOLBAR_PX of the chart on hover: the title sits under it
+        fig.update_layout(title=dict(yref="container", y=1, yanchor="top", pad=dict(t=TOOLBAR_PX)))
+        fig.layout.margin["t"] = max(fig.layout.margin.get("t", 0), TITLE_BAND)
+    return label_every_category(fig, chart_width)
 
 
 def top_legend(**extra) -> dict:
@@ -82,17 +113,20 @@ def top_legend(**extra) -> dict:
 
 
 def lines_figure(x, series: list[tuple[str, np.ndarray]], title: str, x_title: str, y_title: str,
-                 height: int = 380, with_means: bool = True) -> Figure:
-    """One line with markers per (name, values) series; legend names carry the series mean."""
+                 height: int = 380, with_means: bool = True, colors: list[str] | None = None,
+                 x_axis: dict | None = None) -> Figure:
+    """One line with markers per (name, values) series; legend names carry the series mean. colors: one per
+    series (default: the palette in order); x_axis: more settings of the x axis (a category axis, say)."""
     fig = Figure()
     for i, (name, values) in enumerate(series):
         values = compact(values)
         label = f"{name} (mean {float(np.mean(values)):.3g})" if with_means else name
         fig.add_trace(scatter(
-            x=x, y=values, name=label, mode="lines+markers", line=dict(color=PALETTE[i % len(PALETTE)]),
+            x=x, y=values, name=label, mode="lines+markers",
+            line=dict(color=colors[i] if colors else PALETTE[i % len(PALETTE)]),
             hovertemplate=f"{name}<br>{x_title} %{{x}}<br>{y_title} %{{y:.3f}}<extra></extra>",
         ))
-    fig.update_xaxes(title_text=x_title)
+    fig.update_xaxes(**{"title_text": x_title, **(x_axis or {})})
     fig.update_yaxes(title_text=y_title, rangemode="tozero")
     return style_figure(fig, title, height, legend=top_legend(), margin=dict(t=90))
 
@@ -100,9 +134,7 @@ def lines_figure(x, series: list[tuple[str, np.ndarray]], title: str, x_title: s
 def position_lines_figure(series: list[tuple[str, np.ndarray]], tokens: list[str], title: str,
                           y_title: str) -> Figure:
     """Per-position lines (x = index:token) with means in the legend, as in the seed's norm plots."""
-    labels = index_labels(tokens)
-    fig = lines_figure(labels, series, title, "position", y_title)
-    return fig.update_xaxes(**position_axis())
+    return lines_figure(index_labels(tokens), series, title, "position", y_title, x_axis=position_axis("position"))
 
 
 def histogram_bars(counts, edges, name: str, color: str = BLUE) -> dict:
@@ -129,6 +161,109 @@ def unique_labels(labels: list[str]) -> list[str]:
     """Keep vocabulary labels as they are unless two coincide; then prefix the token id."""
     labels = [str(label) for label in labels]
     return labels if len(set(labels)) == len(labels) else [f"{i}:{s}" for i, s in enumerate(labels)]
+
+
+def visible_tick(label) -> str:
+    """A category's tick text: a token made only of thin marks (',', '.', "3:,") large and bold between curly
+    quotes, so that it reads under its bar even turned upright; anything else as it is (spaces are already ␣)."""
+    label = str(label)
+    prefix, token = re.fullmatch(r"(\d+:)?(.*)", label, re.S).groups()
+    if token and set(token) <= THIN_MARKS:
+        return f"{prefix or ''}“{THIN_MARK_STYLE.format(token)}”"
+    return label
+
+
+def category_ticks(categories: list, length: float, largest: int = FONT_SIZE) -> dict:
+    """Tick settings that label the categories along `length` px themselves (tickmode 'array', so Plotly skips
+    none): every one at the largest font from `largest` down to SMALL_FONT at which they fit, else every k-th at
+    SMALL_FONT, evenly (hover still names each in full)."""
+    n = max(len(categories), 1)
+    font = next((f for f in range(largest, SMALL_FONT - 1, -1) if length / n >= TICK_PITCH * f), SMALL_FONT)
+    step = max(1, math.ceil(n * TICK_PITCH * font / max(length, 1)))
+    shown = list(categories)[::step]
+    return dict(tickmode="array", tickvals=shown, ticktext=[visible_tick(c) for c in shown], tickfont=dict(size=font))
+
+
+def label_every_category(fig: Figure, chart_width: int = CHART_WIDTH) -> Figure:
+    """Give every category axis with tick labels its ticks (category_ticks), sized for a chart chart_width px wide
+    (the figure's height is known). Axes whose ticks a figure set itself are left as they are."""
+    for key in [k for k in fig.layout if AXIS.match(k)]:
+        axis = fig.layout[key]
+        if axis.get("showticklabels") is False or axis.get("tickmode") or axis.get("tickvals") is not None:
+            continue
+        categories = axis_categories(fig, key)
+        if categories:  # (an axis of a grid of small panels shows no labels: skipped above, at no cost)
+            largest = (axis.get("tickfont") or {}).get("size") or FONT_SIZE
+            length = axis_length(fig, key, chart_width)
+            merge(axis, category_ticks(categories, length, largest))
+            if key[0] == "x" and axis.get("tickangle") is None:  # Plotly's 'auto' angle, from these
+                spacing = length / len(axis["tickvals"])
+                slant = spacing >= SLANT_PITCH * axis["tickfont"]["size"]
+                axis["autotickangles"] = list(TICK_ANGLES if slant else (TICK_ANGLES[0], TICK_ANGLES[-1]))
+    return fig
+
+
+def axis_categories(fig: Figure, key: str) -> list:
+    """The categories along a layout axis ('xaxis2'), in Plotly's order: its categoryarray, else first appearance
+    in its traces; [] unless it is a category axis (set, or text that Plotly would make one)."""
+    axis, letter = fig.layout[key], key[0]
+    if axis.get("categoryorder") == "array" and axis.get("categoryarray") is not None:
+        return list(axis["categoryarray"])
+    ref = letter + key[5:]
+    values = [v for t in fig.data if (t.get(f"{letter}axis") or letter) == ref and isinstance(t.get(letter), list)
+              for v in t[letter] if v is not None]
+    if axis.get("type") not in ("category", None) or not values:
+        return []
+    if axis.get("type") is None and not all(isinstance(v, str) and not _numeric(v) for v in values):
+        return []
+    return list(dict.fromkeys(values))
+
+
+def _numeric(text: str) -> bool:
+    try:
+        float(text)
+        return True
+    except ValueError:
+        return False
+
+
+def axis_length(fig: Figure, key: str, chart_width: int = CHART_WIDTH) -> float:
+    """Pixels along a layout axis: the plot area (chart less margins, grown for turned labels, and a colour bar
+    for x) times the axis's domain."""
+    layout, margin = fig.layout, fig.layout.margin or {}
+    domain = layout[key].get("domain") or [0, 1]
+    if key[0] == "y":
+        whole = layout.height - margin.get("t", MARGIN["t"]) - max(margin.get("b", MARGIN["b"]), _label_band(fig, "x"))
+    else:
+        bar_px = COLORBAR_PX if _has_colorbar(fig) else 0
+        whole = chart_width - max(margin.get("l", MARGIN["l"]), _label_band(fig, "y")) - margin.get("r", MARGIN["r"]) \
+            - bar_px
+    return max(whole, 1) * (domain[1] - domain[0])
+
+
+def _label_band(fig: Figure, letter: str) -> float:
+    """Estimated px the category labels of the x (or y) axes take, turned upright, with the axis title: how far
+    automargin may grow the bottom (or left) margin."""
+    return label_band([c for k in fig.layout if AXIS.match(k) and k[0] == letter
+                       and fig.layout[k].get("showticklabels") is not False for c in axis_categories(fig, k)])
+
+
+def label_band(labels) -> float:
+    """Px that tick labels turned upright take beside their axis (at the larger tick font), with the axis's title
+    (0 without labels)."""
+    longest = max((len(str(c)) for c in labels), default=0)
+    return longest * CHAR_WIDTH * FONT_SIZE + 2 * FONT_SIZE + 10 if longest else 0
+
+
+def labelled_rows_height(n_rows: int, x_labels=(), top: int = TITLE_BAND, bottom: int = MARGIN["b"]) -> int:
+    """A chart's height at which n_rows category rows are each labelled at SMALL_FONT, above x_labels turned
+    upright (or the bottom margin, if larger)."""
+    return math.ceil(top + max(bottom, label_band(x_labels)) + n_rows * TICK_PITCH * SMALL_FONT) + 1
+
+
+def _has_colorbar(fig: Figure) -> bool:
+    return any(t.get("type") == "heatmap" and t.get("showscale") is not False for t in fig.data) \
+        or "coloraxis" in fig.layout
 
 
 def figure_to_json(fig: Figure) -> str:

@@ -5,7 +5,17 @@ import re
 import numpy as np
 
 from explorer.figures.attention import attention_grid_figure
-from explorer.figures.common import BLUE, GREEN, RED, compact, position_axis, style_figure, top_legend, unique_labels
+from explorer.figures.common import (
+    BLUE,
+    GREEN,
+    RED,
+    WIDE_CHART,
+    compact,
+    position_axis,
+    style_figure,
+    top_legend,
+    unique_labels,
+)
 from explorer.figures.plain import Figure, bar, scatter, subplots
 
 
@@ -28,7 +38,7 @@ def character_bits_figure(bits_a, bits_b, positions: list[str], name_a: str, nam
     fig.update_xaxes(**position_axis("character of the text (position:character)"), row=2, col=1)
     fig.update_xaxes(type="category", row=1, col=1)
     return style_figure(fig, "Surprise at each character, model A and model B (lower = predicted better)", 540,
-                        legend=top_legend(), margin=dict(t=100, b=90))
+                        chart_width=WIDE_CHART, legend=top_legend(), margin=dict(t=100, b=90))
 
 
 def next_token_pair_figure(probs_a, vocab_a: list[str], probs_b, vocab_b: list[str], name_a: str, name_b: str,

@@ -67,7 +67,7 @@ def positional_heatmap_figure(W_pos, tokens: list[str] | None = None) -> Figure:
         colorbar=dict(title=dict(text="value", side="right")),
         hovertemplate="position %{y}<br>dim %{x}<br>value %{z:.3f}<extra></extra>"))
     fig.update_xaxes(title_text="d_model dimension")
-    fig.update_yaxes(**position_axis("position", turn=False), autorange="reversed")
+    fig.update_yaxes(**position_axis("position"), autorange="reversed")
     title = f"Learned positional embeddings (first {n_pos} positions)"
     return style_figure(fig, title, height=int(np.clip(8 * n_pos + 160, 360, 720)), margin=dict(l=80))
 

@@ -9,6 +9,7 @@ from explorer.figures.common import (
     ORANGE,
     RED,
     SMALL_FONT,
+    WIDE_CHART,
     compact,
     position_axis,
     style_figure,
@@ -42,7 +43,7 @@ def loss_change_figure(before, after, targets: list[str]) -> Figure:
     fig.update_xaxes(**position_axis("predicted token (position:token)"), row=2, col=1)
     fig.update_xaxes(type="category", row=1, col=1)
     return style_figure(fig, "Loss at each position of the prompt: which tokens got harder to predict", 560,
-                        legend=top_legend(), margin=dict(t=100, b=90))
+                        chart_width=WIDE_CHART, legend=top_legend(), margin=dict(t=100, b=90))
 
 
 def next_token_change_figure(probs_before, probs_after, vocab: list[str], where: str, top_n: int = 15) -> Figure:

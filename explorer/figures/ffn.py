@@ -2,7 +2,17 @@
 import numpy as np
 
 from explorer.common.controls import TOP_TOKENS_HEADERS  # noqa: F401  (the top-activation rows fit them)
-from explorer.figures.common import BLUE, GREY, ORANGE, RED, compact, histogram_pair_figure, style_figure, top_legend
+from explorer.figures.common import (
+    BLUE,
+    GREY,
+    ORANGE,
+    RED,
+    WIDE_CHART,
+    compact,
+    histogram_pair_figure,
+    style_figure,
+    top_legend,
+)
 from explorer.figures.plain import Figure, bar, scatter, subplots
 
 
@@ -35,7 +45,7 @@ def neuron_sparsity_figure(fraction_active, layer_sparsity, layer: int) -> Figur
     fig.update_yaxes(title_text="fraction of positions active", range=[0, 1.02], row=1, col=1)
     fig.update_yaxes(range=[0, 1.02], tickformat=".0%", row=1, col=2)
     title = f"Layer {layer} · FFN neuron activity ({len(dead)} of {len(fraction)} neurons dead)"
-    return style_figure(fig, title, height=400, bargap=0, legend=top_legend(), margin=dict(t=100))
+    return style_figure(fig, title, height=400, chart_width=WIDE_CHART, bargap=0, legend=top_legend(), margin=dict(t=100))
 
 
 def top_tokens_table(positions, values, tokens_in_context: list[str], window: int = 6) -> list[list]:

@@ -10,7 +10,9 @@ from explorer.figures.common import (
     ORANGE,
     PURPLE,
     RED,
+    WIDE_CHART,
     compact,
+    labelled_rows_height,
     style_figure,
     top_legend,
 )
@@ -50,9 +52,10 @@ def logit_fourier_figure(norms, labels: list[str], shown: int = 24) -> Figure:
     fig = Figure(heatmap(z=compact(norms[:n, :n], 3), x=labels[:n], y=labels[:n], colorscale=MAGNITUDE_SCALE,
                          colorbar=dict(title=dict(text="norm", side="right"), thickness=14),
                          hovertemplate="a: %{y}, b: %{x}<br>norm %{z:.2f}<extra></extra>"))
-    fig.update_xaxes(title_text="Fourier component of b", type="category", tickangle=-60)
+    fig.update_xaxes(title_text="Fourier component of b", type="category")
     fig.update_yaxes(title_text="Fourier component of a", type="category", autorange="reversed")
-    return style_figure(fig, "The logits in the Fourier basis of a and b (norm over the answers)", height=520)
+    return style_figure(fig, "The logits in the Fourier basis of a and b (norm over the answers)",
+                        height=max(520, labelled_rows_height(n, labels[:n])), chart_width=WIDE_CHART)
 
 
 def phase_curves_figure(steps, curves: dict, phases: list) -> Figure:

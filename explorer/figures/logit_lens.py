@@ -4,6 +4,7 @@ import numpy as np
 from explorer.figures.common import (
     MAGNITUDE_SCALE,
     SMALL_FONT,
+    WIDE_CHART,
     compact,
     position_axis,
     stream_labels,
@@ -49,4 +50,4 @@ def logit_lens_figure(top_labels, top_probs, tokens: list[str], hover_text=None,
     fig.update_xaxes(**position_axis("position (predicting the next token)"))
     fig.update_yaxes(title_text="decoded after", type="category", autorange="reversed")
     title = "Logit lens: the top next-token guess after each layer"
-    return style_figure(fig, title, height=170 + 42 * n_rows, margin=dict(l=130, b=90))
+    return style_figure(fig, title, height=170 + 42 * n_rows, chart_width=WIDE_CHART, margin=dict(l=130, b=90))

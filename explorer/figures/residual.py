@@ -4,6 +4,7 @@ import numpy as np
 from explorer.figures.common import (
     DIVERGING_SCALE,
     MAGNITUDE_SCALE,
+    WIDE_CHART,
     compact,
     index_labels,
     lines_figure,
@@ -70,7 +71,7 @@ def residual_heatmap_figure(stream, tokens: list[str], mode: str = "norm") -> Fi
         fig = _full_stream_heatmap(stream, rows, labels)
         title = "Residual stream values across layers (each block of columns = one position's d_model values)"
     fig.update_yaxes(title_text="residual stream", type="category", autorange="reversed")
-    return style_figure(fig, title, height=160 + 45 * len(rows), margin=dict(l=100, b=80))
+    return style_figure(fig, title, height=160 + 45 * len(rows), chart_width=WIDE_CHART, margin=dict(l=100, b=80))
 
 
 def _full_stream_heatmap(stream: np.ndarray, rows: list[str], labels: list[str]) -> Figure:

@@ -175,7 +175,7 @@ def stop_all_runs(sessions: list) -> dict:
     stopped = 0
     for session in sessions:
         if session.run is not None and session.run.active:
-            session.run.control("stop")
+            session.stop_training()
             stopped += 1
     return {"ok": f"Stopped {stopped} run{'s' * (stopped != 1)}."}
 

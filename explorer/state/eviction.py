@@ -27,7 +27,7 @@ def holds_work(session) -> bool:
 
 def training(session) -> bool:
     run = session.run
-    return run is not None and run.active and run.paused_at is None
+    return run is not None and run.active and run.progress.requested != "paused"
 
 
 def eviction_victim(sessions: dict, newcomer: str) -> str:

@@ -25,6 +25,7 @@ from explorer.state.shipped import shipped_template
 from explorer.state.training_run import TrainingRun, expire_idle_runs
 from model_core.checkpoints.checkpoint import Checkpoint
 from model_core.data.tokenization import tokenizer_bytes
+from model_core.training.run_protocol import Command
 
 REAP_SECONDS = 5.0  # how often idle runs and old downloads are looked for
 EVICTED_REMEMBERED = 256  # evicted sessions whose users are told why when they come back
@@ -145,28 +146,21 @@ class Session:
                 return run
             return self._analysis[key]
 
-    def adopt_training_model(self) -> None:
-        """Inspect the model being trained (a copy while it is paused, the model itself when done). A run that
-        failed is not adopted: its mirror may hold weights older than its step count says."""
-        run = self.run
-        if run is None or run.trainer.step_count == 0 or run.adopted == run.trainer.step_count:
-            return
-        if run.state not in ("paused", "stopped", "finished"):
-            return
-        done = not run.active
-        model = run.trainer.model if done else copy.deepcopy(run.trainer.model)
-        ckpt = Checkpoint.from_trainer(run.trainer, corpus=run.corpus)
-        ckpt.model = model.cpu()
-        self.use(ckpt, f"trained on {run.corpus} ({run.trainer.step_count} steps)")
-        run.adopted = run.trainer.step_count
+    def adopt_training_model(self, run: TrainingRun, final: bool) -> None:
+        """Inspect the model a run trained (its child confirmed a pause, final False: a copy, the run goes on; or
+        the end: the model itself). A run that failed is never adopted: no message confirms it."""
+        p = run.progress
+        ckpt = Checkpoint.from_trainer(p, corpus=run.corpus)
+        ckpt.model = (p.model if final else copy.deepcopy(p.model)).cpu()
+        self.use(ckpt, f"trained on {run.corpus} ({p.step} steps)")
 
     def stop_training(self) -> None:
         if self.run is not None and self.run.active:
-            self.run.control("stop")
+            self.run.control(Command.STOP)
 
     @property
     def holds_paused_run(self) -> bool:
-        return self.run is not None and self.run.active and self.run.paused_at is not None
+        return self.run is not None and self.run.active and self.run.progress.requested == "paused"
 
 
 class SessionRegistry:
@@ -282,9 +276,11 @@ class SessionRegistry:
             if key == newcomer:  # nobody else may go: the newcomer serves this request and is not kept
                 self._drop(newcomer).notices.append(full_notice())
                 return
-            old = self._drop(key)
-            if holds_work(old):  # a blank session goes silently: its user lost nothing
-                self._remember(key, eviction_notice(old))
+            old = self._sessions[key]
+            notice = eviction_notice(old) if holds_work(old) else None  # told before its run is stopped
+            self._drop(key)
+            if notice:  # a blank session goes silently: its user lost nothing
+                self._remember(key, notice)
 
     def _drop(self, key: str) -> Session:
         """(holding the lock) release a session at once, stopping its run."""
@@ -337,7 +333,7 @@ def eviction_notice(session: Session) -> str:
     limit = f"this server keeps at most {LIMITS.max_sessions} sessions and yours was the least recently used"
     if session.holds_paused_run:
         return (f"Your earlier session was closed because {limit}: your paused run (step "
-                f"{session.run.trainer.step_count:,}) was stopped and its model released. Train again or load a "
+                f"{session.run.progress.step:,}) was stopped and its model released. Train again or load a "
                 "saved .zip.")
     return f"Your earlier session was closed because {limit}: the model you had open was released."
 

@@ -1,18 +1,16 @@
-"""One user's training run: a child process (model_core.training.remote) mirrored by a daemon thread, polled
-by the page's gr.Timer. Also the server-wide training slots: how many runs at once, how they share the cores, and
-when an idle run gives its slot back."""
+"""One user's training run: a child process (model_core.training.remote) whose messages a daemon thread applies to
+the run's one record (`progress`), read by the page's gr.Timer. Also the server-wide training slots: how many runs at
+once, how they share the cores, and when an idle run gives its slot back."""
 import os
 import threading
 import time
-from typing import Optional
-
-import torch
+from typing import Callable, Optional
 
 from explorer.common.controls import LIVE_CAPTION
 from explorer.common.errors import UserError
 from explorer.common.limits import LIMITS
 from model_core.training.remote import RemoteTrainer, weights_every
-from model_core.training.trainer import Trainer
+from model_core.training.run_protocol import Command, RunProgress, SetThreads, TrainJob
 
 KILL_AFTER_STOP_SECONDS = 15.0  # a stopped child that has not ended by then is killed
 SAMPLES_KEPT = 20  # generated samples a run keeps for its page
@@ -40,24 +38,24 @@ def slots_text() -> str:
 
 
 class TrainingRun:
-    """`trainer` is the local mirror: read it, control the run through this object."""
+    """Read the run in `progress` (its only record); control it through this object. adopt(run, final) hands the
+    session the trained model when the child confirms a pause (a copy: training goes on) or the end."""
 
-    def __init__(self, trainer: Trainer, corpus: str, sample_every: int = 100, sample_tokens: int = 120):
-        self.trainer, self.corpus = trainer, corpus
-        small = trainer.model.num_params() <= LIMITS.max_params
-        self.remote = RemoteTrainer(trainer, sample_every, sample_tokens,
-                                    weights_every=weights_every(trainer.cfg, WEIGHT_SETS_KEPT) if small else 0)
-        self.snapshot_weights: list[tuple[int, dict]] = []  # (step, state_dict) of a few snapshots, for model B
-        self.samples: list[tuple[int, str]] = []  # (step, generated text)
-        self.error: Optional[str] = None
+    def __init__(self, job: TrainJob, corpus: str, sample_every: int = 100, sample_tokens: int = 120,
+                 adopt: Optional[Callable[["TrainingRun", bool], None]] = None):
+        small = job.model.num_params() <= LIMITS.max_params
+        self.remote = RemoteTrainer(job, sample_every, sample_tokens,
+                                    weights_every=weights_every(job.cfg, WEIGHT_SETS_KEPT) if small else 0,
+                                    on_settled=self._settled, snapshots_kept=LIMITS.snapshots_kept,
+                                    samples_kept=SAMPLES_KEPT, weight_sets_kept=WEIGHT_SETS_KEPT)
+        self.progress: RunProgress = self.remote.progress
+        self.corpus, self.adopt = corpus, adopt
         self.expired: Optional[str] = None  # why the server stopped this run, told to its user
         # (step of the snapshot shown, live attention JSON, its caption), kept by the poller; -1: none shown yet (the
         # step-0 snapshot of the untrained model is shown too)
         self.live_figure: tuple[int, str, str] = (-1, "", LIVE_CAPTION)
-        self.last_poll = self.last_action = time.monotonic()
-        self.paused_at: Optional[float] = None
-        self.stop_requested_at: Optional[float] = None
-        self.adopted = -1  # step whose weights the session adopted last
+        self.last_poll = time.monotonic()
+        self.adopted = 0  # step whose weights were adopted last (step 0, the untrained model, never is)
         self.thread = threading.Thread(target=self._main, name="trainer-mirror", daemon=True)
 
     def start(self) -> "TrainingRun":
@@ -66,29 +64,21 @@ class TrainingRun:
             if len(_active) >= LIMITS.max_trainers:
                 raise UserError(busy_message())
             _active.add(self)
-            self.remote.threads = threads_per_run(len(_running()))  # the child starts with it (RemoteTrainer.run)
+            self.progress.threads_told = threads_per_run(len(_running()))  # the child starts with it
         self.thread.start()
         rebalance_threads()
         return self
 
     @property
-    def state(self) -> str:
-        return "error" if self.error else self.trainer.state
-
-    @property
     def active(self) -> bool:
         return self.thread.is_alive()
 
-    def control(self, action: str) -> None:
-        """pause, resume or stop the child's training. A paused run leaves its cores to the others; a resumed one
-        is told its share before it resumes."""
-        now = time.monotonic()
-        self.last_action = now
-        self.paused_at = now if action == "pause" else (None if action == "resume" else self.paused_at)
-        if action == "stop":
-            self.stop_requested_at = now
+    def control(self, command, now: Optional[float] = None) -> None:
+        """Send Command.PAUSE, Command.RESUME or Command.STOP. A paused run leaves its cores to the others; a resumed one is told its
+        share before it resumes."""
+        self.progress.request(command, time.monotonic() if now is None else now)
         rebalance_threads()
-        getattr(self.remote, action)()
+        self.remote.send(command)
 
     def heartbeat(self) -> None:
         self.last_poll = time.monotonic()
@@ -96,58 +86,41 @@ class TrainingRun:
     def seconds_left(self, now: float) -> float:
         """Until this run gives its slot back: the rest of its idle TTL when paused, else its ETA (inf if
         not known yet)."""
-        if self.paused_at is not None:
-            return max(0.0, LIMITS.run_ttl_seconds - (now - max(self.paused_at, self.last_action)))
-        t, history = self.trainer, self.trainer.history[-20:]
-        span = history[-1]["elapsed"] - history[0]["elapsed"] if len(history) > 1 else 0.0
-        rate = (len(history) - 1) / span if span > 0 else 0.0
-        return (t.cfg.max_steps - t.step_count) / rate if rate else float("inf")
+        if self.progress.requested == "paused":
+            return max(0.0, LIMITS.run_ttl_seconds - (now - self.progress.requested_at))
+        return self.progress.eta_seconds()
 
     def expire_if_idle(self, now: float) -> None:
         """Stop a run that is paused, or whose page stopped polling, for longer than the idle TTL; kill a
         stopped child that does not end."""
         if not self.active:
             return
-        if self.stop_requested_at is not None:
-            if now - self.stop_requested_at > KILL_AFTER_STOP_SECONDS:
+        p, ttl = self.progress, LIMITS.run_ttl_seconds
+        if p.requested == "stopped":
+            if now - p.requested_at > KILL_AFTER_STOP_SECONDS:
                 self.remote.kill()
             return
-        ttl = LIMITS.run_ttl_seconds
-        if self.paused_at is not None and now - max(self.paused_at, self.last_action) > ttl:
+        if p.requested == "paused" and now - p.requested_at > ttl:
             self.expired = f"it was paused for more than {ttl / 60:g} minutes"
         elif now - self.last_poll > ttl:
             self.expired = f"its page stopped watching it for more than {ttl / 60:g} minutes"
         else:
             return
-        self.control("stop")
+        self.control(Command.STOP, now)
 
     def _main(self) -> None:
         try:
-            self.remote.run(callback=self._after_step)
-        except Exception as err:  # noqa: BLE001 - reported to the page, never raised into the server
-            self.error = str(err)
+            self.remote.run()
         finally:
             with _slots_lock:
                 _active.discard(self)
             rebalance_threads()
 
-    def _after_step(self, metrics: dict) -> None:
-        if "sample" in metrics:
-            self.samples.append((metrics.get("step", 0), metrics["sample"]))
-            del self.samples[:-SAMPLES_KEPT]
-        if "snapshot" in metrics:
-            thin(self.trainer.snapshots, LIMITS.snapshots_kept)
-        if "weights" in metrics:
-            state = {k: torch.from_numpy(v) for k, v in metrics.pop("weights").items()}
-            self.snapshot_weights.append((metrics.get("step", 0), state))
-            thin(self.snapshot_weights, WEIGHT_SETS_KEPT)
-
-
-def thin(snapshots: list, keep: int) -> None:
-    """Past `keep` snapshots, drop every second one (the first and the newest stay): the kept ones stay
-    spread over the whole run and memory stays bounded however long it trains."""
-    if len(snapshots) > keep:
-        snapshots[:] = snapshots[:-1:2] + snapshots[-1:]
+    def _settled(self, progress: RunProgress, final: bool) -> None:
+        """The child confirmed a pause or the end: a model trained further than the one adopted last is adopted."""
+        if self.adopt is not None and progress.step != self.adopted:
+            self.adopted = progress.step
+            self.adopt(self, final)
 
 
 def threads_per_run(n_runs: int) -> int:
@@ -160,7 +133,7 @@ def threads_per_run(n_runs: int) -> int:
 
 def _running() -> "list[TrainingRun]":
     """Runs holding a slot that are not paused (a paused run's threads sleep, so it needs no share)."""
-    return [run for run in _active if run.paused_at is None]
+    return [run for run in _active if run.progress.requested != "paused"]
 
 
 def rebalance_threads() -> None:
@@ -170,8 +143,8 @@ def rebalance_threads() -> None:
             runs = _running()
             n = threads_per_run(len(runs))
         for run in runs:
-            if run.remote.threads != n:
-                run.remote.set_threads(n)
+            if run.progress.threads_told != n:
+                run.remote.send(SetThreads(n))
 
 
 def busy_message() -> str:
@@ -185,7 +158,7 @@ def busy_message() -> str:
             "kept: press Start again then.")
 
 
-def expire_idle_runs() -> None:
-    now = time.monotonic()
+def expire_idle_runs(now: Optional[float] = None) -> None:
+    now = time.monotonic() if now is None else now
     for run in list(_active):
         run.expire_if_idle(now)

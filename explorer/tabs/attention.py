@@ -3,11 +3,12 @@ import gradio as gr
 
 from explorer.common.controls import HEAD_TABLE_HEADERS
 from explorer.tabs.binding import bind
-from explorer.tabs.common import ANALYSIS, API, caption, model_slider, run_button
+from explorer.tabs.common import ANALYSIS, API, caption, model_slider, redraw_on, run_button
 from explorer.tabs.export_button import data_button
 from explorer.tabs.lazy import callbacks
 from explorer.tabs.live_plot import live_plot
 from explorer.tabs.raw_inputs import RawSlider
+from explorer.teaching.glossary import words_note
 
 attention_page_view, clicked_head = callbacks("attention", "attention_page_view", "clicked_head")
 snapshot_view = callbacks("history", "snapshot_view")
@@ -36,6 +37,8 @@ def build_attention_tab(prompt, drop):
     with gr.Row():
         big = gr.Plot(label="Selected head")
         bars = gr.Plot(label="Where one query looks")
+    gr.Markdown("**How the pattern is made**, left to right: the raw scores, the scores after the causal mask, the "
+                "softmax weights, and the head output z. " + words_note(["causal mask", "softmax", "value vectors"]))
     steps = gr.Plot(label="How the pattern is made")
     gr.Markdown(STATS_HELP)
     stats = gr.Dataframe(headers=HEAD_TABLE_HEADERS, label="Head statistics", interactive=False, wrap=True)
@@ -43,8 +46,7 @@ def build_attention_tab(prompt, drop):
     outputs = [grid, big, steps, bars, stats, note]
     fn = bind(attention_page_view, shared=True)
     run.click(fn, inputs, outputs, api_name="attention", **API, **ANALYSIS)
-    for control in (layer, head, query):
-        control.release(fn, inputs, outputs, api_visibility="private", **ANALYSIS)
+    redraw_on([layer.release, head.release, query.release], fn, inputs, outputs)
     grid.select(_select_clicked_head, None, [layer, head], api_visibility="private", concurrency_limit=None).then(
         fn, inputs, outputs, api_visibility="private", **ANALYSIS)
     data_button("attention", outputs, inputs)

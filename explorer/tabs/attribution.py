@@ -1,4 +1,6 @@
 """Experiments tab, "Who wrote the answer?": direct logit attribution and activation patching."""
+import json
+
 import gradio as gr
 
 from explorer.common.controls import PATCH_CHOICES
@@ -7,17 +9,19 @@ from explorer.tabs.common import API, HEAVY, caption, model_slider, run_button
 from explorer.tabs.export_button import data_button
 from explorer.tabs.lazy import callbacks
 from explorer.tabs.raw_inputs import RawDropdown
+from explorer.teaching.glossary import words_note
 from explorer.teaching.prompt_pairs import DEFAULT_PAIR
-from explorer.teaching.view_params import register_control
+from explorer.teaching.view_params import register_action, register_control
 
 activation_patching_view, example_pair, logit_attribution_view = callbacks(
     "attribution", "activation_patching_view", "example_pair", "logit_attribution_view")
 
 KINDS = list(PATCH_CHOICES)
 
-DLA_INTRO = """### Who wrote the answer? Direct logit attribution
+DLA_INTRO = f"""### Who wrote the answer? Direct logit attribution
 The residual stream is a **sum**: the embeddings, then every head and every MLP layer *add* what they write. So the
-logit of the predicted token splits into one part per writer: red parts push the prediction up, blue ones down.
+logit of the predicted token splits into one part per writer: a part above 0 pushes the prediction up, one below 0
+pushes it down (red and blue in the heatmap of heads). {words_note(["logit"])}
 Type an **answer** token (default: the model's top token) and optionally one it competes **against** (e.g.
 “ Paris” against “ Rome”, with their leading spaces) to split the logit *difference* instead. The final norm
 divides the stream by its size; that scale is frozen at this run's value, which makes the parts add up exactly."""
@@ -29,8 +33,22 @@ comes back: 0 % is the corrupted answer, 100 % the clean one. Where the share ju
 information lives."""
 
 
-def build_attribution_section(prompt, drop) -> dict:
-    """-> its controls that share a name with other tabs' (the head × position sweep's layer is `layer`)."""
+# js: a chart drawn for other inputs (another prompt, answer or model) is cleared, its caption says what to press
+STALE_JS = "() => [{plots}, {caption}]"
+
+
+def clear_when_changed(inputs: list, outputs: list, button: str) -> None:
+    """When one of inputs changes (typed, set by a lesson step, or a new model), empty outputs (plots first, the
+    caption last) and say which button draws them again: a chart never stands under inputs it was not drawn for."""
+    plots = ", ".join(["null"] * (len(outputs) - 1))
+    js = STALE_JS.format(plots=plots, caption=json.dumps(f"*Not drawn for these inputs yet: press **{button}**.*"))
+    for component in inputs:
+        component.change(None, None, outputs, js=js, api_visibility="private", concurrency_limit=None)
+
+
+def build_attribution_section(prompt, drop, model_info) -> dict:
+    """model_info: the model line above the tabs (a new model clears the charts). -> its controls that share a name
+    with other tabs' (the head × position sweep's layer is `layer`)."""
     gr.Markdown(DLA_INTRO)
     with gr.Row():
         position = model_slider("query", "Position whose prediction is split (-1 = last)")
@@ -41,10 +59,12 @@ def build_attribution_section(prompt, drop) -> dict:
     numbers = gr.Markdown()
     parts = gr.Plot(label="Each part's share of the logit")
     sources = gr.Plot(label="The top head, by the position it read from")
-    inputs = [prompt, position, target, baseline, drop]
-    go.click(bind(logit_attribution_view, heavy=True), inputs, [parts, sources, numbers, note], api_name="logit_attribution",
-             **API, **HEAVY)
-    data_button("attribution", [parts, sources, numbers, note], inputs)
+    inputs, outputs = [prompt, position, target, baseline, drop], [parts, sources, numbers, note]
+    split = bind(logit_attribution_view, heavy=True)
+    go.click(split, inputs, outputs, api_name="logit_attribution", **API, **HEAVY)
+    register_action("Split the logit", split, inputs, outputs)  # a lesson step may press it when it opens
+    clear_when_changed([*inputs, model_info], outputs, "Split the logit")
+    data_button("attribution", outputs, inputs)
 
     gr.Markdown(PATCHING_INTRO)
     with gr.Row():
@@ -63,7 +83,9 @@ def build_attribution_section(prompt, drop) -> dict:
                             ("patch", kind)):
         register_control(name, component)  # links and lessons: ?tab=experiments&clean=...&corrupted=...
     example.click(bind(example_pair), None, [clean, corrupted, pair_note], api_visibility="private")
-    patch.click(bind(activation_patching_view, heavy=True), patch_inputs, [restored, patch_note], api_name="activation_patching",
-                **API, **HEAVY)
+    patching = bind(activation_patching_view, heavy=True)
+    patch.click(patching, patch_inputs, [restored, patch_note], api_name="activation_patching", **API, **HEAVY)
+    register_action("Patch", patching, patch_inputs, [restored, patch_note])
+    clear_when_changed([*patch_inputs, model_info], [restored, patch_note], "Patch")
     data_button("patching", [restored, patch_note], patch_inputs)
     return {"layer": layer}

@@ -2,7 +2,7 @@
 import gradio as gr
 
 from explorer.tabs.binding import bind
-from explorer.tabs.common import ANALYSIS, API, caption, model_slider, run_button
+from explorer.tabs.common import ANALYSIS, API, caption, model_slider, redraw_on, run_button
 from explorer.tabs.export_button import data_button
 from explorer.tabs.lazy import callbacks
 
@@ -23,6 +23,6 @@ def build_blocks_tab(prompt, drop):
     inputs, outputs = [prompt, layer, drop], [norm, activations, note]
     fn = bind(blocks_view, shared=True)
     run.click(fn, inputs, outputs, api_name="blocks", **API, **ANALYSIS)
-    layer.release(fn, inputs, outputs, api_visibility="private", **ANALYSIS)
+    redraw_on([layer.release], fn, inputs, outputs)
     data_button("blocks", outputs, inputs)
     return (fn, inputs, outputs), {"layer": layer}

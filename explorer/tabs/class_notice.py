@@ -6,14 +6,16 @@ open a shipped model in place of the student's own asks first (explorer.callback
 
 The page asks `/class/latest` every POLL_SECONDS (explorer.server.class_routes: a plain HTTP request the server
 answers in microseconds, not a Gradio event: thirty pages polling cost the class nothing). "Go there" sends the
-push's id to apply_push, whose outputs are the lesson player's and a question (empty unless it asks)."""
+push's id to apply_push, whose outputs are the lesson player's and a question (empty unless it asks). A class run
+then starts through Start's own callback, with the controls the push has just set (start_class_run)."""
 import gradio as gr
 
 from explorer.tabs.binding import bind
 from explorer.tabs.lazy import callbacks
 from explorer.tabs.lesson_player import LessonPlayer, player_outputs, redraw_after
+from explorer.tabs.train import START_NAMES, START_QUEUE, TrainStart
 
-apply_push, name_of = callbacks("classroom", "apply_push", "name_of")
+apply_push, name_of, start_class_run = callbacks("classroom", "apply_push", "name_of", "start_class_run")
 
 POLL_SECONDS = 3
 NOTICE_ID = "te-class-notice"
@@ -94,17 +96,17 @@ CLOSE_JS = """() => {
   if (window.teClassShow) window.teClassShow(); else document.body.classList.remove('te-class-open');
   return [];
 }"""
-# After "Go there": a question keeps the notice open with it; otherwise the push is done (and a class run starts).
-AFTER_GO_JS = """(question) => {
+# After "Go there": a question keeps the notice open with it; otherwise the push is done. -> start_class_run's
+# inputs: whether a class run starts now, then the question and Start's controls as they are.
+AFTER_GO_JS = """(starts, question, ...controls) => {
   const push = window.teClassPush;
   if (question) {
     document.getElementById('te-class-text').textContent = question;
     document.body.classList.add('te-class-asking');
-    return [];
+    return [false, question, ...controls];
   }
-  if (push && push.kind === 'run') setTimeout(() => document.getElementById('te-train-start')?.click(), 300);
   (CLOSE)();
-  return [];
+  return [Boolean(push && push.kind === 'run'), question, ...controls];
 }""".replace("CLOSE", CLOSE_JS)
 
 
@@ -125,7 +127,8 @@ def build_class_notice():
     return go, dismiss, replace, keep, push_id, consent, question
 
 
-def wire_class_notice(demo: gr.Blocks, notice, player: LessonPlayer, model_info, loaded, views: dict) -> None:
+def wire_class_notice(demo: gr.Blocks, notice, player: LessonPlayer, model_info, loaded, views: dict,
+                      train_start: TrainStart) -> None:
     go, dismiss, replace, keep, push_id, consent, question = notice
     quiet = dict(api_visibility="private", concurrency_limit=None)
     demo.load(None, None, None, js=POLL_JS)
@@ -135,6 +138,8 @@ def wire_class_notice(demo: gr.Blocks, notice, player: LessonPlayer, model_info,
     outputs = [*player_outputs(player, model_info), question]
     events = [go.click(bind(apply_push), [push_id, consent], outputs, js=PUSH_ID_JS, **quiet),
               replace.click(bind(apply_push), [push_id, consent], outputs, js=REPLACE_JS, **quiet)]
-    for event in events:
-        event.then(None, question, None, js=AFTER_GO_JS)
+    for event in events:  # after apply_push's outputs have set the controls: no race with them
+        event.then(bind(start_class_run, names=("starts", "question", *START_NAMES)),
+                   [consent, question, *train_start.inputs], train_start.outputs, js=AFTER_GO_JS,
+                   api_visibility="private", **START_QUEUE)
     redraw_after(events, player, views, always=True)

@@ -24,9 +24,18 @@ def shared_prompt():
     """-> (prompt textbox, drop-unknown checkbox): the one prompt every analysis tab reads, above the tabs."""
     with gr.Row(equal_height=True):
         prompt = gr.Textbox(DEFAULT_PROMPT, label="Prompt", lines=2, max_lines=6, scale=5,
-                            info="Every analysis tab reads this prompt.")
+                            info="Every analysis tab reads this prompt. Shift+Enter redraws the open tab (Enter starts a new "
+                                 "line).")
         drop = gr.Checkbox(False, label="Drop unknown characters", scale=1, min_width=180)
     return prompt, drop
+
+
+def redraw_on(triggers: list, fn, inputs: list, outputs: list) -> None:
+    """Redraw a view when any of its controls is let go (a slider's release: mouse up, key up, or its number box
+    typed and left): one listener for all of them that, when they change while it runs, runs once more with
+    their final values (trigger_mode 'always_last'). Two listeners, or Gradio's default 'once', dropped or
+    reordered quick changes: the boxes said layer 17 · head 4 and the chart showed another head."""
+    gr.on(triggers, fn, inputs, outputs, api_visibility="private", trigger_mode="always_last", **ANALYSIS)
 
 
 def run_button(label: str) -> gr.Button:
@@ -37,6 +46,9 @@ def caption():
     return gr.Markdown(elem_classes=["te-caption"])
 
 
+# Components with this class are hidden in Simple view (the lesson player's toggle: tabs/lesson_player.py); named
+# controls get it from register_control(..., advanced=True), other parts of a tab (a section) directly.
+ADVANCED_CLASS = "te-advanced"
 RANGE_CLASS = "te-range-"  # + kind; ui.py resizes these sliders whenever the inspected model changes
 
 

@@ -2,7 +2,7 @@
 import gradio as gr
 
 from explorer.tabs.binding import bind
-from explorer.tabs.common import ANALYSIS, API, caption, model_slider, run_button
+from explorer.tabs.common import ANALYSIS, API, caption, model_slider, redraw_on, run_button
 from explorer.tabs.export_button import data_button
 from explorer.tabs.lazy import callbacks
 from explorer.tabs.raw_inputs import RawRadio
@@ -31,7 +31,6 @@ def build_embeddings_tab(prompt, drop):
     inputs, outputs = [prompt, dims, layer, drop], [tok, pos, both, hidden, heat, norms, note]
     fn = bind(embeddings_view, shared=True)
     run.click(fn, inputs, outputs, api_name="embeddings", **API, **ANALYSIS)
-    dims.change(fn, inputs, outputs, api_visibility="private", **ANALYSIS)
-    layer.release(fn, inputs, outputs, api_visibility="private", **ANALYSIS)
+    redraw_on([dims.change, layer.release], fn, inputs, outputs)
     data_button("embeddings", outputs, inputs)
     return (fn, inputs, outputs), {}

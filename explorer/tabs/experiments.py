@@ -8,6 +8,7 @@ from explorer.tabs.common import API, HEAVY, caption, model_slider, run_button
 from explorer.tabs.export_button import data_button
 from explorer.tabs.lazy import callbacks
 from explorer.tabs.raw_inputs import RawDropdown, RawFile, RawNumber, RawRadio, RawSlider
+from explorer.teaching.glossary import explained
 
 (compare_view, copy_inspected_as_b, load_nanogpt_as_b, load_zip_as_b, snapshot_menu, swap_models, use_shipped_as_b,
  use_snapshot_as_b) = callbacks("compare", "compare_view", "copy_inspected_as_b", "load_nanogpt_as_b", "load_zip_as_b",
@@ -15,9 +16,9 @@ from explorer.tabs.raw_inputs import RawDropdown, RawFile, RawNumber, RawRadio, 
 ablation_view, importance_view, top_head_inputs = callbacks("experiments", "ablation_view", "importance_view",
                                                             "top_head_inputs")
 
-INTRO = """To learn what a part of the model *does*, switch it off and watch what changes. Pick heads, layers or
+INTRO = f"""To learn what a part of the model *does*, switch it off and watch what changes. Pick heads, layers or
 neurons to knock out; the prompt, the seed and the validation text stay the same, so every difference below is
-caused by the knocked-out part.
+caused by the knocked-out part. Losses are in {explained("nats")}.
 
 **Mean** ablation (the default) replaces the part's output with its *average* over the validation text: the
 part stops saying anything about this particular input, but the next layer still receives the kind of values it
@@ -76,7 +77,7 @@ def build_experiments_tab(model_info, prompt, drop) -> dict:
     top_go.click(bind(top_head_inputs, heavy=True), [mode], units, api_visibility="private", **HEAVY).then(
         bind(ablation_view, heavy=True), inputs, outputs, api_visibility="private", **HEAVY)
     data_button("experiments", [losses, dist, numbers, note, imap, map_note], inputs)
-    controls = build_attribution_section(prompt, drop)
+    controls = build_attribution_section(prompt, drop, model_info)
     build_compare_section(prompt, drop, model_info)
     return controls
 

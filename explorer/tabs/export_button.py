@@ -1,7 +1,7 @@
 """The 'Download data' button of a tab, and the page script that names chart images and adds an SVG button.
 
 Chart images: Plotly's own camera button downloads a PNG; the script below (installed once per page) gives it a
-file name saying tab, chart, model and prompt (as explorer.export.export_name does for the zip), and adds an
+file name saying tab, chart, model and prompt (as explorer.figures.export.export_name does for the zip), and adds an
 SVG button next to it that reuses the camera's handler with format 'svg'. It works for gr.Plot charts and the
 live gr.HTML charts alike, because both keep Plotly's config on the chart element (gd._context)."""
 import gradio as gr

@@ -3,7 +3,7 @@ import gradio as gr
 
 from explorer.common.controls import TOP_TOKENS_HEADERS
 from explorer.tabs.binding import bind
-from explorer.tabs.common import ANALYSIS, API, caption, model_slider, run_button
+from explorer.tabs.common import ANALYSIS, API, caption, model_slider, redraw_on, run_button
 from explorer.tabs.export_button import data_button
 from explorer.tabs.lazy import callbacks
 from explorer.tabs.raw_inputs import RawNumber
@@ -27,7 +27,6 @@ def build_ffn_tab(prompt, drop):
     inputs, outputs = [prompt, layer, neuron, drop], [hist, sparsity, top, note]
     fn = bind(ffn_view, shared=True)
     run.click(fn, inputs, outputs, api_name="ffn", **API, **ANALYSIS)
-    layer.release(fn, inputs, outputs, api_visibility="private", **ANALYSIS)
-    neuron.submit(fn, inputs, outputs, api_visibility="private", **ANALYSIS)
+    redraw_on([layer.release, neuron.submit], fn, inputs, outputs)
     data_button("ffn", outputs, inputs)
     return (fn, inputs, outputs), {"layer": layer, "neuron": neuron}

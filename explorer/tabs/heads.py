@@ -4,7 +4,7 @@ import gradio as gr
 
 from explorer.common.controls import REPORT_HEADERS
 from explorer.tabs.binding import bind
-from explorer.tabs.common import ANALYSIS, API, HEAVY, caption, model_slider
+from explorer.tabs.common import ADVANCED_CLASS, ANALYSIS, API, HEAVY, caption, model_slider
 from explorer.tabs.export_button import data_button
 from explorer.tabs.lazy import callbacks
 from explorer.tabs.raw_inputs import RawNumber, RawRadio
@@ -32,8 +32,10 @@ CIRCUITS_INTRO = """### Circuits: what a head copies, where it looks, whom it re
 Read off the weights, with no prompt. The **OV circuit** W_E W_V W_O W_U says which output token's logit rises
 when the head attends to a token (a copying head lights up the diagonal); the **QK circuit** W_E W_Q W_Kᵀ W_Eᵀ says
 which token a token looks at. Both are shown over a few tokens (type some, or leave the box empty for the first
-ones). **Composition** says how much a head reads what an earlier head wrote: in its query (Q), its key (K) or its
-value (V). An induction head is a K-composition: its key reads "which token came before me", written by a
+ones)."""
+
+COMPOSITION_INTRO = """**Composition** says how much a head reads what an earlier head wrote: in its query (Q), its key (K)
+or its value (V). An induction head is a K-composition: its key reads "which token came before me", written by a
 previous-token head."""
 
 FILM_INTRO = """### Roles forming over training
@@ -103,21 +105,22 @@ def _circuits_section():
         top_k = RawNumber(5, label="Top outputs per token", precision=0, minimum=1, maximum=20)
         show = gr.Button("Show the head's circuits", variant="primary")
     head_note = caption()
-    with gr.Row():
-        ov, qk = gr.Plot(label="OV circuit"), gr.Plot(label="QK circuit")
+    ov, qk = gr.Plot(label="OV circuit"), gr.Plot(label="QK circuit")  # the page's width: 40 tokens labelled
     with gr.Row():
         positional = gr.Plot(label="Positional QK circuit")
         top = gr.Dataframe(headers=["attended token", "outputs it raises most (logit)"], label="OV circuit: top "
                            "outputs", interactive=False, wrap=True, max_height=420)
     show.click(bind(head_circuits_view), [layer, head, tokens, top_k], [ov, qk, positional, top, head_note],
                api_name="head_circuits", **API, **ANALYSIS)
-    with gr.Row():
-        kind = RawRadio(["q", "k", "v"], value="k", label="Composition")
-        compose = gr.Button("Show composition", variant="primary")
-    composition_note = caption()
-    with gr.Row():
-        heatmap, circuit = gr.Plot(label="Composition"), gr.Plot(label="Induction circuit")
-    copying = gr.Plot(label="Copying scores")
+    with gr.Column(elem_classes=[ADVANCED_CLASS]):  # hidden in Simple view
+        gr.Markdown(COMPOSITION_INTRO)
+        with gr.Row():
+            kind = RawRadio(["q", "k", "v"], value="k", label="Composition")
+            compose = gr.Button("Show composition", variant="primary")
+        composition_note = caption()
+        with gr.Row():
+            heatmap, circuit = gr.Plot(label="Composition"), gr.Plot(label="Induction circuit")
+        copying = gr.Plot(label="Copying scores")
     compose.click(bind(composition_view), kind, [heatmap, circuit, copying, composition_note],
                   api_name="composition", **API, **ANALYSIS)
     return [ov, qk, positional, top, head_note, heatmap, circuit, copying, composition_note], [layer, head, tokens,

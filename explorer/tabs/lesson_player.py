@@ -9,19 +9,19 @@ from dataclasses import dataclass
 import gradio as gr
 
 from explorer.tabs.binding import bind
-from explorer.tabs.common import ANALYSIS
+from explorer.tabs.common import ADVANCED_CLASS, ANALYSIS, HEAVY
 from explorer.tabs.lazy import callbacks
-from explorer.tabs.links import selected_view
+from explorer.tabs.links import chosen_views, selected_view
 from explorer.teaching import view_params
 from explorer.teaching.lessons import NO_LESSON, lesson_choices
 
-lesson_for_page, move, open_lesson = callbacks("lessons", "lesson_for_page", "move", "open_lesson")
+lesson_for_page, move, open_lesson, step_presses = callbacks("lessons", "lesson_for_page", "move", "open_lesson",
+                                                             "step_presses")
 send_answer, set_name = callbacks("classroom", "send_answer", "set_name")
 
-ADVANCED_CLASS = "te-advanced"
 # Simple view: a class on <body> and one CSS rule (added here, so the app's stylesheet needs no entry). A
 # class rather than visible=False: it hides the controls of tabs the browser has not drawn yet too, and
-# costs no server round trip.
+# costs no server round trip. Live charts redraw on the 'te-simple-view' event without their advanced lines.
 SIMPLE_VIEW_JS = """(on) => {
   if (!document.getElementById('te-simple-style')) {
     const style = document.createElement('style');
@@ -30,6 +30,7 @@ SIMPLE_VIEW_JS = """(on) => {
     document.head.appendChild(style);
   }
   document.body.classList.toggle('te-simple', !!on);
+  document.dispatchEvent(new Event('te-simple-view'));
   return [];
 }"""
 
@@ -112,15 +113,22 @@ def player_outputs(player: LessonPlayer, model_info: gr.Markdown) -> list:
 
 def redraw_after(events: list, player: LessonPlayer, views: dict, always: bool = False) -> None:
     """After each event, draw the selected tab's view when a lesson step was just applied (always: after every
-    one, as after a pushed link)."""
+    one, as after a pushed link), then press the buttons the open step names (`press:`, on its settings)."""
     dispatch, inputs, redrawn = selected_view(views)
+    buttons = {label: (a.handler, a.inputs, a.outputs) for label, a in view_params.ACTIONS.items()}
+    run, button_inputs, pressed = chosen_views(buttons)
 
     def redraw(request: gr.Request, state, *values):
         return dispatch(request, *values) if state or always else [gr.skip()] * len(redrawn)
 
+    def press(request: gr.Request, state, *values):
+        return run(request, step_presses(state), *values)
+
     for event in events:
-        event.then(redraw, [player.state, view_params.TAB_TRACKER[0], *inputs], redrawn, api_visibility="private",
-                   **ANALYSIS)
+        drawn = event.then(redraw, [player.state, view_params.TAB_TRACKER[0], *inputs], redrawn,
+                           api_visibility="private", **ANALYSIS)
+        if buttons:
+            drawn.then(press, [player.state, *button_inputs], pressed, api_visibility="private", **HEAVY)
 
 
 def _back(session, state):

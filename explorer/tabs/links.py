@@ -86,20 +86,31 @@ def wire_link_on_load(start, model_info, note, lesson: gr.State, views: dict):
 def selected_view(views: dict):
     """-> (handler(request, tab, *inputs), inputs, outputs): one event that runs the view of the selected tab
     (views {tab id: (view, inputs, outputs)}) and leaves every other tab's outputs alone."""
+    run, inputs, outputs = chosen_views(views)
+
+    def dispatch(request: gr.Request, tab, *values):
+        return run(request, (tab,), *values)
+
+    return dispatch, inputs, outputs
+
+
+def chosen_views(views: dict):
+    """-> (run(request, chosen, *inputs), inputs, outputs): one event that runs the views whose keys are in chosen
+    (views {key: (view, inputs, outputs)}), in the order of views, and leaves every other view's outputs alone."""
     inputs = list({id(c): c for _, ins, _ in views.values() for c in ins}.values())  # the prompt once
     outputs = [c for _, _, outs in views.values() for c in outs]
     position = {id(c): i for i, c in enumerate(inputs)}
 
-    def dispatch(request: gr.Request, tab, *values):
+    def run(request, chosen, *values):
         result = []
-        for tab_id, (view, ins, outs) in views.items():
-            if tab_id == tab:
+        for key, (view, ins, outs) in views.items():
+            if key in chosen:
                 result += list(view(request, *[values[position[id(c)]] for c in ins]))
             else:
                 result += [gr.skip()] * len(outs)
         return result
 
-    return dispatch, inputs, outputs
+    return run, inputs, outputs
 
 
 def wire_model_name(model_info: gr.Markdown) -> gr.Textbox:

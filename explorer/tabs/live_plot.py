@@ -4,12 +4,15 @@ from pathlib import Path
 import gradio as gr
 import plotly
 
+from explorer.figures.common import ADVANCED_TRACE
+
 PLOTLY_JS = Path(plotly.__file__).resolve().parent / "package_data" / "plotly.min.js"
 gr.set_static_paths(paths=[PLOTLY_JS])
 LIVE_PLOT_CLASS = "te-live-chart"  # marks live charts, so the 'Download data' button exports their figures
 # The toolbar shows on hover: zoom, reset, and image download (PNG; tabs/export_button.py adds SVG and names).
 PLOT_CONFIG = '{responsive: true, displayModeBar: "hover", displaylogo: false, toImageButtonOptions: {scale: 2}}'
 
+# A trace whose meta is ADVANCED_TRACE (a measure for advanced students) is left out in Simple view.
 REDRAW_JS = """
 const CONFIG = """ + PLOT_CONFIG + """;
 const draw = () => {
@@ -17,9 +20,12 @@ const draw = () => {
   if (!target || !window.Plotly) { setTimeout(draw, 200); return; }
   if (!props.value) { window.Plotly.purge(target); return; }
   const fig = JSON.parse(props.value);
-  window.Plotly.react(target, fig.data, fig.layout, CONFIG);
+  const simple = document.body.classList.contains('te-simple');
+  const data = simple ? fig.data.filter((t) => t.meta !== '""" + ADVANCED_TRACE + """') : fig.data;
+  window.Plotly.react(target, data, fig.layout, CONFIG);
 };
 watch('value', draw);
+document.addEventListener('te-simple-view', draw);
 draw();
 """
 

@@ -2,7 +2,7 @@
 import gradio as gr
 
 from explorer.tabs.binding import bind
-from explorer.tabs.common import ANALYSIS, API, caption, model_slider, run_button
+from explorer.tabs.common import ANALYSIS, API, caption, model_slider, redraw_on, run_button
 from explorer.tabs.export_button import data_button
 from explorer.tabs.lazy import callbacks
 from explorer.tabs.raw_inputs import RawRadio
@@ -30,7 +30,7 @@ def build_residual_tab(prompt, drop):
     inputs, outputs = [prompt, layer, mode, drop], [norms, updates, per_pos, heatmap, variance, lens, note]
     fn = bind(residual_view, shared=True)
     run.click(fn, inputs, outputs, api_name="residual", **API, **ANALYSIS)
-    layer.release(fn, inputs, outputs, api_visibility="private", **ANALYSIS)
+    redraw_on([layer.release], fn, inputs, outputs)
     mode.change(fn, inputs, outputs, api_visibility="private", **ANALYSIS)
     data_button("residual", outputs, inputs)
     return (fn, inputs, outputs), {"layer": layer}

@@ -3,10 +3,11 @@ import gradio as gr
 
 from explorer.common.controls import COMPARE_HEADERS, DEFAULT_COMPARISON, GENERATION_TABLE_HEADERS
 from explorer.tabs.binding import bind
-from explorer.tabs.common import ANALYSIS, API, GENERATION, caption, run_button
+from explorer.tabs.common import ANALYSIS, API, GENERATION, caption, redraw_on, run_button
 from explorer.tabs.export_button import data_button
 from explorer.tabs.lazy import callbacks
 from explorer.tabs.raw_inputs import RawNumber, RawSlider, RawTable
+from explorer.teaching.glossary import words_note
 
 comparison_view, distribution_view, steps_view = callbacks(
     "sampling", "comparison_view", "distribution_view", "steps_view")
@@ -32,10 +33,10 @@ def build_sampling_tab(prompt, drop):
     fn = bind(distribution_view, shared=True)
     inputs = [prompt, *knobs, drop, chat]
     run.click(fn, inputs, [dist, temp, note], api_name="next_token", **API, **ANALYSIS)
-    for k in knobs:
-        k.release(fn, inputs, [dist, temp, note], api_visibility="private", **ANALYSIS)
+    redraw_on([k.release for k in knobs], fn, inputs, [dist, temp, note])
 
-    gr.Markdown("### Side by side\nEach row is one setting; all columns start from the same prompt and seed.")
+    gr.Markdown("### Side by side\nEach row is one setting; all columns start from the same prompt and seed. "
+                + words_note(["distinct-2", "repetition", "mean log-prob"], lead="Under each column"))
     with gr.Row():
         table = RawTable(DEFAULT_COMPARISON, headers=COMPARE_HEADERS, datatype="number", row_count=4,
                              column_count=4, interactive=True, label="Settings to compare", scale=3)

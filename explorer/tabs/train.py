@@ -1,4 +1,6 @@
 """Train tab: a preset, the model's shape and the optimiser, Start/Pause/Stop, live loss and attention, models."""
+from dataclasses import dataclass
+
 import gradio as gr
 
 from explorer.common.controls import ARCH_FIELDS, CONTROL_NAMES, LIVE_CAPTION, OPTIM_FIELDS, mlp_ratio_of
@@ -25,6 +27,18 @@ CLASSROOM = get_preset("classroom")
 DATA_FIELDS = ("corpus", "kind", "bpe_vocab")  # the Data tab's choices, named as in /data
 ADVANCED_OPTIM = {"warmup_steps", "weight_decay", "grad_clip", "eval_interval", "optimizer", "muon_lr",
                   "muon_ns_steps"}
+START_NAMES = (*DATA_FIELDS, *ARCH_FIELDS, *OPTIM_FIELDS, "val_split")  # /train_start's parameters
+# Start, and a class run the teacher pushes (explorer.tabs.class_notice), take turns in one queue: Gradio's default
+# of 2 at a time (launch's default_concurrency_limit), as when a pushed run clicked Start
+START_QUEUE = dict(concurrency_limit=2, concurrency_id="train_start")
+
+
+@dataclass
+class TrainStart:
+    """What Start reads and writes; a class run starts through the same callback with the same controls."""
+
+    inputs: list  # the Data tab's choices, the architecture, the optimiser, the validation split (START_NAMES)
+    outputs: list  # the status line and the poll timer
 
 
 def _architecture_controls():
@@ -84,7 +98,8 @@ def _preset_row():
     return preset, note
 
 
-def build_train_tab(data_inputs, model_info):
+def build_train_tab(data_inputs, model_info) -> tuple[list, gr.Markdown, TrainStart]:
+    """-> (the architecture controls, their parameter count, what Start reads and writes)."""
     gr.Markdown("Set the model's shape and the optimiser, then watch it learn. The other tabs inspect the "
                 "trained model once you pause or it finishes.")
     corpus, _, kind, bpe_vocab, val_split = data_inputs
@@ -119,10 +134,9 @@ def build_train_tab(data_inputs, model_info):
     count = bind(param_count_view)
     for c in arch:
         c.change(count, arch, params, api_visibility="private", concurrency_limit=None)
-    start.click(bind(start_training, names=(*DATA_FIELDS, *ARCH_FIELDS, *OPTIM_FIELDS, "val_split")),
-                [corpus, kind, bpe_vocab, *arch, *optim, val_split], status,
-                api_name="train_start", **API).success(
-        lambda: gr.Timer(active=True), None, timer, api_visibility="private")
+    starts = TrainStart([corpus, kind, bpe_vocab, *arch, *optim, val_split], [status, timer])
+    start.click(bind(start_training, names=START_NAMES), starts.inputs, status, api_name="train_start", **API,
+                **START_QUEUE).success(lambda: gr.Timer(active=True), None, timer, api_visibility="private")
     untrained.click(bind(use_untrained_model, names=(*DATA_FIELDS, *ARCH_FIELDS, "val_split")),
                     [corpus, kind, bpe_vocab, *arch, val_split], model_info,
                     api_name="init_model", **API)
@@ -134,7 +148,7 @@ def build_train_tab(data_inputs, model_info):
     gr.Button("Refresh progress", size="sm").click(bind(_progress), None, progress, api_name="train_status", **API)
     data_button("train", [loss, live, progress_chart], [*arch, *optim])
     _model_controls(model_info)
-    return arch, params
+    return arch, params, starts
 
 
 def _progress(session):

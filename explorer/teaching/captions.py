@@ -10,6 +10,7 @@ from explorer.figures.common import head_label, index_labels, stream_labels
 from explorer.figures.sampling import SEED_LOGITS, softmax
 
 SINK_THRESHOLD = 0.5  # a head putting more than this on the first token is a "sink" head
+FOCUSED_BITS = 0.5  # a row's entropy below this is "about one token" (2 ** 0.5 ≈ 1.4 equal shares)
 Z_EXPLAINED = ("The last panel, the head output z, is what each row passes on: the value vectors of the keys mixed "
                "with these weights (one column per number of the head's output).")
 SAME_SIZE = 1.25  # embedding sizes within this ratio are "about the same"
@@ -49,16 +50,29 @@ def query_attention_caption(pattern, tokens: list[str], query: int) -> str:
 
 
 def grid_caption(stats: dict[str, np.ndarray]) -> str:
-    """Strongest previous-token head, plus the strongest sink head (or the most spread-out head)."""
+    """Strongest previous-token head, plus the strongest sink head (or the most spread-out head); a model with one
+    head is described alone, without comparing it to others."""
     prev, first = np.asarray(stats["prev_token"]), np.asarray(stats["first_token"])
+    entropy = np.asarray(stats["entropy"])
+    if prev.size == 1:
+        return (f"The only head, {head_label(0, 0)}, puts {_pct(prev.flat[0])} of its attention on the previous token "
+                f"and {_pct(first.flat[0])} on the first; {_spread(float(entropy.flat[0]))}.")
     best = np.unravel_index(np.argmax(prev), prev.shape)
     text = f"The strongest previous-token head is {head_label(*best)} ({_pct(prev[best])})"
     sink = np.unravel_index(np.argmax(first), first.shape)
     if first[sink] > SINK_THRESHOLD:
         return text + f"; {head_label(*sink)} mostly attends to the first token (sink, {_pct(first[sink])})."
-    entropy = np.asarray(stats["entropy"])
     wide = np.unravel_index(np.argmax(entropy), entropy.shape)
+    if entropy[wide] < FOCUSED_BITS:
+        return text + f"; every head keeps each row on about one token (at most {float(entropy[wide]):.1f} bits)."
     return text + f"; {head_label(*wide)} spreads its attention most widely ({float(entropy[wide]):.1f} bits)."
+
+
+def _spread(bits: float) -> str:
+    """'its rows spread over about 3 tokens (1.6 bits)': 2 ** entropy is how many equal shares it is like."""
+    if bits < FOCUSED_BITS:
+        return f"each row keeps its attention on about one token ({bits:.1f} bits)"
+    return f"its rows spread their attention over about {2 ** bits:.0f} tokens ({bits:.1f} bits)"
 
 
 def overview_caption(stats: dict[str, np.ndarray], layer: int) -> str:
@@ -210,14 +224,28 @@ def sampling_caption(probs_before, probs_after, removed, labels: list[str]) -> s
             f"now has {_pct(now)} (was {_pct(was)}).")
 
 
-def temperature_caption(logits, temperatures, labels: list[str] | None = None) -> str:
-    """How the top token's probability changes between the lowest and highest temperature."""
+def temperature_caption(logits, temperatures, labels: list[str] | None = None, current: float | None = None) -> str:
+    """The top token's share at each temperature the chart draws, lowest first; current: the slider's, named."""
     values = SEED_LOGITS if logits is None else np.asarray(logits, dtype=np.float64)
     top = int(np.argmax(values))
     name = "the largest logit" if logits is None or labels is None else f"the top token '{labels[top]}'"
-    cold, hot = min(temperatures), max(temperatures)
-    return (f"At temperature {cold:g} {name} gets {_pct(softmax(values, cold)[top])}; at {hot:g} only "
-            f"{_pct(softmax(values, hot)[top])}: low temperature sharpens, high temperature flattens.")
+    temps = sorted(temperatures)
+    shares = [_pct(softmax(values, t)[top]) for t in temps]
+    mark = [" (the slider's)" if t == current else "" for t in temps]
+    text = f"At temperature {temps[0]:g}{mark[0]} {name} gets {shares[0]}"
+    for i in range(1, len(temps)):
+        last = "only " if i == len(temps) - 1 and shares[i] != shares[0] else ""
+        text += f"; at {temps[i]:g}{mark[i]}, {last}{shares[i]}"
+    return text + (": the lower the temperature, the larger its share." if shares[0] != shares[-1] else ".")
+
+
+def sampling_label(temperature: float, top_k=None, top_p: float = 1.0, min_p: float = 0.0) -> str:
+    """'temperature 2', 'temperature 1, top-p 0.75': the sampling settings in force, as the charts name them."""
+    parts = ["temperature 0 (always the top token)" if temperature == 0 else f"temperature {temperature:g}"]
+    parts += [f"top-k {top_k}"] if top_k else []
+    parts += [f"top-p {top_p:g}"] if top_p < 1 else []
+    parts += [f"min-p {min_p:g}"] if min_p > 0 else []
+    return ", ".join(parts)
 
 
 def generation_caption(steps: list[dict]) -> str:

@@ -1,6 +1,8 @@
 """Captions for the Experiments tab, computed from the numbers (explorer/teaching/captions.py holds the other tabs')."""
 import numpy as np
 
+from explorer.common.wording import counted
+
 SMALL_CHANGE = 0.01  # nats: a change in validation loss below this is "no real change"
 
 
@@ -41,7 +43,7 @@ def importance_caption(base_loss: float, head_increase, mlp_increase=None, estim
         text += f"; the MLP of layer {top} matters most of all units ({mlp[top]:+.2f})" if mlp[top] > heads.max() \
             else f"; the most important MLP layer is {top} ({mlp[top]:+.2f})"
     quiet = int((np.abs(heads) < SMALL_CHANGE).sum())
-    text += (f". {quiet} of {heads.size} heads change it by less than {SMALL_CHANGE}. Type {layer}.{head} in "
+    text += (f". {quiet} of {counted(heads.size, 'head')} change it by less than {SMALL_CHANGE}. Type {layer}.{head} in "
              f"“Heads” above (or press “Knock out the most important head”) to see what it does.")
     if estimated:
         text += (f" These {heads.size} numbers are estimates (attribution patching: activation change × gradient, "

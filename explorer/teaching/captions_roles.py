@@ -2,6 +2,7 @@
 training. Pure functions: numbers in, one or two plain sentences out."""
 import numpy as np
 
+from explorer.common.wording import counted
 from explorer.figures.common import head_label
 from model_core.analysis.roles import ROLE_LABELS, SINK_REST
 
@@ -14,7 +15,7 @@ def report_caption(roles: list, text_source: str, notes: list[str]) -> str:
     for r in roles:
         counts[r.label] = counts.get(r.label, 0) + 1
     parts = ", ".join(f"{n} {label}" for label, n in sorted(counts.items(), key=lambda item: -item[1]))
-    text = (f"Of {len(roles)} heads: {parts}. Scores are shares of the attention left after the first token "
+    text = (f"Of {counted(len(roles), 'head')}: {parts}. Scores are shares of the attention left after the first token "
             f"(the sink), measured on {text_source} and on a random sequence shown twice.")
     return " ".join([text] + list(notes))
 

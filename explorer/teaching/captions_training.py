@@ -2,45 +2,50 @@
 evaluation is older than the latest batch, so the two are never set against each other."""
 import numpy as np
 
+from explorer.common.wording import counted
+
 RECENT = 20  # batches averaged for "the batch loss now" (one batch's loss is noisy)
 UNTRAINED_NOTE = ("an untrained model is more confidently wrong than uniform guessing (its random weights favour a few "
                   "tokens, rarely the right ones)")
 
 
 def loss_caption(steps, train_loss, eval_steps=None, val_loss=None, eval_train_loss=None,
-                 vocab_size: int | None = None) -> str:
+                 vocab_size: int | None = None, evaluated: str = "Validation loss") -> str:
     """Loss history -> how validation loss moved between its first and latest evaluation (each with its step), the
     train-val gap of the latest evaluation, the batch loss now when training has gone past that evaluation, and
-    the guessing baseline (with why an untrained model scores above it). Without evaluations: the batch loss."""
+    the guessing baseline (with why an untrained model scores above it). Without evaluations: the batch loss, from
+    the chart's first point. evaluated names the evaluated curve (a run without a validation split evaluates the
+    training text: pass its losses as val_loss and "Loss on the training text")."""
     steps, train_loss = np.asarray(steps), np.asarray(train_loss, dtype=np.float64)
     if val_loss is None or not len(val_loss):
         if not len(train_loss):
             return ""
-        window = max(1, len(train_loss) // 10)  # smooth the noisy per-batch loss
-        start, end = float(np.mean(train_loss[:window])), float(np.mean(train_loss[-window:]))
-        return f"Training loss {_moved(start, end)} from {start:.2f} to {end:.2f} over {len(train_loss)} steps." \
-            + baseline_sentence(vocab_size)
+        window = max(1, len(train_loss) // 10)  # smooth the noisy per-batch loss at the end
+        start, end = float(train_loss[0]), float(np.mean(train_loss[-window:]))
+        return (f"Training loss {_moved(start, end)} from {start:.2f} (the first batch, step {int(steps[0]):,}) to "
+                f"{end:.2f} (mean of the last {window:,} of {counted(len(train_loss), 'step')})." + baseline_sentence(vocab_size))
     eval_steps, val_loss = [int(s) for s in eval_steps], [float(v) for v in val_loss]
     if len(val_loss) == 1:
-        text = f"Validation loss {val_loss[0]:.2f} (step {eval_steps[0]:,})"
+        text = f"{evaluated} {val_loss[0]:.2f} (step {eval_steps[0]:,})"
     else:
-        text = (f"Validation loss {_moved(val_loss[0], val_loss[-1])} from {val_loss[0]:.2f} (step {eval_steps[0]:,}) "
+        text = (f"{evaluated} {_moved(val_loss[0], val_loss[-1])} from {val_loss[0]:.2f} (step {eval_steps[0]:,}) "
                 f"to {val_loss[-1]:.2f} (step {eval_steps[-1]:,})")
     if eval_train_loss is not None and len(eval_train_loss) and eval_steps[-1] > 0:
         gap = val_loss[-1] - float(eval_train_loss[-1])
         text += f"; at step {eval_steps[-1]:,} the train–validation gap is {gap:.2f} (a growing gap means overfitting)"
     text += "."
     if len(steps) and int(steps[-1]) > eval_steps[-1]:
-        text += f" {batch_loss_sentence(steps, train_loss)}"
+        text += f" {batch_loss_sentence(steps, train_loss, evaluated)}"
     untrained = val_loss[0] if eval_steps[0] == 0 else None
     return text + baseline_sentence(vocab_size, untrained)
 
 
-def batch_loss_sentence(steps, train_loss) -> str:
-    """'The training batches' loss is 1.88 now (mean of the last 20, step 140): not comparable with validation...'"""
+def batch_loss_sentence(steps, train_loss, evaluated: str = "Validation loss") -> str:
+    """'The training batches' loss is 1.88 now (mean of the last 20, step 140); validation loss is measured only
+    at evaluations.'"""
     recent = np.asarray(train_loss, dtype=np.float64)[-RECENT:]
     return (f"The training batches' loss is {recent.mean():.2f} now (mean of the last {len(recent)}, step "
-            f"{int(steps[-1]):,}); validation is measured only at evaluations.")
+            f"{int(steps[-1]):,}); {evaluated[0].lower() + evaluated[1:]} is measured only at evaluations.")
 
 
 def baseline_sentence(vocab_size: int | None, untrained_loss: float | None = None) -> str:

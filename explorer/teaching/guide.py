@@ -16,7 +16,8 @@ Add `?__theme=dark` to the address for dark mode; every control can be reached w
 
 ### Lessons
 A lesson is a guided tour: **Next** / **Back** walk through its steps (step *k* of *n*); each step opens a tab,
-sets its controls (model, prompt, layer, head, sampling knobs…) and says what to look at. A lesson can hide the
+sets its controls (model, prompt, layer, head, sampling knobs…) and says what to look at; a question's
+answer goes to the teacher, and where the lesson knows the right one it says so at once. A lesson can hide the
 advanced controls so a first-time student sees only what the step needs. Shipped lessons include "What does
 attention look at?", "Watch a GPT learn", "Temperature and top-p" and "Features, not neurons" (the lesson picker
 lists them all). A teacher writes her own as a Markdown file (one `## ` heading per step, `key: value` lines for

@@ -2,8 +2,9 @@
 
 A lesson is a title, optional lesson-wide settings, an optional intro, then steps. Each step is a "## "
 heading, zero or more "key: value" lines (the same names and values a link's query string takes), a blank
-line, and the Markdown text the student reads. A step may also ask a question ("question:", "choices:"): those
-two keys are the step's own, not link parameters. The format is documented in docs/lessons.md.
+line, and the Markdown text the student reads. A step may also ask a question ("question:", "choices:", with the
+answer it expects in "correct:" and a "hint:" for a wrong one) and name buttons the player presses when the step
+opens ("press:"): those keys are the step's own, not link parameters. The format is documented in docs/lessons.md.
 Parsing is pure: which setting names and values are valid is asked of a `validate(key, value)` callable,
 which the app builds from its registered controls (settings_validator)."""
 import re
@@ -15,11 +16,17 @@ from explorer.common import app_state
 from explorer.teaching.lesson_claims import ClaimError, parse_claim
 
 LESSONS_DIR = Path(__file__).resolve().parents[1] / "assets" / "lessons"
-LESSON_SETTINGS = {"simple": ("yes", "no")}  # lesson-wide settings, before the first step
+# lesson-wide settings, before the first step: simple (its values), learned (a sentence for the end of the lesson),
+# next (shipped lessons to go on with, separated by commas)
+LESSON_SETTINGS = {"simple": ("yes", "no"), "learned": None, "next": None}
 NOT_IN_STEPS = {"lesson"}  # link parameters a step may not set (a lesson cannot open another lesson)
-QUESTION_KEYS = ("question", "choices")  # a step's own keys, never link parameters: not validated, not in settings
+PRESS = "press"  # buttons the player presses once a step is applied, separated by "|" (checked by validate)
+# a step's own keys, never link parameters, not in its settings: the question's, and press
+QUESTION_KEYS = ("question", "choices", "correct", "hint")
+STEP_KEYS = (*QUESTION_KEYS, PRESS)
 EXPECT = "expect"  # a step's claim about its model (explorer.teaching.lesson_claims); the one key that may repeat
 MAX_QUESTION, MAX_CHOICE, CHOICES_RANGE = 300, 80, (2, 8)  # characters, characters, how many choices
+MAX_SENTENCE = 300  # characters of a hint or of the lesson's "learned"
 SETTING = re.compile(r"^([a-z][a-z0-9_]*)\s*:(.*)$")  # "layer: 2"; a key is a lower-case name
 QUOTED = re.compile(r'"((?:[^"\\]|\\.)*)"')  # a double-quoted value; backslash escapes the next character
 SLUG = re.compile(r"^[a-z0-9][a-z0-9-]*$")
@@ -42,10 +49,16 @@ class LessonError(ValueError):
 class Question:
     text: str  # what the student is asked, shown in the lesson box
     choices: tuple = ()  # of str, the answers to pick from; none: the answer is free text
+    correct: str = ""  # the choice that is right ('' when the answer is not checked: free text, or it depends)
+    hint: str = ""  # what the player says after a wrong choice ('' for a general "look again")
 
     @property
     def free(self) -> bool:
         return not self.choices
+
+    def is_right(self, answer: str) -> Optional[bool]:
+        """Whether answer is the correct choice; None when the question has no answer to check."""
+        return answer.strip() == self.correct if self.correct else None
 
 
 @dataclass(frozen=True)
@@ -56,6 +69,7 @@ class Step:
     line: int  # line number of the step's "## " heading
     question: Optional[Question] = None  # what the student answers in the lesson box (answers go to the teacher)
     claims: tuple = ()  # of lesson_claims.Claim: what the step says about its model, checked by explorer.lesson_check
+    press: tuple = ()  # of str, labels of the buttons the player presses once the step's settings are applied
 
 
 @dataclass(frozen=True)
@@ -65,6 +79,8 @@ class Lesson:
     intro: str = ""  # Markdown before the first step
     simple: bool = False  # hide controls registered advanced=True while the lesson is open
     source: str = ""  # file it was read from
+    learned: str = ""  # a sentence shown under the last step: what the student learned
+    next: tuple = ()  # of str, slugs of shipped lessons to go on with, linked under the last step
 
 
 def parse_lesson(text: str, validate: Optional[Validate] = None, source: str = "") -> Lesson:
@@ -83,7 +99,8 @@ def parse_lesson(text: str, validate: Optional[Validate] = None, source: str = "
     except LessonError as err:
         raise LessonError(err.line, err.problem, source) from None
     simple = options.get("simple", "no") == "yes"
-    return Lesson(title, tuple(steps), intro, simple, source)
+    following = tuple(slug.strip() for slug in options.get("next", "").split(",") if slug.strip())
+    return Lesson(title, tuple(steps), intro, simple, source, options.get("learned", ""), following)
 
 
 def read_lesson(path, validate: Optional[Validate] = None) -> Lesson:
@@ -134,8 +151,13 @@ def _step(lines: list, i: int, validate: Optional[Validate]) -> tuple:
         fenced ^= line.lstrip().startswith("```")
         if not fenced:
             _shown_as_written(line, number)
-    links = {key: value for key, value in settings.items() if key not in QUESTION_KEYS}
-    return Step(title, links, text, heading, question, tuple(claims)), i
+    links = {key: value for key, value in settings.items() if key not in STEP_KEYS}
+    return Step(title, links, text, heading, question, tuple(claims), _pressed(settings.get(PRESS, ""))), i
+
+
+def _pressed(value: str) -> tuple:
+    """"Split the logit | Patch" -> ("Split the logit", "Patch")."""
+    return tuple(label.strip() for label in value.split("|") if label.strip())
 
 
 def _shown_as_written(line: str, number: int) -> None:
@@ -147,10 +169,11 @@ def _shown_as_written(line: str, number: int) -> None:
 
 
 def _question(settings: dict, where: dict) -> Optional[Question]:
-    """The step's "question:" and "choices:" settings -> its Question (None when it asks none)."""
+    """The step's "question:", "choices:", "correct:" and "hint:" settings -> its Question (None when it asks none)."""
     if "question" not in settings:
-        if "choices" in settings:
-            raise LessonError(where["choices"], "'choices' needs a 'question' in the same step")
+        for key in QUESTION_KEYS[1:]:
+            if key in settings:
+                raise LessonError(where[key], f"{key!r} needs a 'question' in the same step")
         return None
     text = settings["question"].strip()
     if not text:
@@ -160,7 +183,15 @@ def _question(settings: dict, where: dict) -> Optional[Question]:
         raise LessonError(where["question"], f"a question is at most {MAX_QUESTION} characters (this one has "
                                              f"{len(text)})")
     choices = _choices(settings["choices"], where["choices"]) if "choices" in settings else ()
-    return Question(text, choices)
+    correct, hint = settings.get("correct", "").strip(), settings.get("hint", "").strip()
+    if correct and correct not in choices:
+        raise LessonError(where["correct"], f"'correct' must be one of the choices ({' | '.join(choices)})"
+                          if choices else "'correct' needs 'choices' (a free-text answer is not checked)")
+    if hint and not correct:
+        raise LessonError(where["hint"], "'hint' is said after a wrong answer: it needs 'correct'")
+    if len(hint) > MAX_SENTENCE:
+        raise LessonError(where["hint"], f"a hint is at most {MAX_SENTENCE} characters (this one has {len(hint)})")
+    return Question(text, choices, correct, hint)
 
 
 def _choices(value: str, line: int) -> tuple:
@@ -227,8 +258,16 @@ def _lesson_setting(line: int, key: str, value: str) -> None:
     if key not in LESSON_SETTINGS:
         raise LessonError(line, f"unknown lesson setting {key!r} (before the first step only: "
                                 f"{', '.join(LESSON_SETTINGS)}; control settings go in a step)")
-    if value not in LESSON_SETTINGS[key]:
-        raise LessonError(line, f"{key} must be {' or '.join(LESSON_SETTINGS[key])}, not {value!r}")
+    allowed = LESSON_SETTINGS[key]
+    if allowed is not None and value not in allowed:
+        raise LessonError(line, f"{key} must be {' or '.join(allowed)}, not {value!r}")
+    if key == "learned" and len(value) > MAX_SENTENCE:
+        raise LessonError(line, f"'learned' is at most {MAX_SENTENCE} characters (this one has {len(value)})")
+    if key == "next":
+        unknown = [slug.strip() for slug in value.split(",") if slug.strip() not in shipped_lessons()]
+        if unknown:
+            raise LessonError(line, f"'next' names shipped lessons separated by commas; there is no lesson "
+                                    f"{unknown[0]!r} (shipped: {', '.join(shipped_lessons())})")
 
 
 def _step_setting(line: int, key: str, value: str, validate: Optional[Validate]) -> None:
@@ -236,9 +275,10 @@ def _step_setting(line: int, key: str, value: str, validate: Optional[Validate])
         raise LessonError(line, f"a step cannot set {key!r}")
     if key in QUESTION_KEYS:  # the step's own: checked by _question, never a link parameter
         return
-    problem = validate(key, value) if validate else None
-    if problem:
-        raise LessonError(line, problem)
+    for item in _pressed(value) if key == PRESS else (value,):
+        problem = validate(key, item) if validate else None
+        if problem:
+            raise LessonError(line, problem)
 
 
 def _text_block(lines: list, i: int) -> tuple:
@@ -281,12 +321,15 @@ def lesson_title(path) -> str:
         return Path(path).stem
 
 
-def settings_validator(names, parse_params) -> Validate:
+def settings_validator(names, parse_params, buttons=()) -> Validate:
     """validate(key, value) for lesson steps: key must be one of names, and parse_params({key: value}) -- the
-    link parser -- must accept the value without a note."""
-    known = sorted(set(names) - NOT_IN_STEPS - set(QUESTION_KEYS))
+    link parser -- must accept the value without a note; a "press" value must be one of buttons (their labels)."""
+    known = sorted(set(names) - NOT_IN_STEPS - set(STEP_KEYS))
 
     def validate(key: str, value: str) -> Optional[str]:
+        if key == PRESS:
+            return None if value in buttons else (f"a step cannot press {value!r} (it can press: "
+                                                  f"{', '.join(buttons) or 'nothing'})")
         if key not in known:
             return f"unknown setting {key!r} (known: {', '.join(known)})"
         values, notes = parse_params({key: value})

@@ -31,13 +31,31 @@ class Control:
         return [self.component, *self.also]
 
 
+@dataclass
+class Action:
+    """A button a lesson step may press (`press: Split the logit`): its handler, wired as the button's is."""
+    label: str  # the button's label, as lesson files name it
+    handler: object  # handler(request, *inputs) -> outputs (a bound callback)
+    inputs: list
+    outputs: list
+
+
 CONTROLS: dict[str, Control] = {}  # filled while build_app() runs; cleared at its start
+ACTIONS: dict[str, Action] = {}  # label -> the button a lesson step may press, registered by its tab
 TAB_TRACKER: list = []  # [hidden textbox holding the selected tab id], set by register_tabs
 
 
 def reset_controls() -> None:
     CONTROLS.clear()
+    ACTIONS.clear()
     TAB_TRACKER.clear()
+
+
+def register_action(label: str, handler, inputs: list, outputs: list) -> None:
+    """Let lesson steps press the button labelled label, which runs handler(request, *inputs) into outputs."""
+    if label in ACTIONS:
+        raise ValueError(f"two buttons are registered as {label!r}")
+    ACTIONS[label] = Action(label, handler, list(inputs), list(outputs))
 
 
 def register_control(name: str, component, advanced: bool = False, *, also=()):
@@ -62,8 +80,9 @@ def names() -> list[str]:
 
 
 def lesson_validator() -> Validate:
-    """validate(key, value) for lesson steps: the registered controls' names and the link parser's values."""
-    return settings_validator(names(), parse_params)
+    """validate(key, value) for lesson steps: the registered controls' names and the link parser's values, and the
+    registered buttons for `press`."""
+    return settings_validator(names(), parse_params, list(ACTIONS))
 
 
 def components() -> list:

@@ -256,7 +256,7 @@ def ablation_losses(model, windows: torch.Tensor, ablations: list[Ablation], mea
 
 def ablated_generation(model, prompt_ids: Sequence[int], ablation: Ablation, means: Optional[dict],
                        max_new_tokens: int, settings, seed: int) -> list:
-    """model_core.sampling.generate's Steps with the ablation hooked in for the whole generation (same seed
+    """model_core.model.sampling.generate's Steps with the ablation hooked in for the whole generation (same seed
     and settings give the same text as an unablated run when the ablation is empty)."""
     steps = []
     with model.hooks(ablation_hooks([ablation], None, means)):

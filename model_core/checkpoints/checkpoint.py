@@ -41,6 +41,7 @@ from model_core.checkpoints.load_limits import (
 from model_core.checkpoints.record import SNAPSHOTS, parse_snapshots, record_bytes
 from model_core.checkpoints.safe_zip import directory_size, read_members
 from model_core.checkpoints.safetensors_header import check_header
+from model_core.checkpoints.version import PROJECT_VERSION
 from model_core.data.native_errors import refused_by_library
 from model_core.data.tokenization import tokenizer_from_dict
 from model_core.model.config import GPTConfig
@@ -49,7 +50,6 @@ from model_core.training.train_config import TrainConfig
 
 FORMAT = "transformer-explorer-checkpoint"
 FORMAT_VERSION = 1
-PROJECT_VERSION = "0.1.0"
 WEIGHTS, CONFIG = "model.safetensors", "config.json"
 REQUIRED_KEYS = ("format", "format_version", "model_config", "tokenizer")
 
@@ -152,7 +152,7 @@ def load_checkpoint(path: Union[str, Path], limits: Optional[LoadLimits] = None)
     LOCAL_LIMITS, which only guard against damaged files, and a .zip (a file that travels: an upload, a
     download) with UPLOAD_LIMITS; pass limits to choose."""
     path = Path(path)
-    if path.is_file():
+    if path.is_file() or (path.suffix.lower() == ".zip" and not path.is_dir()):  # a missing .zip: "no such file"
         return load_checkpoint_zip(path, UPLOAD_LIMITS if limits is None else limits)
     limits = LOCAL_LIMITS if limits is None else limits
     if not path.is_dir():

@@ -18,7 +18,8 @@ import numpy as np
 import torch
 
 from model_core.checkpoints.checkpoint import Checkpoint
-from model_core.checkpoints.load_limits import LOCAL_LIMITS, ConvertError, LoadLimits, bounded
+from model_core.checkpoints.convert_error import ConvertError
+from model_core.checkpoints.load_limits import LOCAL_LIMITS, LoadLimits, bounded
 from model_core.data.tokenization import BPETokenizer
 
 ARCHITECTURES = {"llama": "llama", "qwen2": "qwen2"}  # GGUF general.architecture -> Hugging Face model_type

@@ -13,9 +13,10 @@ from typing import Mapping, Optional
 import torch
 
 from model_core.checkpoints.checkpoint import Checkpoint
+from model_core.checkpoints.convert_error import ConvertError
 from model_core.checkpoints.fields import size_text, strict_json
 from model_core.checkpoints.hf_families import BUFFERS, converted_state_dict, hf_gpt_config
-from model_core.checkpoints.load_limits import LOCAL_LIMITS, ConvertError, LoadLimits, bounded, model_from_tensors
+from model_core.checkpoints.load_limits import LOCAL_LIMITS, LoadLimits, bounded, model_from_tensors
 from model_core.checkpoints.safetensors_header import FLOAT_DTYPES, header_specs
 from model_core.data.chat import MAX_TEMPLATE_CHARS, checked_template
 from model_core.data.native_errors import native_call, refused_by_library

@@ -14,7 +14,7 @@ from typing import Callable, Mapping, Optional
 
 import torch
 
-from model_core.checkpoints.load_limits import ConvertError
+from model_core.checkpoints.convert_error import ConvertError
 from model_core.model.config import ConfigError, GPTConfig
 
 DEFAULT_MAX_BLOCK = 1024  # default block_size: the model's own context, at most this (a CPU classroom reads less)

@@ -11,6 +11,7 @@ from typing import Mapping, Optional
 
 import torch
 
+from model_core.checkpoints.convert_error import ConvertError
 from model_core.model.config import GPTConfig
 from model_core.model.gpt import GPT
 
@@ -51,11 +52,6 @@ LOCAL_LIMITS = LoadLimits(max_params=200_000_000, max_block_size=8192, max_layer
                           max_d_model=8192, max_d_mlp=32_768, max_attention_cells=1 << 30,
                           max_bytes=2_000_000_000, max_json_bytes=256_000_000, max_history_rows=10_000_000,
                           max_snapshots=100_000, max_record_bytes=None)
-
-
-class ConvertError(ValueError):
-    """Files from another program (nanoGPT, Hugging Face, llama.cpp) cannot be converted; the message says what is
-    wrong and what to do."""
 
 
 def check_size_fields(model_config: dict, limits: LoadLimits) -> None:

@@ -18,13 +18,8 @@ from typing import Optional
 import torch
 
 from model_core.checkpoints.checkpoint import Checkpoint
-from model_core.checkpoints.load_limits import (  # noqa: F401  (ConvertError: imported from here by others)
-    LOCAL_LIMITS,
-    ConvertError,
-    LoadLimits,
-    bounded,
-    model_from_tensors,
-)
+from model_core.checkpoints.convert_error import ConvertError
+from model_core.checkpoints.load_limits import LOCAL_LIMITS, LoadLimits, bounded, model_from_tensors
 from model_core.checkpoints.safe_pickle import MAX_PICKLE_BYTES, load_plain_pickle
 from model_core.checkpoints.safe_zip import stored_members
 from model_core.data.tokenization import CharTokenizer

@@ -1,7 +1,7 @@
 """Training an SAE on a buffer of activations: Adam on the reconstruction error (plus L1 for ReLU SAEs),
 decoder rows kept at unit norm, dead features pulled back by an auxiliary loss (AuxK, Gao et al. 2024).
 
-Like model_core.training.Trainer it knows nothing about the app: progress goes to a callback, and pause(),
+Like model_core.training.trainer.Trainer it knows nothing about the app: progress goes to a callback, and pause(),
 resume() and stop() may be called from another thread while run() trains.
 
 Choices, measured on the classroom model (docs/features.md): activations are scaled so their mean squared
@@ -9,7 +9,6 @@ norm is d_in (one learning rate suits every model; the scale is folded back into
 b_dec starts at the data's mean and the decoder's rows at centred data points (few features start dead),
 the learning rate decays to zero over the last fifth of the steps."""
 import math
-import threading
 import time
 from dataclasses import asdict, dataclass
 from typing import Callable, Optional
@@ -17,6 +16,7 @@ from typing import Callable, Optional
 import torch
 
 from model_core.features.sae import SAEConfigError, SparseAutoencoder
+from model_core.training.run_control import RunControl
 
 
 @dataclass
@@ -53,10 +53,11 @@ def explained_variance(x: torch.Tensor, x_hat: torch.Tensor) -> float:
     return float(1.0 - (x - x_hat).pow(2).sum() / total.clamp_min(1e-30))
 
 
-class SAETrainer:
+class SAETrainer(RunControl):
     """Trains sae on activations [N, d_in] (kept, not copied)."""
 
     def __init__(self, sae: SparseAutoencoder, activations: torch.Tensor, cfg: SAETrainConfig = SAETrainConfig()):
+        super().__init__()
         self.sae, self.cfg = sae, cfg.validate()
         if activations.ndim != 2 or activations.shape[1] != sae.cfg.d_in:
             raise SAEConfigError(f"activations of shape {list(activations.shape)} do not fit an SAE reading "
@@ -72,10 +73,7 @@ class SAETrainer:
         self.tokens_since_fired = torch.zeros(sae.cfg.d_sae, dtype=torch.long)
         self.step_count, self.tokens_seen, self.elapsed = 0, 0, 0.0
         self.history: list[dict] = []
-        self.state = "idle"
         self._order, self._cursor = torch.empty(0, dtype=torch.long), 0
-        self._unpaused, self._stop = threading.Event(), threading.Event()
-        self._unpaused.set()
         self.before_work: Optional[Callable[[], None]] = None  # called before every step (a child's thread count)
 
     # ------------------------------------------------------------------ set-up
@@ -106,17 +104,6 @@ class SAETrainer:
         # largest projections sum to several times x (least squares: x - b_dec ≈ alpha * (x̂ - b_dec))
         target, made = sample - mean, sae(sample) - mean
         sae.W_enc.mul_((target * made).sum() / made.pow(2).sum().clamp_min(1e-12))
-
-    # ------------------------------------------------------------------ control (any thread)
-    def pause(self) -> None:
-        self._unpaused.clear()
-
-    def resume(self) -> None:
-        self._unpaused.set()
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._unpaused.set()
 
     # ------------------------------------------------------------------ one step
     def lr_at(self, step: int) -> float:
@@ -201,17 +188,15 @@ class SAETrainer:
         self.state = "running"
         self.sae.train()
         try:
-            while self.step_count < self.total_steps and not self._stop.is_set():
-                if not self._unpaused.is_set():
-                    self.state = "paused"
-                    self._unpaused.wait()
-                    self.state = "running"
+            while self.step_count < self.total_steps and not self.stopping:
+                if self.pausing:
+                    self.wait_while_paused()
                     continue
                 metrics = self.step()
                 if callback is not None and (self.step_count % report_every == 0 or
                                              self.step_count == self.total_steps):
                     callback(metrics)
-            self.state = "stopped" if self._stop.is_set() else "finished"
+            self.state = "stopped" if self.stopping else "finished"
         except BaseException:
             self.state = "error"
             raise

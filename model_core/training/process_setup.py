@@ -22,7 +22,7 @@ def prepare_child(nice: int, threads: int) -> None:
 def die_with_parent() -> None:
     """Ask Linux to SIGKILL this process when the process that forked it (the forkserver) exits; the
     forkserver itself exits when the app does. Elsewhere this is a no-op, and the child's watchdog
-    (model_core.remote.obey) still notices a parent that has gone."""
+    (model_core.training.child.obey) still notices a parent that has gone."""
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)

@@ -2,9 +2,8 @@
 bf16 autocast, and data-parallel over torchrun processes (model_core.training.distributed).
 
 Knows nothing about GPT internals beyond model(x, y) -> (logits, loss); progress goes to a callback.
-pause() / resume() / stop() may be called from another thread while run() trains."""
+pause() / resume() / stop() (RunControl) may be called from another thread while run() trains."""
 import math
-import threading
 import time
 from typing import Callable, Optional
 
@@ -15,6 +14,7 @@ from model_core.data.dataset import check_long_enough, get_batch
 from model_core.training.distributed import check_batch_splits, current_world, wrap_for_training
 from model_core.training.optim import make_optimizer, param_groups  # noqa: F401  (param_groups: part of this module's API)
 from model_core.training.precision import autocast, check_precision, enable_fast_matmul
+from model_core.training.run_control import RunControl
 from model_core.training.snapshots import PROBE_MAX_TOKENS, Snapshot, take_snapshot
 from model_core.training.train_config import TrainConfig, TrainConfigError
 
@@ -72,20 +72,30 @@ FROZEN_MODEL = ("this model is frozen (a pretrained model, shared read-only): it
                 "train a model built from a config instead.")
 
 
-class Trainer:
+def check_trainable(model, train_data: torch.Tensor, val_data: Optional[torch.Tensor], cfg: TrainConfig,
+                    world=None) -> torch.device:
+    """Raise a clear error when this model cannot train on this data with cfg here; -> the device it would use.
+    (The app asks before it starts a training child, which would otherwise only report the error.)"""
+    if getattr(model, "frozen", False):  # GPT.freeze(): a pretrained model shared read-only, never trained
+        raise ValueError(FROZEN_MODEL)
+    check_long_enough(train_data, model.cfg.block_size, "training")
+    if val_data is not None:
+        check_long_enough(val_data, model.cfg.block_size, "validation")
+    world = world or current_world()
+    check_batch_splits(cfg.batch_size, world)
+    device = resolve_device(cfg.device, world.local_rank)
+    check_precision(device, cfg.precision, cfg.compile)
+    return device
+
+
+class Trainer(RunControl):
     def __init__(self, model, train_data: torch.Tensor, val_data: Optional[torch.Tensor], cfg: TrainConfig,
                  tokenizer=None):
-        if getattr(model, "frozen", False):  # GPT.freeze(): a pretrained model shared read-only, never trained
-            raise ValueError(FROZEN_MODEL)
+        super().__init__()
         self.cfg, self.tokenizer = cfg, tokenizer
         self.block_size = model.cfg.block_size
-        check_long_enough(train_data, self.block_size, "training")
-        if val_data is not None:
-            check_long_enough(val_data, self.block_size, "validation")
         self.world = current_world()
-        check_batch_splits(cfg.batch_size, self.world)
-        self.device = resolve_device(cfg.device, self.world.local_rank)
-        check_precision(self.device, cfg.precision, cfg.compile)
+        self.device = check_trainable(model, train_data, val_data, cfg, self.world)
         enable_fast_matmul(self.device)
         self.model = model.to(self.device)
         self.train_data, self.val_data = train_data, val_data  # any integer dtype: get_batch makes int64 batches
@@ -107,28 +117,9 @@ class Trainer:
         self.evals: list[dict] = []  # {step, train_loss, val_loss}
         self.snapshots: list[Snapshot] = []
         self.state = "idle"
-        self.error: Optional[BaseException] = None
-        self._unpaused, self._stop = threading.Event(), threading.Event()
-        self._unpaused.set()
         # called on the training thread before every step and every evaluation batch: a training child applies a
         # new torch thread count there (OpenMP's count is per thread), also during the first evaluation
         self.before_work: Optional[Callable[[], None]] = None
-
-    # ------------------------------------------------------------------ control (any thread)
-    def pause(self) -> None:
-        self._unpaused.clear()
-
-    def resume(self) -> None:
-        self._unpaused.set()
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._unpaused.set()  # wake a paused run so it can finish
-
-    @property
-    def stopping(self) -> bool:
-        """stop() was called and run() has not returned yet."""
-        return self._stop.is_set()
 
     # ------------------------------------------------------------------ one step
     def step(self, time_fraction: Optional[float] = None) -> dict:
@@ -253,44 +244,36 @@ class Trainer:
                 stop, fraction = self.agreed_control(deadline)
                 if stop:
                     break
-                if not self._unpaused.is_set():
-                    deadline = self.wait_while_paused(deadline)
+                if self.pausing:
+                    parked = self.wait_while_paused()  # the time budget excludes the time spent paused
+                    deadline = None if deadline is None else deadline + parked
                     self.budget = None if deadline is None else (deadline, max_seconds)
                     continue
                 metrics = self.step(fraction)
                 # the last step evaluates and snapshots together (else a snapshot due then would lack its losses)
                 self.checkpoint_extras(metrics, callback, force=self.step_count >= target)
-            stopped = self._stop.is_set()
+            stopped = self.stopping
             # A stop answers at once: a final snapshot but no final evaluation (seconds on a large model).
             self.checkpoint_extras(None, callback, force=True, evaluate=not stopped)
             self.state = "stopped" if stopped else "finished"
-        except BaseException as err:
-            self.state, self.error = "error", err
+        except BaseException:
+            self.state = "error"
             raise
         finally:
             self.rng_state = torch.random.get_rng_state()
             self.budget = None
-            self._stop.clear()  # a stop is acknowledged once run() returns
+            self.stop_acknowledged()  # once run() returns
         return self.state
 
     def agreed_control(self, deadline: Optional[float]) -> tuple[bool, Optional[float]]:
         """(stop now?, share of the time budget used), agreed by all processes: one stopping stops all
         (so none waits forever for the others' gradients) and all follow the latest clock's schedule."""
-        stop = self._stop.is_set() or (deadline is not None and time.perf_counter() >= deadline)
+        stop = self.stopping or (deadline is not None and time.perf_counter() >= deadline)
         fraction = self.time_fraction()
         if self.world.size == 1:
             return stop, fraction
         stop_any, latest = self.world.max([float(stop), -1.0 if fraction is None else fraction])
         return stop_any > 0, None if fraction is None else latest
-
-    def wait_while_paused(self, deadline: Optional[float]) -> Optional[float]:
-        """Block until resume() or stop(); returns the deadline pushed back by the time spent paused."""
-        self.state = "paused"
-        paused_at = time.perf_counter()
-        while not self._unpaused.wait(timeout=0.1):
-            pass
-        self.state = "running"
-        return None if deadline is None else deadline + time.perf_counter() - paused_at
 
     def checkpoint_extras(self, metrics: Optional[dict], callback, force: bool = False,
                           evaluate: bool = True) -> None:

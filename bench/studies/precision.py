@@ -1,4 +1,4 @@
-"""python -m bench.precision: does bf16 autocast pay on this machine? Training steps/s, fp32 vs bf16.
+"""python -m bench.studies.precision: does bf16 autocast pay on this machine? Training steps/s, fp32 vs bf16.
 
 Interleaved rounds at the classroom shape (~0.8M parameters) and at ~10M parameters (6 x 384, block 128)."""
 import torch

@@ -1,5 +1,5 @@
-"""python -m bench.generation_ab: one 150-token generation and the Sampling tab's Compare (4 settings x 150 tokens)
-on the shipped Shakespeare model, this tree against a git revision (HEAD by default), side by side.
+"""python -m bench.studies.generation_ab: one 150-token generation and the Sampling tab's Compare (4 settings x
+150 tokens) on the shipped Shakespeare model, this tree against a git revision (HEAD by default), side by side.
 
 Each tree runs in a worker process of its own (one torch thread, as in the server); the parent asks them in
 turn, one call at a time, the order reversed every other round, so a neighbour's load hits both alike. It
@@ -16,7 +16,7 @@ import time
 
 APP_PROMPT = "First Citizen:\nBefore we proceed any further, hear me speak."  # explorer.tabs.common.DEFAULT_PROMPT
 TARGETS = {"generate": 0.1, "compare": 0.35, "/compare callback": 0.35}  # seconds for 150 new tokens
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the checkout
 
 
 def worker(tokens: int) -> None:

@@ -8,7 +8,7 @@ runs of the same hour), so candidates are compared in two steps:
    same on every run, and is scored on the race's validation windows (bench.vs_reference.val_loss).
 --steps skips step 1 and reproduces a table's losses exactly.
 
-python -m bench.shapes [--preset classroom] [--rounds 6] [--steps N ...] CANDIDATE ...
+python -m bench.studies.shapes [--preset classroom] [--rounds 6] [--steps N ...] CANDIDATE ...
 a candidate: GPTConfig / TrainConfig overrides, e.g. n_layers=4,d_mlp=512  n_layers=3,muon_lr=0.03  preset"""
 import argparse
 import itertools
@@ -62,7 +62,7 @@ def fixed_step_loss(splits, preset: str, text: str, steps: int) -> float:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m bench.shapes", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m bench.studies.shapes", description=__doc__.splitlines()[0])
     p.add_argument("candidates", nargs="+", help=f"overrides like n_layers=3,d_mlp=256, or '{AS_IS}'")
     p.add_argument("--preset", default="classroom")
     p.add_argument("--rounds", type=int, default=6, help="interleaved timing rounds")

@@ -1,4 +1,4 @@
-"""python -m bench.new_sessions: what a new browser session costs the server, Gradio's eager per-session
+"""python -m bench.studies.new_sessions: what a new browser session costs the server, Gradio's eager per-session
 block configuration against explorer.server.gradio_sessions' lazy one, side by side on the real app's Blocks.
 
 Every request of a new session waits for this (it holds the server's GIL), so a class arriving at once

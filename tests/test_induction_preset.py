@@ -1,0 +1,54 @@
+"""The induction-phase preset is one run wherever it starts: the Train tab's controls filled by the preset and
+`python -m model_core.train --preset induction-phase` build the same model, data and settings, and train to the
+same weights. A few steps only: the phase change itself (hundreds of steps) is bench/induction_phase.py's."""
+import time
+
+import pytest
+import torch
+
+from explorer.callbacks import presets, train
+from explorer.state.session import Session
+from model_core.checkpoints.checkpoint import Checkpoint, load_checkpoint
+from model_core.data.tasks.choices import CHOICES
+from model_core.data.tokenization import build_tokenizer
+from model_core.train import main as cli_main
+from model_core.training.presets import get_preset
+from tests.helpers import tiny_model
+
+PRESET = "induction-phase"
+STEPS = 4
+
+
+def train_tab_run(steps: int) -> Session:
+    """A session after a Train-tab run of the preset of `steps` steps (its model adopted)."""
+    session = Session(Checkpoint(tiny_model(vocab_size=3), build_tokenizer("char", "abc")), "start")
+    values = presets.preset_control_values(PRESET) | {"max_steps": steps}
+    train.start_training(session, values["corpus"], values["kind"], 512,
+                         *[values[k] for k in (*train.ARCH_FIELDS, *train.OPTIM_FIELDS, "val_split")])
+    try:
+        deadline = time.monotonic() + 600  # the run's child process starts torch: minutes on a loaded machine
+        while session.run.active and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not session.run.active, "the run did not finish in time"
+        train.poll(session)  # adopts the finished model
+    finally:
+        session.stop_training()
+    return session
+
+
+def test_the_preset_picks_its_own_task():
+    values = presets.preset_control_values(PRESET)
+    assert CHOICES[values["corpus"]] == get_preset(PRESET).data["task"]
+
+
+@pytest.mark.timeout(900)  # two processes start torch; on a machine loaded 10x that alone took minutes
+def test_the_train_tab_and_the_command_line_train_the_same_run(tmp_path, capsys, one_thread):
+    assert cli_main(["--preset", PRESET, "--max-steps", str(STEPS), "--device", "cpu", "--out", str(tmp_path)]) == 0
+    cli = load_checkpoint(tmp_path)
+    session = train_tab_run(STEPS)
+    tab = session.run.progress
+    assert tab.step == STEPS == cli.evals[-1]["step"]
+    assert tab.model.cfg == cli.model.cfg
+    assert tab.cfg.to_dict() == cli.train_config.to_dict()  # schedule, optimiser, seed, task, evaluations
+    for (name, mine), theirs in zip(session.model.state_dict().items(), cli.model.state_dict().values()):
+        torch.testing.assert_close(mine, theirs, msg=name)  # same initialisation, batches and updates
