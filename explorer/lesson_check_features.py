@@ -2,7 +2,7 @@
 tab): each measured with the functions the FFN and Features tabs draw from, on the step's prompt and settings.
 explorer.lesson_check adds them to its MEASURES; view is its LessonView."""
 from explorer.callbacks.common import analyse, layer_names
-from explorer.callbacks.features import logit_ranking, neuron_rows, steering_run, top_place_tokens
+from explorer.callbacks.features import context_span, logit_ranking, neuron_rows, steering_run, top_place_tokens
 from explorer.callbacks.features_source import current_sae
 from explorer.common.errors import UserError
 from explorer.teaching.captions_features import hardest_token
@@ -98,18 +98,56 @@ def neuron_correlation(view, neuron: str, feature: str) -> float:
     return float(found[0])
 
 
-def steering(view, feature, strength):
-    """The Steer button's run on the step's prompt with the step's steering length, temperature and seed."""
+def top_contexts(view, feature: str) -> list[tuple[str, str]]:
+    """(the text shown before, the text shown after) the highlighted token of each of the feature's top contexts."""
+    stats, decode = sae_choice(view).stats, view.session.tokenizer.decode
+    out = []
+    for pos, value in zip(stats.top_positions[feature_of(view, feature)].tolist(),
+                          stats.top_values[int(feature)].tolist()):
+        if value > 0:
+            start, end = context_span(view.session, stats, pos)
+            out.append((decode(stats.text_ids[start:pos].tolist()), decode(stats.text_ids[pos + 1:end].tolist())))
+    return out
+
+
+def contexts_right_after(view, feature: str, text: str) -> int:
+    return sum(before.endswith(text) for before, _ in top_contexts(view, feature))
+
+
+def contexts_with_after(view, feature: str, text: str) -> int:
+    return sum(text in after for _, after in top_contexts(view, feature))
+
+
+MAX_SEEDS = 10  # each seed is two generations
+
+
+def seeds(first: str, last: str) -> range:
+    if not 1 <= int(last) - int(first) + 1 <= MAX_SEEDS:
+        raise UserError(f"seeds {first} to {last}: give from 1 to {MAX_SEEDS} seeds, the first one first")
+    return range(int(first), int(last) + 1)
+
+
+def steering(view, feature, strength, seed=None):
+    """The Steer button's run on the step's prompt with the step's steering length and temperature, and its seed
+    unless another is given."""
     v = view.values
-    args = (view.prompt, int(feature), float(strength), v["steer_tokens"], v["steer_temperature"], v["steer_seed"],
-            v.get("drop_unknown", False))
+    args = (view.prompt, int(feature), float(strength), v["steer_tokens"], v["steer_temperature"],
+            v["steer_seed"] if seed is None else seed, v.get("drop_unknown", False))
     return view.once(("steer", *args), lambda: steering_run(view.session, *args))
 
 
-def unsteered(view):
+def unsteered(view, seed=None):
     """The left column of the step's own Steer (its feature and strength): without steering the text is the same
     whatever they are, so a steered claim at the same settings shares the run."""
-    return steering(view, view.values["feature"], view.values["strength"]).plain
+    return steering(view, view.values["feature"], view.values["strength"], seed).plain
+
+
+def steered_count_over(view, text, feature, strength, first, last) -> int:
+    return sum(steering(view, feature, strength, seed).steered.count(text) for seed in seeds(first, last))
+
+
+def unsteered_count_over(view, text, first, last) -> int:
+    return sum(unsteered(view, seed).count(text) for seed in seeds(first, last))
 
 
 FEATURE_MEASURES = {  # lesson_claims.QUANTITIES -> the function measuring it (view, *the claim's arguments)
@@ -121,4 +159,6 @@ FEATURE_MEASURES = {  # lesson_claims.QUANTITIES -> the function measuring it (v
     "unsteered text": unsteered,
     "steered count": lambda view, text, feature, strength: steering(view, feature, strength).steered.count(text),
     "unsteered count": lambda view, text: unsteered(view).count(text),
+    "steered count over seeds": steered_count_over, "unsteered count over seeds": unsteered_count_over,
+    "contexts right after": contexts_right_after, "contexts with after": contexts_with_after,
 }

@@ -74,16 +74,22 @@ def _log_density(density: np.ndarray, bins: int = 30):
     return np.histogram(logs, bins=bins, range=(-7.0, 0.0))
 
 
-def _contexts(session: Session, stats, feature: int):
-    """[(labels, index of the top place in them, activations shown)] for the feature's top places."""
+def context_span(session: Session, stats, pos: int) -> tuple[int, int]:
+    """[start, end) of the validation text shown around the top place pos: a few tokens before and after it, within
+    the window the place was seen in (it saw nothing outside it)."""
     small = session.tokenizer.vocab_size <= 512  # characters: more of them make a readable context
     before, after = (40, 10) if small else (14, 4)
+    start = max(pos - before, pos // stats.window * stats.window)
+    return start, min(pos + after + 1, (pos // stats.window + 1) * stats.window, len(stats.text_ids))
+
+
+def _contexts(session: Session, stats, feature: int):
+    """[(labels, index of the top place in them, activations shown)] for the feature's top places."""
     out = []
     for pos, value in zip(stats.top_positions[feature].tolist(), stats.top_values[feature].tolist()):
         if value <= 0:
             break
-        start = max(pos - before, pos // stats.window * stats.window)  # the place saw its own window only
-        end = min(pos + after + 1, (pos // stats.window + 1) * stats.window, len(stats.text_ids))
+        start, end = context_span(session, stats, pos)
         ids = stats.text_ids[start:end].tolist()
         acts = [value if start + i == pos else 0.0 for i in range(len(ids))]
         out.append((token_labels(session.tokenizer, ids), pos - start, acts))

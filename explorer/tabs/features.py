@@ -6,6 +6,7 @@ from explorer.tabs.common import ANALYSIS, API, GENERATION, caption, model_slide
 from explorer.tabs.export_button import data_button
 from explorer.tabs.lazy import callbacks
 from explorer.tabs.raw_inputs import RawFile, RawNumber, RawRadio, RawSlider
+from explorer.teaching.view_params import register_action
 
 features_page, features_list, feature_view, steer_view = callbacks("features", "features_page", "features_list",
                                                                    "feature_view", "steer_view")
@@ -81,8 +82,9 @@ def _build_steering(prompt, feature, drop) -> dict:
     go = gr.Button("Steer", variant="primary")
     note = caption()
     texts = gr.HTML(label="Without and with steering")
-    go.click(bind(steer_view), [prompt, feature, strength, length, temperature, seed, drop], [texts, note],
-             api_name="steer", **API, **GENERATION)
+    steer, inputs = bind(steer_view), [prompt, feature, strength, length, temperature, seed, drop]
+    go.click(steer, inputs, [texts, note], api_name="steer", **API, **GENERATION)
+    register_action("Steer", steer, inputs, [texts, note])  # a lesson step may press it when it opens
     return {"strength": strength, "steer_tokens": length, "steer_temperature": temperature, "steer_seed": seed}
 
 

@@ -68,6 +68,7 @@ QUANTITIES = {
 FEATURE = r"(\d{1,6})"
 NEURON = r"(\d{1,3}\.\d{1,6})"
 STRENGTH = r"(-?\d{1,3}(?:\.\d+)?)"
+SEEDS = r"(\d{1,6}) to (\d{1,6})"
 STEERED = rf"steered text of feature {FEATURE} at {STRENGTH}"
 QUANTITIES.update({
     "neuron activation": (rf"activation of neuron {NEURON} at (\d{{1,4}})", "number",
@@ -99,6 +100,15 @@ QUANTITIES.update({
                       "how many times a piece of text occurs in that steered text"),
     "unsteered count": (rf"count of ({QUOTED}) in unsteered text", "count",
                         "how many times a piece of text occurs in the text written without steering"),
+    "steered count over seeds": (rf"count of ({QUOTED}) in {STEERED} over seeds {SEEDS}", "count",
+                                 "the same, added up over the texts of several seeds (at most 10)"),
+    "unsteered count over seeds": (rf"count of ({QUOTED}) in unsteered text over seeds {SEEDS}", "count",
+                                   "the same without steering, added up over the texts of several seeds"),
+    "contexts right after": (rf"top contexts of feature {FEATURE} right after ({QUOTED})", "count",
+                             "how many of the feature's top contexts have that text just before the highlighted "
+                             "token"),
+    "contexts with after": (rf"top contexts of feature {FEATURE} with ({QUOTED}) after", "count",
+                            "how many of them show that text after the highlighted token"),
 })
 NEEDS_NO_MODEL = ("vocabulary size", "text tokens", "training examples", "parameters", "untrained loss")  # measured from the step's controls alone
 NUMBER = r"(-?\d+(?:\.\d+)?(?:e\d+)?)\s*([%kM]?)"
@@ -149,7 +159,8 @@ def parse_claim(text: str, line: int = 0) -> Claim:
 def pattern_help(entry) -> str:
     """A quantity's pattern as a reader writes it: 'restored at layer L, position P'."""
     return (entry[0].replace(f"({QUOTED})", '"token"').replace(HEAD, "L.H").replace(CELL, "layer L, position P")
-            .replace(PART, "layer L attention").replace("\\", ""))
+            .replace(PART, "layer L attention").replace(SEEDS, "A to B").replace(NEURON, "L.N")
+            .replace(STRENGTH, "S").replace(FEATURE, "F").replace(r"(\d{1,4})", "P").replace("\\", ""))
 
 
 def test_values(test: str, groups: tuple, kind: str) -> tuple:
