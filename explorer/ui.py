@@ -33,9 +33,9 @@ param_count_view = callbacks("train", "param_count_view")
 CSS = """
 .te-caption p, .te-caption li, p.te-caption { font-size: 1.05rem; color: var(--body-text-color); margin: 4px 0 8px; }
 .te-compare { display: flex; gap: 12px; flex-wrap: wrap; }
-.te-col { flex: 1 1 220px; border: 1px solid var(--border-color-primary); border-radius: 8px; padding: 8px; }
+.te-col { flex: 1 1 220px; min-width: 0; border: 1px solid var(--border-color-primary); border-radius: 8px; padding: 8px; }
 .te-col-head { font-weight: 600; margin-bottom: 6px; }
-.te-gen { white-space: pre-wrap; font-family: ui-monospace, monospace; font-size: 0.95rem; margin: 0; }
+.te-gen { white-space: pre-wrap; overflow-wrap: anywhere; font-family: ui-monospace, monospace; font-size: 0.95rem; margin: 0; }
 .te-metrics { margin-top: 6px; font-size: 0.9rem; color: var(--body-text-color-subdued); }
 .te-examples mark { color: #111827; }  /* dark text on the light highlight, in both themes */
 /* the header while the model line is being worked out (Gradio's status tracker shown): a request that takes over

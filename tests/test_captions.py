@@ -8,6 +8,7 @@ from explorer.figures.sampling import SEED_LOGITS
 from explorer.teaching import captions as C
 from explorer.teaching import captions_roles as CR
 from explorer.teaching import captions_training as CT
+from explorer.teaching.captions_features import steering_caption
 from model_core.analysis.roles import prompt_roles
 
 TOKENS = list("abcdef")
@@ -278,3 +279,10 @@ def test_every_caption_function_is_checked_here_against_constructed_data(name):
     """A new caption function needs a test above that states its numbers, not only a docstring."""
     assert getattr(C, name).__doc__, f"{name} needs a one-line docstring"
     assert f"C.{name}(" in Path(__file__).read_text(), f"no test above calls C.{name} on constructed data"
+
+
+def test_steering_caption_says_where_the_two_texts_part():
+    assert steering_caption(830, 2, 15.33, "abc", "abc").endswith("too weak to change a single choice.")
+    assert steering_caption(830, 2, 15.33, "abXd", "abYd").endswith("agree for their first 2 characters, then part.")
+    assert steering_caption(830, 4, 15.33, "Thou", "RRRR").endswith("differ from their first character on.")
+    assert steering_caption(830, 4, 15.33, "", "R").startswith("Steering adds 4 × 15.33 (feature 830's")

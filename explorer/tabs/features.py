@@ -35,8 +35,9 @@ def build_features_tab(prompt, drop):
                                elem_id="features-listing")
         density = gr.Plot(label="How often the features fire", scale=2)
     note = caption()
-    on_prompt = gr.HTML(label="The prompt, coloured by the feature")
-    examples = gr.HTML(label="Top activating contexts in the validation text")
+    on_prompt = gr.HTML(label="The prompt, coloured by the feature", show_label=True, container=True)  # a lesson names them
+    examples = gr.HTML(label="Top activating contexts in the validation text", show_label=True,
+                       container=True)
     with gr.Row():
         hist = gr.Plot(label="Activation histogram")
         logits = gr.Plot(label="Tokens it promotes and suppresses")

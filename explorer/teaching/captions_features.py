@@ -85,6 +85,7 @@ def steering_caption(feature: int, strength: float, peak: float, plain: str, ste
     """How much was added and how much of the text changed."""
     same = next((i for i, (a, b) in enumerate(zip(plain, steered)) if a != b), min(len(plain), len(steered)))
     change = ("The text is the same: the push was too weak to change a single choice." if plain == steered else
+              "The two texts differ from their first character on." if same == 0 else
               f"The two texts agree for their first {same} characters, then part.")
     return (f"Steering adds {strength:g} × {peak:.2f} (feature {feature}'s largest activation on the validation "
             f"text) times its decoder direction at every position. {change}")
