@@ -35,9 +35,8 @@ def build_features_tab(prompt, drop):
                                elem_id="features-listing")
         density = gr.Plot(label="How often the features fire", scale=2)
     note = caption()
-    on_prompt = gr.HTML(label="The prompt, coloured by the feature", show_label=True, container=True)  # a lesson names them
-    examples = gr.HTML(label="Top activating contexts in the validation text", show_label=True,
-                       container=True)
+    on_prompt = gr.HTML(label=_heading("The prompt, coloured by the feature"))  # HTML shows no label
+    examples = gr.HTML(label=_heading("Top activating contexts in the validation text"))
     with gr.Row():
         hist = gr.Plot(label="Activation histogram")
         logits = gr.Plot(label="Tokens it promotes and suppresses")
@@ -69,6 +68,12 @@ def build_features_tab(prompt, drop):
     upload.upload(bind(load_sae_upload), upload, status, api_name="load_sae", **API)
     data_button("features", outputs, inputs)
     return (page, inputs, outputs), {"feature": feature, "feature_order": order, "query": position, **steering}
+
+
+def _heading(label: str) -> str:
+    """A heading above the next box, for boxes that show no label of their own (lessons name them); -> label."""
+    gr.Markdown(f"**{label}**")
+    return label
 
 
 def _build_steering(prompt, feature, drop) -> dict:
