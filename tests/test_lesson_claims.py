@@ -172,6 +172,12 @@ def test_every_shipped_lesson_checks_claims_and_asks_in_the_box():
     ('unsteered text starts with "\\n"', "unsteered text", (), "starts with", ("\n",)),
     ('count of "R" in steered text of feature 830 at 2 above 8', "steered count", ("R", "830", "2"), "above", (8.0,)),
     ('count of ":" in unsteered text below 2', "unsteered count", (":",), "below", (2.0,)),
+    ('count of "R" in steered text of feature 830 at 2 over seeds 0 to 4 above 60', "steered count over seeds",
+     ("R", "830", "2", "0", "4"), "above", (60.0,)),
+    ('count of ":" in unsteered text over seeds 3 to 4 below 8', "unsteered count over seeds", (":", "3", "4"), "below",
+     (8.0,)),
+    ('top contexts of feature 116 right after "\\n" is 12', "contexts right after", ("116", "\n"), "is", (12.0,)),
+    ('top contexts of feature 830 with ":" after above 9', "contexts with after", ("830", ":"), "above", (9.0,)),
 ])
 def test_feature_claims_parse(text, quantity, args, test, values):
     claim = parse_claim(text, 3)
@@ -218,6 +224,11 @@ expect: steered text of feature 830 at 2 starts with ""
 expect: unsteered text starts with ""
 expect: count of "R" in steered text of feature 830 at 2 above -1
 expect: count of "R" in unsteered text above -1
+expect: count of "R" in steered text of feature 830 at 2 over seeds 0 to 1 above -1
+expect: count of "R" in unsteered text over seeds 0 to 1 above -1
+expect: count of "R" in unsteered text over seeds 0 to 10 above -1
+expect: top contexts of feature 116 right after "\\n" above -1
+expect: top contexts of feature 830 with ":" after above -1
 
 Text.
 '''
@@ -262,9 +273,22 @@ def test_feature_claims_measure_what_the_ffn_and_features_tabs_show(app, tmp_pat
     plain, steered = [html.unescape(t) for t in re.findall(r"</b>(.*?)</pre>", columns, re.S)]
     assert plain != steered and measured("steered text of feature 830") == steered
     assert measured("unsteered text") == plain
-    assert measured('count of "R" in steered') == steered.count("R") and measured('count of "R" in unsteered') == \
-        plain.count("R")
+    assert measured('count of "R" in steered text of feature 830 at 2 above') == steered.count("R")
+    assert measured('count of "R" in unsteered text above') == plain.count("R")
+    knobs[2] = 1  # the second seed
+    other = [html.unescape(t) for t in re.findall(r"</b>(.*?)</pre>", F.steer_view(session, FEATURE_PROMPT, 830, 2.0,
+                                                                                   *knobs)[0], re.S)]
+    assert measured('count of "R" in steered text of feature 830 at 2 over') == steered.count("R") + other[1].count("R")
+    assert measured('count of "R" in unsteered text over seeds 0 to 1 above') == plain.count("R") + other[0].count("R")
+    for feature, claim, holds in ((116, 'top contexts of feature 116 right after', lambda before, _: before[-1:] == "\n"),
+                                  (830, 'top contexts of feature 830 with ":"', lambda _, after: ":" in after)):
+        shown = [[html.unescape(part).replace("⏎", "\n").replace("␣", " ") for part in row] for row in
+                 re.findall(r"monospace; white-space: pre-wrap'>(.*?)<b .*?</b>(.*?)</td>", F.feature_view(
+                     session, FEATURE_PROMPT, feature)[1])]
+        assert len(shown) == 12 and measured(claim) == sum(holds(*row) for row in shown)
+    assert "from 1 to 10 seeds" in problems["count of \"R\" in unsteered text over seeds 0 to 10 above -1"]
     assert set(problems) == {"activation of neuron 9.9 at 0 above 0", "activation of neuron 2.89 at 99 above 0",
+                             "count of \"R\" in unsteered text over seeds 0 to 10 above -1",
                              "correlation of neuron 2.0 with feature 116 above -1", "density of feature 99999 above -1"}
     assert "has no FFN neuron 9.9" in problems["activation of neuron 9.9 at 0 above 0"]
     assert "positions 0 to 53" in problems["activation of neuron 2.89 at 99 above 0"]
