@@ -2,7 +2,7 @@
 import gradio as gr
 
 from explorer.tabs.binding import bind
-from explorer.tabs.common import ANALYSIS, API, GENERATION, caption, model_slider, run_button
+from explorer.tabs.common import ANALYSIS, API, GENERATION, caption, clear_when_changed, model_slider, run_button
 from explorer.tabs.export_button import data_button
 from explorer.tabs.lazy import callbacks
 from explorer.tabs.raw_inputs import RawFile, RawNumber, RawRadio, RawSlider
@@ -21,7 +21,7 @@ activation as a sum of a few **features**, each a direction of its own, chosen f
 neurons; features tend to mean one thing each. Pick a feature from the list (or type its number) to read it."""
 
 
-def build_features_tab(prompt, drop):
+def build_features_tab(prompt, drop, model_info):
     """prompt, drop: the shared prompt box and its drop-unknown checkbox. -> (view, inputs, outputs), named controls."""
     gr.Markdown(INTRO)
     run = run_button("Show features")
@@ -57,7 +57,7 @@ def build_features_tab(prompt, drop):
                        api_visibility="private", **ANALYSIS)
     listing.select(_clicked_feature, None, feature, api_visibility="private", concurrency_limit=None).then(
         show, [prompt, feature, position, drop], feature_outputs, api_visibility="private", **ANALYSIS)
-    steering = _build_steering(prompt, feature, drop)
+    steering = _build_steering(prompt, feature, drop, model_info)
     with gr.Accordion("Load an SAE for the inspected model", open=False):
         gr.Markdown("SAEs ship for the Shakespeare model and SmolLM2. For a model you trained, train an SAE with "
                     "`python -m model_core.features train --checkpoint YOUR.zip --hook blocks.1.hook_resid_post "
@@ -76,8 +76,9 @@ def _heading(label: str) -> str:
     return label
 
 
-def _build_steering(prompt, feature, drop) -> dict:
-    """The steering controls and button; -> its controls by the names links and lessons give them."""
+def _build_steering(prompt, feature, drop, model_info) -> dict:
+    """The steering controls and button (model_info: the model line above the tabs; a new model clears the texts);
+    -> its controls by the names links and lessons give them."""
     gr.Markdown("### Steer with the feature\nAdd the feature's direction at its layer while the model writes: "
                 "a multiple of its largest natural activation, at every position. Negative values push away.")
     with gr.Row():
@@ -91,6 +92,7 @@ def _build_steering(prompt, feature, drop) -> dict:
     steer, inputs = bind(steer_view), [prompt, feature, strength, length, temperature, seed, drop]
     go.click(steer, inputs, [texts, note], api_name="steer", **API, **GENERATION)
     register_action("Steer", steer, inputs, [texts, note])  # a lesson step may press it when it opens
+    clear_when_changed([*inputs, model_info], [texts, note], "Steer")
     return {"strength": strength, "steer_tokens": length, "steer_temperature": temperature, "steer_seed": seed}
 
 
