@@ -22,6 +22,7 @@ from explorer.callbacks.train import model_config, prepare_controls_data
 from explorer.common.controls import ARCH_FIELDS, CONTROL_NAMES, DEFAULT_COMPARISON, PATCH_CHOICES
 from explorer.common.errors import UserError
 from explorer.common.shipped_list import DEFAULT_MODEL
+from explorer.lesson_check_features import FEATURE_MEASURES
 from explorer.state.session import new_session
 from explorer.state.shipped import shipped_template
 from explorer.teaching import view_params
@@ -339,4 +340,5 @@ MEASURES = {  # lesson_claims.QUANTITIES -> the function measuring it (view, *th
     "bits per character": bits_per_char, "vocabulary size": vocabulary_size, "text tokens": text_tokens,
     "training examples": training_examples,
     "parameters": parameters, "untrained loss": untrained_loss,
+    **FEATURE_MEASURES,
 }

@@ -33,9 +33,11 @@ param_count_view = callbacks("train", "param_count_view")
 CSS = """
 .te-caption p, .te-caption li, p.te-caption { font-size: 1.05rem; color: var(--body-text-color); margin: 4px 0 8px; }
 .te-compare { display: flex; gap: 12px; flex-wrap: wrap; }
-.te-col { flex: 1 1 220px; border: 1px solid var(--border-color-primary); border-radius: 8px; padding: 8px; }
+.te-col { flex: 1 1 220px; min-width: 0; border: 1px solid var(--border-color-primary); border-radius: 8px;
+  padding: 8px; }
 .te-col-head { font-weight: 600; margin-bottom: 6px; }
-.te-gen { white-space: pre-wrap; font-family: ui-monospace, monospace; font-size: 0.95rem; margin: 0; }
+.te-gen { white-space: pre-wrap; overflow-wrap: anywhere; /* a long run of one letter wraps too */
+  font-family: ui-monospace, monospace; font-size: 0.95rem; margin: 0; }
 .te-metrics { margin-top: 6px; font-size: 0.9rem; color: var(--body-text-color-subdued); }
 .te-examples mark { color: #111827; }  /* dark text on the light highlight, in both themes */
 /* the header while the model line is being worked out (Gradio's status tracker shown): a request that takes over
@@ -56,6 +58,7 @@ ANALYSIS_TABS = [("attention", "Attention", build_attention_tab, True), ("heads"
                  ("features", "Features", build_features_tab, True),
                  ("blocks", "Building blocks", build_blocks_tab, True),
                  ("sampling", "Sampling", build_sampling_tab, True)]
+READS_MODEL = {"features"}  # tabs whose builder also takes the header's model line (a new model clears a text)
 ADVANCED = {"min_p", "seed"}  # named controls a lesson in simple mode hides
 MODEL_INFO_ID = "te-model-info"  # the header's model line
 
@@ -104,7 +107,8 @@ def _build_tabs(resumed, model_info, prompt, drop):
         resumed.then(bind(param_count_view), train_arch, train_params, api_visibility="private")
         for tab_id, label, build, reads_prompt in ANALYSIS_TABS:
             with gr.Tab(label, id=tab_id) as tab:
-                views[tab_id], controls = build(prompt, drop) if reads_prompt else build()
+                args = ((prompt, drop) if reads_prompt else ()) + ((model_info,) if tab_id in READS_MODEL else ())
+                views[tab_id], controls = build(*args)
             tab.select(*views[tab_id], api_visibility="private", **ANALYSIS)
             for name, component in controls.items():
                 named.setdefault(name, []).append(component)

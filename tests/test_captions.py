@@ -8,6 +8,7 @@ from explorer.figures.sampling import SEED_LOGITS
 from explorer.teaching import captions as C
 from explorer.teaching import captions_roles as CR
 from explorer.teaching import captions_training as CT
+from explorer.teaching.captions_features import steering_caption
 from model_core.analysis.roles import prompt_roles
 
 TOKENS = list("abcdef")
@@ -196,8 +197,12 @@ def test_ffn_captions():
     post_h, post_e = np.array([0, 60, 40]), np.array([-0.3, -0.17, 1.0, 2.0])  # lowest non-empty bin: -0.17
     assert C.ffn_histogram_caption(pre_h, pre_e, post_h, post_e, "GELU") == (
         "50% of FFN inputs are negative; GELU squashes them towards zero (outputs stay above -0.17).")
-    assert C.top_tokens_caption(np.array([0, 3, 1]), np.array([3, 2, 1.0]), list("abca")) == (
-        "This neuron fires hardest on 'a' (2 of its top 3 positions); peak activation 3.00.")
+    assert C.top_tokens_caption(np.array([0, 3, 1, 2]), np.array([3, 2, 1.0, 0.5]), list("abca")) == (
+        "This neuron fires hardest at 0:a (3.00); 3 of its top 4 positions reach a quarter of that, on 'a' (2), 'b'.")
+    assert C.top_tokens_caption(np.array([2, 0]), np.array([4.0, 0.5]), list("abc")) == (
+        "This neuron fires hardest at 2:c (4.00); none of its other top 1 positions reaches a quarter of that.")
+    assert C.top_tokens_caption(np.array([1, 0]), np.array([-0.01, -0.2]), list("ab")) == (
+        "This neuron does not fire on this prompt (its largest activation is -0.01).")
 
 
 def test_sampling_and_generation_captions():
@@ -274,3 +279,10 @@ def test_every_caption_function_is_checked_here_against_constructed_data(name):
     """A new caption function needs a test above that states its numbers, not only a docstring."""
     assert getattr(C, name).__doc__, f"{name} needs a one-line docstring"
     assert f"C.{name}(" in Path(__file__).read_text(), f"no test above calls C.{name} on constructed data"
+
+
+def test_steering_caption_says_where_the_two_texts_part():
+    assert steering_caption(830, 2, 15.33, "abc", "abc").endswith("too weak to change a single choice.")
+    assert steering_caption(830, 2, 15.33, "abXd", "abYd").endswith("agree for their first 2 characters, then part.")
+    assert steering_caption(830, 4, 15.33, "Thou", "RRRR").endswith("differ from their first character on.")
+    assert steering_caption(830, 4, 15.33, "", "R").startswith("Steering adds 4 × 15.33 (feature 830's")

@@ -154,3 +154,143 @@ def test_every_shipped_lesson_checks_claims_and_asks_in_the_box():
             assert "**Question" not in step.text, f"{slug}, {step.title!r}: ask it with question: (the answer box)"
     real = read_lesson(shipped_lessons()["a-real-model"])
     assert all(step.question for step in real.steps)
+
+
+# ---- claims about FFN neurons and an SAE's features (the Features tab)
+
+@pytest.mark.parametrize("text, quantity, args, test, values", [
+    ("activation of neuron 2.89 at 33 above 3", "neuron activation", ("2.89", "33"), "above", (3.0,)),
+    ("activation of feature 116 at 9 below 1", "feature activation", ("116", "9"), "below", (1.0,)),
+    ("strongest feature at 33 is 960", "strongest feature", ("33",), "is", (960.0,)),
+    ("active features at 33 between 20 and 40", "active features", ("33",), "between", (20.0, 40.0)),
+    ("density of feature 116 between 1% and 5%", "density", ("116",), "between", (0.01, 0.05)),
+    ('top token of feature 116 is "A"', "feature top token", ("116",), "is", ("A",)),
+    ('top promoted token of feature 830 is "R"', "promoted token", ("830",), "is", ("R",)),
+    ("top neuron of feature 116 is 2.89", "top neuron", ("116",), "is", ("2.89",)),
+    ("correlation of neuron 2.89 with feature 116 above 0.6", "neuron correlation", ("2.89", "116"), "above", (0.6,)),
+    ('steered text of feature 830 at -1.5 starts with "R"', "steered text", ("830", "-1.5"), "starts with", ("R",)),
+    ('unsteered text starts with "\\n"', "unsteered text", (), "starts with", ("\n",)),
+    ('count of "R" in steered text of feature 830 at 2 above 8', "steered count", ("R", "830", "2"), "above", (8.0,)),
+    ('count of ":" in unsteered text below 2', "unsteered count", (":",), "below", (2.0,)),
+    ('count of "R" in steered text of feature 830 at 2 over seeds 0 to 4 above 60', "steered count over seeds",
+     ("R", "830", "2", "0", "4"), "above", (60.0,)),
+    ('count of ":" in unsteered text over seeds 3 to 4 below 8', "unsteered count over seeds", (":", "3", "4"), "below",
+     (8.0,)),
+    ('top contexts of feature 116 right after "\\n" is 12', "contexts right after", ("116", "\n"), "is", (12.0,)),
+    ('top contexts of feature 830 with ":" after above 9', "contexts with after", ("830", ":"), "above", (9.0,)),
+])
+def test_feature_claims_parse(text, quantity, args, test, values):
+    claim = parse_claim(text, 3)
+    assert (claim.quantity, claim.args, claim.test, claim.values) == (quantity, args, test, values)
+
+
+@pytest.mark.parametrize("text", ["top neuron of feature 116 above 2", "count of R in unsteered text below 2",
+                                  "activation of neuron 89 at 3 above 1", "steered text of feature 5 above 1"])
+def test_a_feature_claim_in_the_wrong_form_lists_the_forms(text):
+    with pytest.raises(ClaimError):
+        parse_claim(text)
+
+
+FEATURE_PROMPT = "MIRANDA:\nI will go upon the sea,\nAnd out of the storm."
+FEATURE_CLAIMS = '''# Features checked
+
+## The neuron
+tab: ffn
+model: shakespeare
+prompt: "MIRANDA:\\nI will go upon the sea,\\nAnd out of the storm."
+layer: 2
+neuron: 89
+expect: activation of neuron 2.89 at 33 above -1000
+expect: activation of neuron 9.9 at 0 above 0
+expect: activation of neuron 2.89 at 99 above 0
+
+Text.
+
+## The features
+tab: features
+feature: 116
+query: 33
+strength: 2
+expect: strongest feature at 33 above -1
+expect: active features at 33 above -1
+expect: density of feature 116 above -1
+expect: top token of feature 116 starts with ""
+expect: top promoted token of feature 830 starts with ""
+expect: top neuron of feature 116 starts with ""
+expect: correlation of neuron 2.89 with feature 116 above -1
+expect: correlation of neuron 2.0 with feature 116 above -1
+expect: density of feature 99999 above -1
+expect: steered text of feature 830 at 2 starts with ""
+expect: unsteered text starts with ""
+expect: count of "R" in steered text of feature 830 at 2 above -1
+expect: count of "R" in unsteered text above -1
+expect: count of "R" in steered text of feature 830 at 2 over seeds 0 to 1 above -1
+expect: count of "R" in unsteered text over seeds 0 to 1 above -1
+expect: count of "R" in unsteered text over seeds 0 to 10 above -1
+expect: top contexts of feature 116 right after "\\n" above -1
+expect: top contexts of feature 830 with ":" after above -1
+
+Text.
+'''
+
+
+@pytest.mark.timeout(1200)  # two generations, the neuron and feature views: minutes on a loaded 2-core machine
+def test_feature_claims_measure_what_the_ffn_and_features_tabs_show(app, tmp_path):
+    """Each quantity is read off the tab's own output for the same settings; bad numbers get a sentence."""
+    import html
+    import re
+
+    from explorer.callbacks import features as F
+    from explorer.callbacks.ffn import ffn_view
+    from explorer.lesson_check import lesson_claims
+    from explorer.state.session import new_session
+    from explorer.teaching import view_params
+    path = tmp_path / "features.md"
+    path.write_text(FEATURE_CLAIMS)
+    results = {r.claim.text: r for r in lesson_claims(read_lesson(path, lessons.app_validator()))}
+    problems = {text: r.problem for text, r in results.items() if r.problem}
+
+    def measured(start: str):
+        """The value measured for the one claim whose text starts with start."""
+        (value,) = [r.measured for text, r in results.items() if text.startswith(start)]
+        return value
+    session = new_session("shakespeare")
+    top_rows = ffn_view(session, FEATURE_PROMPT, 2, 89)[2]  # [rank, "position:token", activation, context]
+    assert [row[2] for row in top_rows if row[1].startswith("33:")] == [round(measured("activation of neuron 2.89 at 33"), 3)]
+    rows, _, list_caption = F.features_list(session, FEATURE_PROMPT, F.ORDERS[0], 33)
+    assert measured("strongest feature") == rows[0][0]
+    assert f"{measured('active features')} of " in list_caption
+    *_, neurons, caption = F.feature_view(session, FEATURE_PROMPT, 116, 33)
+    assert f"fires on {measured('density of feature 116'):.2%}" in caption
+    assert f"hardest on '{measured('top token of feature 116')}'" in caption
+    assert neurons[0][0] == measured("top neuron of feature 116")
+    assert [r[1] for r in neurons if r[0] == "2.89"] == [measured("correlation of neuron 2.89")]
+    assert "2.0" not in [r[0] for r in neurons]  # so its claim below is refused
+    logits_caption = F.feature_view(session, FEATURE_PROMPT, 830)[5]
+    assert f"raises the logits of '{measured('top promoted token of feature 830')}'" in logits_caption
+    knobs = [view_params.CONTROLS[name].component.value for name in ("steer_tokens", "steer_temperature", "steer_seed")]
+    columns = F.steer_view(session, FEATURE_PROMPT, 830, 2.0, *knobs)[0]
+    plain, steered = [html.unescape(t) for t in re.findall(r"</b>(.*?)</pre>", columns, re.S)]
+    assert plain != steered and measured("steered text of feature 830") == steered
+    assert measured("unsteered text") == plain
+    assert measured('count of "R" in steered text of feature 830 at 2 above') == steered.count("R")
+    assert measured('count of "R" in unsteered text above') == plain.count("R")
+    knobs[2] = 1  # the second seed
+    other = [html.unescape(t) for t in re.findall(r"</b>(.*?)</pre>", F.steer_view(session, FEATURE_PROMPT, 830, 2.0,
+                                                                                   *knobs)[0], re.S)]
+    assert measured('count of "R" in steered text of feature 830 at 2 over') == steered.count("R") + other[1].count("R")
+    assert measured('count of "R" in unsteered text over seeds 0 to 1 above') == plain.count("R") + other[0].count("R")
+    for feature, claim, holds in ((116, 'top contexts of feature 116 right after', lambda before, _: before[-1:] == "\n"),
+                                  (830, 'top contexts of feature 830 with ":"', lambda _, after: ":" in after)):
+        shown = [[html.unescape(part).replace("⏎", "\n").replace("␣", " ") for part in row] for row in
+                 re.findall(r"monospace; white-space: pre-wrap'>(.*?)<b .*?</b>(.*?)</td>", F.feature_view(
+                     session, FEATURE_PROMPT, feature)[1])]
+        assert len(shown) == 12 and measured(claim) == sum(holds(*row) for row in shown)
+    assert "from 1 to 10 seeds" in problems["count of \"R\" in unsteered text over seeds 0 to 10 above -1"]
+    assert set(problems) == {"activation of neuron 9.9 at 0 above 0", "activation of neuron 2.89 at 99 above 0",
+                             "count of \"R\" in unsteered text over seeds 0 to 10 above -1",
+                             "correlation of neuron 2.0 with feature 116 above -1", "density of feature 99999 above -1"}
+    assert "has no FFN neuron 9.9" in problems["activation of neuron 9.9 at 0 above 0"]
+    assert "positions 0 to 53" in problems["activation of neuron 2.89 at 99 above 0"]
+    assert "is not among the" in problems["correlation of neuron 2.0 with feature 116 above -1"]
+    assert "features 0 to 1023" in problems["density of feature 99999 above -1"]

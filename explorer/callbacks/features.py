@@ -1,6 +1,8 @@
 """Features tab: an SAE's features listed (by density, or by activation at one token of the prompt); one feature
 read in full (the prompt coloured by it, its top contexts from the validation text, its activation histogram,
 the tokens it promotes and suppresses, the FFN neurons whose activations follow it); steering with it."""
+from dataclasses import dataclass
+
 import numpy as np
 
 from explorer.callbacks import validation
@@ -72,23 +74,30 @@ def _log_density(density: np.ndarray, bins: int = 30):
     return np.histogram(logs, bins=bins, range=(-7.0, 0.0))
 
 
-def _contexts(session: Session, stats, feature: int):
-    """[(labels, index of the top place in them, activations shown)] for the feature's top places."""
+def context_span(session: Session, stats, pos: int) -> tuple[int, int]:
+    """[start, end) of the validation text shown around the top place pos: a few tokens before and after it, within
+    the window the place was seen in (it saw nothing outside it)."""
     small = session.tokenizer.vocab_size <= 512  # characters: more of them make a readable context
     before, after = (40, 10) if small else (14, 4)
+    start = max(pos - before, pos // stats.window * stats.window)
+    return start, min(pos + after + 1, (pos // stats.window + 1) * stats.window, len(stats.text_ids))
+
+
+def _contexts(session: Session, stats, feature: int):
+    """[(labels, index of the top place in them, activations shown)] for the feature's top places."""
     out = []
     for pos, value in zip(stats.top_positions[feature].tolist(), stats.top_values[feature].tolist()):
         if value <= 0:
             break
-        start = max(pos - before, pos // stats.window * stats.window)  # the place saw its own window only
-        end = min(pos + after + 1, (pos // stats.window + 1) * stats.window, len(stats.text_ids))
+        start, end = context_span(session, stats, pos)
         ids = stats.text_ids[start:end].tolist()
         acts = [value if start + i == pos else 0.0 for i in range(len(ids))]
         out.append((token_labels(session.tokenizer, ids), pos - start, acts))
     return out
 
 
-def _neuron_rows(stats, feature: int) -> list[list]:
+def neuron_rows(stats, feature: int) -> list[list]:
+    """The rows of the feature's neuron table: [layer.neuron, correlation, the other features that neuron follows]."""
     if stats.neuron_layer < 0 or stats.neuron_index.shape[1] == 0:
         return []
     rows = []
@@ -110,12 +119,10 @@ def feature_view(session: Session, prompt: str, feature=-1, position=-1, drop_un
     acts = prompt_activations(session.model, choice.sae, ids)  # [T, d_sae]
     f = _feature(choice, feature, int(acts[clamp_query(position, len(ids))].argmax()))
     on_prompt = acts[:, f].numpy()  # [T]
-    effects = logit_effects(session.model, choice.sae, f).numpy()  # [vocab]
-    order = np.argsort(effects, kind="stable")
-    up, down = order[::-1][:LOGIT_TOKENS], order[:LOGIT_TOKENS]
+    effects, up, down = logit_ranking(session, choice, f)
     vocab_label = tok.token_label
     scale = float(stats.top_values[f, 0]) or float(on_prompt.max()) or 1.0
-    neurons = _neuron_rows(stats, f)
+    neurons = neuron_rows(stats, f)
     return (prompt_activation_html(labels, on_prompt, f, scale),
             examples_html(_contexts(session, stats, f), stats.top_values[f][stats.top_values[f] > 0], f),
             feature_histogram_figure(stats.hist_counts[f], stats.top_values[f, 0], float(stats.density[f]), f,
@@ -124,11 +131,18 @@ def feature_view(session: Session, prompt: str, feature=-1, position=-1, drop_un
                                  effects[down], f),
             neurons,
             feature_caption(f, float(stats.density[f]), stats.n_tokens, labels, on_prompt,
-                            _top_tokens(session, stats, f), [vocab_label(int(i)) for i in up[:3]],
+                            top_place_tokens(session, stats, f), [vocab_label(int(i)) for i in up[:3]],
                             [vocab_label(int(i)) for i in down[:3]], neurons))
 
 
-def _top_tokens(session: Session, stats, feature: int) -> list[str]:
+def logit_ranking(session: Session, choice, feature: int):
+    """(effects [vocab], the LOGIT_TOKENS token ids it raises most, most first, those it lowers most, most first)."""
+    effects = logit_effects(session.model, choice.sae, feature).numpy()  # [vocab]
+    order = np.argsort(effects, kind="stable")
+    return effects, order[::-1][:LOGIT_TOKENS], order[:LOGIT_TOKENS]
+
+
+def top_place_tokens(session: Session, stats, feature: int) -> list[str]:
     """The tokens at the feature's top places, strongest first."""
     return [session.tokenizer.token_label(int(stats.text_ids[p]))
             for p, v in zip(stats.top_positions[feature].tolist(), stats.top_values[feature].tolist()) if v > 0]
@@ -141,10 +155,22 @@ def features_page(session: Session, prompt: str, order: str = ORDERS[0], positio
             *feature_view(session, prompt, feature, position, drop_unknown))
 
 
-def steer_view(session: Session, prompt: str, feature=-1, strength=4.0, max_new_tokens=60, temperature=0.8, seed=0,
-               drop_unknown: bool = False):
-    """-> (two columns of generated text, caption): without and with strength x the feature's largest activation
-    times its decoder direction added at its hook, same prompt and seed."""
+@dataclass
+class Steering:
+    feature: int
+    strength: float  # in units of the feature's largest activation
+    peak: float  # that activation
+    seed: int
+    temperature: float
+    prompt: str
+    plain: str  # the continuation without steering
+    steered: str  # ... and with it, same seed
+
+
+def steering_run(session: Session, prompt: str, feature=-1, strength=4.0, max_new_tokens=60, temperature=0.8, seed=0,
+                 drop_unknown: bool = False) -> Steering:
+    """The text written without and with strength x the feature's largest activation times its decoder direction
+    added at its hook, same prompt and seed (feature -1: the strongest at the prompt's last token)."""
     choice = current_sae(session)
     ids = prompt_ids(session, prompt, drop_unknown)
     f = _feature(choice, feature, int(prompt_activations(session.model, choice.sae, ids)[-1].argmax()))
@@ -157,5 +183,12 @@ def steer_view(session: Session, prompt: str, feature=-1, strength=4.0, max_new_
     tok, model = session.tokenizer, session.model
     plain, steered = (steered_generation(model, ids, choice.sae, f, amount, n, knobs, seed) for amount in (0.0, s * peak))
     texts = [tok.decode([step.token for step in steps]) for steps in (plain, steered)]
-    return (steering_html(tok.decode(ids), *texts, f, s, seed, knobs.temperature),
-            steering_caption(f, s, peak, texts[0], texts[1]))
+    return Steering(f, s, peak, seed, knobs.temperature, tok.decode(ids), *texts)
+
+
+def steer_view(session: Session, prompt: str, feature=-1, strength=4.0, max_new_tokens=60, temperature=0.8, seed=0,
+               drop_unknown: bool = False):
+    """-> (two columns of generated text, caption): steering_run's two texts side by side."""
+    run = steering_run(session, prompt, feature, strength, max_new_tokens, temperature, seed, drop_unknown)
+    return (steering_html(run.prompt, run.plain, run.steered, run.feature, run.strength, run.seed, run.temperature),
+            steering_caption(run.feature, run.strength, run.peak, run.plain, run.steered))

@@ -1,11 +1,9 @@
 """Experiments tab, "Who wrote the answer?": direct logit attribution and activation patching."""
-import json
-
 import gradio as gr
 
 from explorer.common.controls import PATCH_CHOICES
 from explorer.tabs.binding import bind
-from explorer.tabs.common import API, HEAVY, caption, model_slider, run_button
+from explorer.tabs.common import API, HEAVY, caption, clear_when_changed, model_slider, run_button
 from explorer.tabs.export_button import data_button
 from explorer.tabs.lazy import callbacks
 from explorer.tabs.raw_inputs import RawDropdown
@@ -34,18 +32,6 @@ information lives."""
 
 
 # js: a chart drawn for other inputs (another prompt, answer or model) is cleared, its caption says what to press
-STALE_JS = "() => [{plots}, {caption}]"
-
-
-def clear_when_changed(inputs: list, outputs: list, button: str) -> None:
-    """When one of inputs changes (typed, set by a lesson step, or a new model), empty outputs (plots first, the
-    caption last) and say which button draws them again: a chart never stands under inputs it was not drawn for."""
-    plots = ", ".join(["null"] * (len(outputs) - 1))
-    js = STALE_JS.format(plots=plots, caption=json.dumps(f"*Not drawn for these inputs yet: press **{button}**.*"))
-    for component in inputs:
-        component.change(None, None, outputs, js=js, api_visibility="private", concurrency_limit=None)
-
-
 def build_attribution_section(prompt, drop, model_info) -> dict:
     """model_info: the model line above the tabs (a new model clears the charts). -> its controls that share a name
     with other tabs' (the head × position sweep's layer is `layer`)."""

@@ -1,4 +1,6 @@
 """Pieces several tabs share: the shared prompt, run buttons and the caption line."""
+import json
+
 import gradio as gr
 
 from explorer.common.controls import SLIDER_MAX
@@ -58,3 +60,15 @@ def model_slider(kind: str, label: str):
     shrinks to the inspected model's range); the callback clamps to the model."""
     value = -1 if kind == "query" else 0
     return RawSlider(value, SLIDER_MAX[kind], value=value, step=1, label=label, elem_classes=[RANGE_CLASS + kind])
+
+
+STALE_JS = "() => [{plots}, {caption}]"
+
+
+def clear_when_changed(inputs: list, outputs: list, button: str) -> None:
+    """When one of inputs changes (typed, set by a lesson step, or a new model), empty outputs (plots first, the
+    caption last) and say which button draws them again: a chart never stands under inputs it was not drawn for."""
+    plots = ", ".join(["null"] * (len(outputs) - 1))
+    js = STALE_JS.format(plots=plots, caption=json.dumps(f"*Not drawn for these inputs yet: press **{button}**.*"))
+    for component in inputs:
+        component.change(None, None, outputs, js=js, api_visibility="private", concurrency_limit=None)

@@ -2,11 +2,12 @@
 import gradio as gr
 
 from explorer.tabs.binding import bind
-from explorer.tabs.common import ANALYSIS, API, GENERATION, caption, model_slider, run_button
+from explorer.tabs.common import ANALYSIS, API, GENERATION, caption, clear_when_changed, model_slider, run_button
 from explorer.tabs.export_button import data_button
 from explorer.tabs.features_training import build_features_training
 from explorer.tabs.lazy import callbacks
 from explorer.tabs.raw_inputs import RawFile, RawNumber, RawRadio, RawSlider
+from explorer.teaching.view_params import register_action
 
 features_page, features_list, feature_view, steer_view = callbacks("features", "features_page", "features_list",
                                                                    "feature_view", "steer_view")
@@ -21,7 +22,7 @@ activation as a sum of a few **features**, each a direction of its own, chosen f
 neurons; features tend to mean one thing each. Pick a feature from the list (or type its number) to read it."""
 
 
-def build_features_tab(prompt, drop):
+def build_features_tab(prompt, drop, model_info):
     """prompt, drop: the shared prompt box and its drop-unknown checkbox. -> (view, inputs, outputs), named controls."""
     gr.Markdown(INTRO)
     run = run_button("Show features")
@@ -35,8 +36,8 @@ def build_features_tab(prompt, drop):
                                elem_id="features-listing")
         density = gr.Plot(label="How often the features fire", scale=2)
     note = caption()
-    on_prompt = gr.HTML(label="The prompt, coloured by the feature")
-    examples = gr.HTML(label="Top activating contexts in the validation text")
+    on_prompt = gr.HTML(label=_heading("The prompt, coloured by the feature"))  # HTML shows no label
+    examples = gr.HTML(label=_heading("Top activating contexts in the validation text"))
     with gr.Row():
         hist = gr.Plot(label="Activation histogram")
         logits = gr.Plot(label="Tokens it promotes and suppresses")
@@ -57,7 +58,7 @@ def build_features_tab(prompt, drop):
                        api_visibility="private", **ANALYSIS)
     listing.select(_clicked_feature, None, feature, api_visibility="private", concurrency_limit=None).then(
         show, [prompt, feature, position, drop], feature_outputs, api_visibility="private", **ANALYSIS)
-    _build_steering(prompt, feature, drop)
+    steering = _build_steering(prompt, feature, drop, model_info)
     build_features_training()
     with gr.Accordion("Load an SAE for the inspected model", open=False):
         gr.Markdown("SAEs ship for the Shakespeare model and SmolLM2. For a model you trained, train one above, or "
@@ -68,10 +69,18 @@ def build_features_tab(prompt, drop):
         status = gr.Markdown()
     upload.upload(bind(load_sae_upload), upload, status, api_name="load_sae", **API)
     data_button("features", outputs, inputs)
-    return (page, inputs, outputs), {"feature": feature, "feature_order": order}
+    return (page, inputs, outputs), {"feature": feature, "feature_order": order, "query": position, **steering}
 
 
-def _build_steering(prompt, feature, drop) -> None:
+def _heading(label: str) -> str:
+    """A heading above the next box, for boxes that show no label of their own (lessons name them); -> label."""
+    gr.Markdown(f"**{label}**")
+    return label
+
+
+def _build_steering(prompt, feature, drop, model_info) -> dict:
+    """The steering controls and button (model_info: the model line above the tabs; a new model clears the texts);
+    -> its controls by the names links and lessons give them."""
     gr.Markdown("### Steer with the feature\nAdd the feature's direction at its layer while the model writes: "
                 "a multiple of its largest natural activation, at every position. Negative values push away.")
     with gr.Row():
@@ -82,8 +91,11 @@ def _build_steering(prompt, feature, drop) -> None:
     go = gr.Button("Steer", variant="primary")
     note = caption()
     texts = gr.HTML(label="Without and with steering")
-    go.click(bind(steer_view), [prompt, feature, strength, length, temperature, seed, drop], [texts, note],
-             api_name="steer", **API, **GENERATION)
+    steer, inputs = bind(steer_view), [prompt, feature, strength, length, temperature, seed, drop]
+    go.click(steer, inputs, [texts, note], api_name="steer", **API, **GENERATION)
+    register_action("Steer", steer, inputs, [texts, note])  # a lesson step may press it when it opens
+    clear_when_changed([*inputs, model_info], [texts, note], "Steer")
+    return {"strength": strength, "steer_tokens": length, "steer_temperature": temperature, "steer_seed": seed}
 
 
 def _clicked_feature(evt: gr.SelectData):

@@ -29,4 +29,4 @@ def build_ffn_tab(prompt, drop):
     run.click(fn, inputs, outputs, api_name="ffn", **API, **ANALYSIS)
     redraw_on([layer.release, neuron.submit], fn, inputs, outputs)
     data_button("ffn", outputs, inputs)
-    return (fn, inputs, outputs), {"layer": layer}
+    return (fn, inputs, outputs), {"layer": layer, "neuron": neuron}

@@ -194,11 +194,20 @@ def ffn_histogram_caption(pre_hist, pre_edges, post_hist, post_edges, activation
 
 
 def top_tokens_caption(positions, values, tokens: list[str]) -> str:
-    """A neuron's top positions -> the token it fires on most often, and its peak activation."""
-    counts = Counter(tokens[p] for p in np.asarray(positions).tolist())
-    token, count = counts.most_common(1)[0]
-    return (f"This neuron fires hardest on '{token}' ({count} of its top {len(positions)} positions); "
-            f"peak activation {float(np.max(values)):.2f}.")
+    """A neuron's top positions (largest first) -> where it fires hardest, and the tokens of the positions that reach
+    a quarter of that peak (the weak tail of the table is left out: it would name tokens the neuron barely sees)."""
+    positions, values = np.asarray(positions), np.asarray(values, dtype=np.float64)
+    peak = float(values.max())
+    if peak <= 0:
+        return f"This neuron does not fire on this prompt (its largest activation is {peak:.2f})."
+    top = int(positions[int(values.argmax())])
+    strong = positions[values >= peak / 4].tolist()
+    hardest = f"This neuron fires hardest at {top}:{tokens[top]} ({peak:.2f})"
+    if len(strong) == 1:
+        return f"{hardest}; none of its other top {len(positions) - 1} positions reaches a quarter of that."
+    counts = Counter(tokens[p] for p in strong).most_common()
+    listed = ", ".join(f"'{token}'" + (f" ({n})" if n > 1 else "") for token, n in counts)
+    return f"{hardest}; {len(strong)} of its top {len(positions)} positions reach a quarter of that, on {listed}."
 
 
 def sampling_caption(probs_before, probs_after, removed, labels: list[str]) -> str:

@@ -29,11 +29,16 @@ def listing_caption(about: str, by_activation: bool, position: int, label: str, 
     return chart_captions({"SAE": about, "Features": listing, "How often they fire": log_density_caption(density)})
 
 
+def hardest_token(top_tokens: list[str]) -> tuple[str, int]:
+    """The token most of a feature's top places are on, and how many of them ('', 0 for none)."""
+    return Counter(top_tokens).most_common(1)[0] if top_tokens else ("", 0)
+
+
 def feature_density_caption(feature: int, density: float, n_tokens: int, top_tokens: list[str]) -> str:
     """'Feature 5 fires on 1.20% of 32,768 validation tokens, hardest on 'e' (7 of its top 12 places).'"""
     if density <= 0 or not top_tokens:
         return f"Feature {feature} never fires on the {n_tokens:,} validation tokens: it is dead."
-    token, count = Counter(top_tokens).most_common(1)[0]
+    token, count = hardest_token(top_tokens)
     return (f"Feature {feature} fires on {density:.2%} of {n_tokens:,} validation tokens, hardest on '{token}' "
             f"({count} of its top {len(top_tokens)} places).")
 
@@ -80,6 +85,7 @@ def steering_caption(feature: int, strength: float, peak: float, plain: str, ste
     """How much was added and how much of the text changed."""
     same = next((i for i, (a, b) in enumerate(zip(plain, steered)) if a != b), min(len(plain), len(steered)))
     change = ("The text is the same: the push was too weak to change a single choice." if plain == steered else
+              "The two texts differ from their first character on." if same == 0 else
               f"The two texts agree for their first {same} characters, then part.")
     return (f"Steering adds {strength:g} × {peak:.2f} (feature {feature}'s largest activation on the validation "
             f"text) times its decoder direction at every position. {change}")

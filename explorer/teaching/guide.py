@@ -19,9 +19,10 @@ A lesson is a guided tour: **Next** / **Back** walk through its steps (step *k* 
 sets its controls (model, prompt, layer, head, sampling knobs…) and says what to look at; a question's
 answer goes to the teacher, and where the lesson knows the right one it says so at once. A lesson can hide the
 advanced controls so a first-time student sees only what the step needs. Shipped lessons include "What does
-attention look at?", "Watch a GPT learn" and "Temperature and top-p". A teacher writes her own as a Markdown
-file (one `## ` heading per step, `key: value` lines for the settings, then the text) and opens it with
-`python app.py --lesson FILE`, or sends a `lesson=` link to a shipped one. A link to the current view (tab,
+attention look at?", "Watch a GPT learn", "Temperature and top-p" and "Features, not neurons" (the lesson picker
+lists them all). A teacher writes her own as a Markdown file (one `## ` heading per step, `key: value` lines for
+the settings, then the text) and opens it with `python app.py --lesson FILE`, or sends a `lesson=` link to a
+shipped one. A link to the current view (tab,
 model, prompt, layer, head, sampling knobs) can be copied and sent to students too.
 
 ### Data
@@ -92,6 +93,16 @@ fires, neurons that never fire ("dead"), and the tokens that most excite one neu
 to mean 0 and spread 1) and the activation functions side by side (ReLU cuts negatives to 0; GELU and SiLU
 let small negative values through).
 **Ask the class:** pick a neuron: can you guess what it detects from its top tokens?
+
+### Features
+**What you see:** a *sparse autoencoder* (SAE), trained after the model on one layer, rewrites each position's
+vector as a sum of a few *features* out of many; the list shows the features active at a chosen token, or the
+ones that fire most often. For one feature: the prompt coloured by it, the places in the validation text where it
+fires hardest, how often it fires (its *density*), the tokens it pushes up and down, and the FFN neurons that
+follow it. **Steer** adds the feature to the layer while the model writes, beside the text written without it.
+**Look for:** one neuron often fires for several different things (*polysemantic*); several features share it
+(*superposition*), and each feature tends to mean one thing.
+**Ask the class:** read a feature's top contexts: what does it detect? Does steering with it write more of that?
 
 ### Sampling
 **What you see:** the next-token probabilities, and what temperature, top-k, top-p and min-p cut away

@@ -63,6 +63,53 @@ QUANTITIES = {
     "untrained loss": (r"untrained loss", "number", "the validation loss of that model as Start builds it, before "
                                                     "its first step (nats per token)"),
 }
+# The Features tab and the FFN tab's neurons (a lesson on sparse autoencoders): features and neurons by number,
+# a neuron as layer.neuron, a steering strength in units of the feature's largest activation.
+FEATURE = r"(\d{1,6})"
+NEURON = r"(\d{1,3}\.\d{1,6})"
+STRENGTH = r"(-?\d{1,3}(?:\.\d+)?)"
+SEEDS = r"(\d{1,6}) to (\d{1,6})"
+STEERED = rf"steered text of feature {FEATURE} at {STRENGTH}"
+QUANTITIES.update({
+    "neuron activation": (rf"activation of neuron {NEURON} at (\d{{1,4}})", "number",
+                          "an FFN neuron's activation (after its non-linearity) at one position of the prompt (the FFN "
+                          "tab's table of the tokens that most activate it)"),
+    "feature activation": (rf"activation of feature {FEATURE} at (\d{{1,4}})", "number",
+                           "a feature's activation at one position of the prompt (the prompt coloured by the feature)"),
+    "strongest feature": (r"strongest feature at (\d{1,4})", "count",
+                          "the feature most active at one position of the prompt (the Features listing's first row)"),
+    "active features": (r"active features at (\d{1,4})", "count",
+                        "how many features are active at one position of the prompt (the Features listing's caption)"),
+    "density": (rf"density of feature {FEATURE}", "number",
+                "the share of the validation tokens on which the feature fires"),
+    "feature top token": (rf"top token of feature {FEATURE}", "text",
+                          "the token most of the feature's top places in the validation text are on, as its caption "
+                          "names it (fires hardest on ...)"),
+    "promoted token": (rf"top promoted token of feature {FEATURE}", "text",
+                       "the token whose logit the feature's direction raises most (Tokens it promotes and suppresses)"),
+    "top neuron": (rf"top neuron of feature {FEATURE}", "text",
+                   "the FFN neuron, as layer.neuron, whose activations follow the feature most (its neuron table's "
+                   "first row)"),
+    "neuron correlation": (rf"correlation of neuron {NEURON} with feature {FEATURE}", "number",
+                           "how closely the neuron's activations follow the feature's over the validation text (a row "
+                           "of the feature's neuron table)"),
+    "steered text": (STEERED, "text", "the text the Steer button writes with the feature added at that strength "
+                                      "(the step's prompt and steering seed, temperature and length)"),
+    "unsteered text": (r"unsteered text", "text", "the text the Steer button writes without steering"),
+    "steered count": (rf"count of ({QUOTED}) in {STEERED}", "count",
+                      "how many times a piece of text occurs in that steered text"),
+    "unsteered count": (rf"count of ({QUOTED}) in unsteered text", "count",
+                        "how many times a piece of text occurs in the text written without steering"),
+    "steered count over seeds": (rf"count of ({QUOTED}) in {STEERED} over seeds {SEEDS}", "count",
+                                 "the same, added up over the texts of several seeds (at most 10)"),
+    "unsteered count over seeds": (rf"count of ({QUOTED}) in unsteered text over seeds {SEEDS}", "count",
+                                   "the same without steering, added up over the texts of several seeds"),
+    "contexts right after": (rf"top contexts of feature {FEATURE} right after ({QUOTED})", "count",
+                             "how many of the feature's top contexts have that text just before the highlighted "
+                             "token"),
+    "contexts with after": (rf"top contexts of feature {FEATURE} with ({QUOTED}) after", "count",
+                            "how many of them show that text after the highlighted token"),
+})
 NEEDS_NO_MODEL = ("vocabulary size", "text tokens", "training examples", "parameters", "untrained loss")  # measured from the step's controls alone
 NUMBER = r"(-?\d+(?:\.\d+)?(?:e\d+)?)\s*([%kM]?)"
 TESTS = {  # name -> pattern of the test after the quantity, and the kinds it applies to
@@ -112,7 +159,8 @@ def parse_claim(text: str, line: int = 0) -> Claim:
 def pattern_help(entry) -> str:
     """A quantity's pattern as a reader writes it: 'restored at layer L, position P'."""
     return (entry[0].replace(f"({QUOTED})", '"token"').replace(HEAD, "L.H").replace(CELL, "layer L, position P")
-            .replace(PART, "layer L attention").replace("\\", ""))
+            .replace(PART, "layer L attention").replace(SEEDS, "A to B").replace(NEURON, "L.N")
+            .replace(STRENGTH, "S").replace(FEATURE, "F").replace(r"(\d{1,4})", "P").replace("\\", ""))
 
 
 def test_values(test: str, groups: tuple, kind: str) -> tuple:
