@@ -88,6 +88,57 @@ def test_each_row_draws_what_torch_multinomial_draws_with_its_own_generator():
             assert float(draw.model_probs[i]) == float(torch.softmax(logits[i], -1)[alone])
 
 
+def whole_sort_cut(probs: torch.Tensor, s: SamplingSettings) -> torch.Tensor:
+    """(V,) -> (V,) bool: what top-k and top-p cut when the whole row is sorted (the reference for RowFilter)."""
+    sorted_p, order = probs.sort(descending=True)
+    removed = torch.zeros_like(probs, dtype=torch.bool)
+    if s.top_k:
+        removed |= probs < sorted_p[min(s.top_k, len(probs)) - 1]
+    if s.top_p < 1.0:
+        cut = sorted_p.cumsum(0) - sorted_p > s.top_p  # mass of the strictly better tokens past top_p
+        cut[0] = False
+        removed[order[cut]] = True
+    return removed
+
+
+RANKED = [SamplingSettings(1.0, top_k=k, top_p=p) for k in (None, 1, 50, 1024, 1025, 5000)
+          for p in (1.0, 0.0, 0.3, 0.9, 0.99) if k or p < 1.0]
+
+
+SCALES = (12.0, 4.0, 2.0, 0.5, 0.05)  # logits' spread: peaked to nearly flat distributions
+VOCAB = 8 * 1024  # eight times the tokens below_top ranks first
+
+
+def spread_probs(scale: float) -> torch.Tensor:
+    """(len(RANKED), VOCAB) random distributions whose logits spread by `scale`."""
+    g = torch.Generator().manual_seed(int(scale * 100))
+    return torch.softmax(torch.randn(len(RANKED), VOCAB, generator=g) * scale, -1)
+
+
+@pytest.mark.parametrize("scale", SCALES)
+def test_ranking_the_likeliest_tokens_cuts_what_sorting_the_whole_vocabulary_cuts(scale):
+    """below_top ranks a row's 1,024 likeliest tokens and sorts the whole row only when they do not decide its
+    cut: every row, decided either way, loses exactly the tokens a whole sort would cut."""
+    probs = spread_probs(scale)
+    removed = RowFilter(RANKED, VOCAB).below_top(probs, list(range(len(RANKED))))
+    for i, s in enumerate(RANKED):
+        assert torch.equal(removed[i], whole_sort_cut(probs[i], s)), s
+
+
+def test_those_distributions_take_both_ways():
+    """Some rows' 1,024 likeliest tokens hold less than top_p 0.3 (the whole sort decides), some more than 0.99."""
+    masses = torch.cat([spread_probs(scale).topk(1024, -1).values.sum(-1) for scale in SCALES])
+    assert masses.min() < 0.3 and masses.max() > 0.99
+
+
+def test_a_flat_row_of_ties_cuts_as_many_tokens_as_sorting_it():
+    """All tokens tie: which ones a cut keeps is arbitrary (sorting breaks ties either way), how many is not."""
+    probs = torch.full((len(RANKED), VOCAB), 1 / VOCAB)
+    removed = RowFilter(RANKED, VOCAB).below_top(probs, list(range(len(RANKED))))
+    for i, s in enumerate(RANKED):
+        assert int(removed[i].sum()) == int(whole_sort_cut(probs[i], s).sum()), s
+
+
 @pytest.mark.parametrize("kwargs, message", [
     (dict(temperature=-1), "temperature must be a number ≥ 0"),
     (dict(temperature=float("nan")), "temperature must be a number ≥ 0"),

@@ -9,6 +9,12 @@ import torch
 from model_core.model.kv_cache import NextTokenLogits
 
 
+# tokens a top-k/top-p row ranks before it sorts its whole vocabulary (only if they do not decide): at top_p 0.9
+# SmolLM2's 1,024 likeliest held enough in 178 of 180 steps at temperature 1 (256: 160 of 180)
+CANDIDATES = 1024
+TOP_P_MARGIN = 1e-5  # how far the candidates' mass must pass top_p: far above float32 rounding of sums up to 1
+
+
 class SamplingError(ValueError):
     """A sampling setting is out of range; the message says the valid range."""
 
@@ -65,7 +71,7 @@ class RowFilter:
         self.uses_top_k = any(s.top_k for s in settings)
         self.uses_top_p = any(s.top_p < 1.0 for s in settings)
         self.uses_min_p = any(s.min_p > 0.0 for s in settings)
-        # only these rows are sorted (a 49k-token vocabulary takes milliseconds a row); the others keep all
+        # only these rows are ranked (below_top); the others keep all
         self.ranked = [i for i, s in enumerate(settings) if s.top_k or s.top_p < 1.0]
 
     def __call__(self, logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -84,17 +90,38 @@ class RowFilter:
         return probs, removed
 
     def below_top(self, probs: torch.Tensor, rows: list[int]) -> torch.Tensor:
-        """probs (R, V) of these rows -> (R, V) bool: the tokens their top-k and top-p cut."""
-        removed = torch.zeros_like(probs, dtype=torch.bool)
-        sorted_p, order = probs.sort(dim=-1, descending=True)  # (R, V)
-        if self.uses_top_k:
-            removed |= probs < sorted_p.gather(-1, self.kth[rows])  # below the k-th best
-        if self.uses_top_p:
-            before = sorted_p.cumsum(-1) - sorted_p  # mass of strictly better tokens
-            cut = before > self.top_p[rows]
-            cut[:, 0] = False  # the best token always survives (top_p = 0 keeps only it)
-            removed |= torch.zeros_like(cut).scatter(-1, order, cut)
+        """probs (R, V) of these rows -> (R, V) bool: the tokens their top-k and top-p cut. Each row ranks only its
+        CANDIDATES likeliest tokens (torch.topk: 0.5 ms where sorting 49k tokens takes 5 ms); a row whose cut
+        those do not decide (k past them, or their mass short of top_p) sorts its whole vocabulary."""
+        kth, top_p = self.kth[rows], self.top_p[rows]  # (R, 1) each
+        best, order = probs.topk(min(CANDIDATES, probs.size(-1)), dim=-1)  # (R, n): a full sort's first n
+        removed, decided = self.cut_of_ranked(probs, best, order, kth, top_p)
+        if not bool(decided.all()):
+            left = (~decided).nonzero()[:, 0]  # rows whose cut lies past their candidates
+            sorted_p, full_order = probs[left].sort(dim=-1, descending=True)  # (L, V)
+            removed[left] = self.cut_of_ranked(probs[left], sorted_p, full_order, kth[left], top_p[left])[0]
         return removed
+
+    def cut_of_ranked(self, probs: torch.Tensor, best: torch.Tensor, order: torch.Tensor, kth: torch.Tensor,
+                      top_p: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Rows' probs (R, V), their n likeliest best (R, n) descending at indices order (R, n), their kth and
+        top_p (R, 1) -> (removed (R, V) bool, decided (R,) bool: the rows whose cut these n tokens decide, as the
+        whole sorted row would; the others' removed is not theirs). n = V is the whole sort: every row decided."""
+        n, V = best.size(-1), probs.size(-1)
+        removed = torch.zeros_like(probs, dtype=torch.bool)
+        decided = torch.ones(probs.size(0), dtype=torch.bool)
+        if self.uses_top_k:  # below the k-th best; a row without top-k (k = V) cuts nothing
+            removed |= probs < torch.where(kth < n, best.gather(-1, kth.clamp(max=n - 1)), 0.0)
+            decided &= ((kth < n) | (kth == V - 1))[:, 0]
+        if self.uses_top_p:
+            mass = best.cumsum(-1)  # (R, n): cumsum adds in order, so these are the whole sort's first n sums
+            cut = mass - best > top_p  # mass of strictly better tokens
+            cut[:, 0] = False  # the best token always survives (top_p = 0 keeps only it)
+            # when the n tokens' mass passes top_p (by more than float32 sums are off) every later token is cut
+            rest = (top_p < math.inf).expand(-1, V).clone()  # (R, V)
+            removed |= rest.scatter_(-1, order, cut)
+            decided &= ((n == V) | (top_p == math.inf) | (mass[:, -1:] > top_p + TOP_P_MARGIN))[:, 0]
+        return removed, decided
 
 
 @dataclass
