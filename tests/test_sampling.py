@@ -76,14 +76,20 @@ def test_each_row_is_filtered_with_its_own_settings_as_if_alone():
 
 
 def test_each_row_draws_what_torch_multinomial_draws_with_its_own_generator():
-    """The batched draw keeps torch.multinomial's random stream: a seed gives the tokens it always gave."""
+    """The batched draw keeps torch.multinomial's random stream: a seed gives the tokens it always gave, also to
+    the rows left when others stop (keep_rows)."""
     sampler, gens = RowSampler(MIXED, 6, seed=3), [torch.Generator().manual_seed(3) for _ in MIXED]
-    for step in range(25):
-        logits = torch.randn(len(MIXED), 6, generator=torch.Generator().manual_seed(step)) * 2
+    rows = list(range(len(MIXED)))
+    for step in range(40):
+        if step == 25:  # the greedy row and two others stop
+            rows = [1, 3, 5]
+            sampler.keep_rows(rows)
+        logits = torch.randn(len(rows), 6, generator=torch.Generator().manual_seed(step)) * 2
         draw = sampler(logits)
-        for i, s in enumerate(MIXED):
+        for i, row in enumerate(rows):
+            s = MIXED[row]
             probs, _ = filter_logits(logits[i], s.temperature, s.top_k, s.top_p, s.min_p)
-            alone = int(torch.multinomial(probs, 1, generator=gens[i])) if s.temperature > 0 else int(probs.argmax())
+            alone = int(torch.multinomial(probs, 1, generator=gens[row])) if s.temperature > 0 else int(probs.argmax())
             assert int(draw.tokens[i]) == alone
             assert float(draw.model_probs[i]) == float(torch.softmax(logits[i], -1)[alone])
 

@@ -8,7 +8,6 @@ import torch
 
 from model_core.model.kv_cache import NextTokenLogits
 
-
 # tokens a top-k/top-p row ranks before it sorts its whole vocabulary (only if they do not decide): at top_p 0.9
 # SmolLM2's 1,024 likeliest held enough in 178 of 180 steps at temperature 1 (256: 160 of 180)
 CANDIDATES = 1024
@@ -135,37 +134,42 @@ class Draw:
 
 
 class RowSampler:
-    """Draws the next token of every row, each row with its own settings and its own generator seeded with
-    seed, in a few batched tensor ops. A row draws what torch.multinomial(probs, 1, generator) draws alone:
-    torch's one-sample algorithm is argmax(probs / q) with q ~ Exp(1) filled from the generator, done here for
-    all rows at once. So a row's tokens do not depend on the rows beside it (compare() == generate())."""
+    """Draws the next token of every row, each row with its own settings, in a few batched tensor ops. A row draws
+    what torch.multinomial(probs, 1, generator) draws alone with a generator seeded with seed: torch's one-sample
+    algorithm is argmax(probs / q) with q ~ Exp(1), V numbers filled from the generator. Every row's generator would
+    start from the same seed and fill V numbers each step, so every row's q is the same: one generator fills it once
+    a step for all rows (one number at a time, ~1.5 ms for 49k). So a row's tokens do not depend on the rows beside
+    it (compare() == generate())."""
 
     def __init__(self, settings: Sequence[SamplingSettings], vocab_size: int, seed: int):
-        gens = [torch.Generator(device="cpu").manual_seed(seed) for _ in settings]
-        self.rows(list(settings), gens, torch.ones(len(settings), vocab_size))
+        self.generator = torch.Generator(device="cpu").manual_seed(seed)
+        self.noise = torch.ones(vocab_size)  # (V,) q, shared by the rows that draw
+        self.rows(list(settings))
 
-    def rows(self, settings: list[SamplingSettings], gens: list[torch.Generator], noise: torch.Tensor) -> None:
-        """Sample these rows from now on: their settings, generators and (B, V) noise buffer."""
-        self.settings, self.gens, self.noise = settings, gens, noise  # noise: each row's Exp(1) draws
-        self.filter = RowFilter(settings, noise.size(1))
-        # a greedy row draws nothing: its noise stays 1, so argmax(probs / q) is its argmax
-        self.drawn = [(row, gen) for row, gen, s in zip(noise, gens, settings) if s.temperature > 0]
+    def rows(self, settings: list[SamplingSettings]) -> None:
+        """Sample these rows from now on."""
+        self.settings, self.filter = settings, RowFilter(settings, self.noise.size(0))
+        self.draws = any(s.temperature > 0 for s in settings)  # greedy rows draw nothing
 
     def __call__(self, logits: torch.Tensor) -> Draw:
         """logits (B, V) -> the Draw of every row."""
         probs, removed = self.filter(logits)
-        if not bool(probs.isfinite().all()):  # torch.multinomial would refuse them too
+        if not bool(probs.sum(-1).isfinite().all()):  # a NaN or inf in a row: torch.multinomial would refuse it too
             raise SamplingError("the model's next-token probabilities are not numbers (NaN or infinite): its "
                                 "weights are broken, for example by a training run that diverged.")
-        for row, gen in self.drawn:
-            row.exponential_(generator=gen)
-        tokens = (probs / self.noise).argmax(-1)  # (B,)
+        if not self.draws:
+            tokens = probs.argmax(-1)  # (B,)
+        else:
+            self.noise.exponential_(generator=self.generator)
+            tokens = (probs / self.noise).argmax(-1)  # (B,)
+            if self.filter.uses_greedy:  # a greedy row's mass is all on its argmax
+                tokens = torch.where(self.filter.greedy[:, 0], probs.argmax(-1), tokens)
         model_probs = torch.softmax(logits, -1).gather(-1, tokens.unsqueeze(1)).squeeze(1)  # (B,)
         return Draw(tokens, probs, removed, model_probs)
 
     def keep_rows(self, rows: Sequence[int]) -> None:
         """Continue with these rows only (indices into the rows of the last call)."""
-        self.rows([self.settings[i] for i in rows], [self.gens[i] for i in rows], self.noise[list(rows)])
+        self.rows([self.settings[i] for i in rows])
 
 
 @dataclass
@@ -231,8 +235,8 @@ def compare(model, prompt_ids: Sequence[int], settings: Sequence[SamplingSetting
             seed: int = 0, stop_token: Optional[int] = None, use_cache: bool = True) -> list[Completion]:
     """Generate once per setting from the same prompt and seed, with quality measures for each. All settings
     advance together, one batched forward pass per token (a classroom's Compare costs a quarter of the CPU
-    of one generation per setting); each keeps its own seeded generator and reads generate()'s context
-    window, so each draws what generate() would."""
+    of one generation per setting); each draws generate()'s random numbers for that seed (RowSampler) and reads
+    generate()'s context window, so each draws what generate() would."""
     for s in settings:
         s.validate()
     if len(prompt_ids) == 0:
