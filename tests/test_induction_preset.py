@@ -46,8 +46,8 @@ def test_the_train_tab_and_the_command_line_train_the_same_run(tmp_path, capsys,
     assert cli_main(["--preset", PRESET, "--max-steps", str(STEPS), "--device", "cpu", "--out", str(tmp_path)]) == 0
     cli = load_checkpoint(tmp_path)
     session = train_tab_run(STEPS)
-    tab = session.run.trainer
-    assert tab.step_count == STEPS == cli.evals[-1]["step"]
+    tab = session.run.progress
+    assert tab.step == STEPS == cli.evals[-1]["step"]
     assert tab.model.cfg == cli.model.cfg
     assert tab.cfg.to_dict() == cli.train_config.to_dict()  # schedule, optimiser, seed, task, evaluations
     for (name, mine), theirs in zip(session.model.state_dict().items(), cli.model.state_dict().values()):

@@ -10,7 +10,7 @@ from explorer.common import shipped_list
 from explorer.common.shipped_list import PRETRAINED, check_model_name
 from model_core import GPT, GPTConfig
 from model_core.checkpoints.checkpoint import CONFIG, Checkpoint, checkpoint_files
-from model_core.version import project_version
+from model_core.checkpoints.version import project_version
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -41,12 +41,12 @@ from model_core.checkpoints.load_limits import (
 from model_core.checkpoints.record import SNAPSHOTS, parse_snapshots, record_bytes
 from model_core.checkpoints.safe_zip import directory_size, read_members
 from model_core.checkpoints.safetensors_header import check_header
+from model_core.checkpoints.version import PROJECT_VERSION
 from model_core.data.native_errors import refused_by_library
 from model_core.data.tokenization import tokenizer_from_dict
 from model_core.model.config import GPTConfig
 from model_core.model.gpt import GPT
 from model_core.training.train_config import TrainConfig
-from model_core.version import PROJECT_VERSION
 
 FORMAT = "transformer-explorer-checkpoint"
 FORMAT_VERSION = 1

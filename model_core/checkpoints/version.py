@@ -4,7 +4,7 @@ from importlib import metadata
 from pathlib import Path
 
 DISTRIBUTION = "transformer-explorer"
-PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
+PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
 
 
 def project_version(distribution: str = DISTRIBUTION, pyproject: Path = PYPROJECT) -> str:
