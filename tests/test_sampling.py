@@ -246,7 +246,23 @@ def test_diversity_measures():
     assert repetition_rate([1, 2]) == 0.0
 
 
-def test_probabilities_that_are_not_numbers_are_a_clear_error():
-    logits = torch.tensor([[0.0, float("nan"), 1.0]])
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
+@pytest.mark.parametrize("row", range(1, len(MIXED)))  # the greedy row 0 draws its argmax, numbers or not
+def test_probabilities_that_are_not_numbers_are_a_clear_error(bad, row):
+    logits = torch.randn(len(MIXED), 6, generator=torch.Generator().manual_seed(1))
+    logits[row, 2] = bad
+    if bad < 0:  # one -inf logit is a token that cannot follow; a row of them is no distribution
+        logits[row] = bad
     with pytest.raises(SamplingError, match="not numbers"):
-        RowSampler([SamplingSettings(1.0)], 3, seed=0)(logits)
+        RowSampler(MIXED, 6, seed=0)(logits)
+
+
+def test_a_row_that_cuts_nothing_keeps_its_tempered_softmax():
+    logits = torch.randn(len(MIXED), 6, generator=torch.Generator().manual_seed(2)) * 2
+    probs, removed = RowFilter(MIXED, 6)(logits)
+    for i in (1, 2, 3, 4):  # row 1 cuts nothing: its softmax exactly; 2-4 cut (top-k, top-p, min-p) and renormalise
+        tempered = torch.softmax(logits[i] / MIXED[i].temperature, -1)
+        if i == 1:
+            assert torch.equal(probs[i], tempered) and not removed[i].any()
+        else:
+            assert torch.allclose(probs[i][~removed[i]], tempered[~removed[i]] / tempered[~removed[i]].sum())

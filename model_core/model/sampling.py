@@ -70,19 +70,23 @@ class RowFilter:
         self.uses_top_k = any(s.top_k for s in settings)
         self.uses_top_p = any(s.top_p < 1.0 for s in settings)
         self.uses_min_p = any(s.min_p > 0.0 for s in settings)
-        # only these rows are ranked (below_top); the others keep all
+        # only these rows are ranked (below_top), only these cut tokens; the others keep all
         self.ranked = [i for i, s in enumerate(settings) if s.top_k or s.top_p < 1.0]
+        self.cutting = [i for i, s in enumerate(settings) if s.top_k or s.top_p < 1.0 or s.min_p > 0.0]
+        self.tempered = any(s.temperature not in (0.0, 1.0) for s in settings)  # a row divides its logits
 
     def __call__(self, logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """logits (B, V) -> (probs (B, V) summing to 1 over each row's kept tokens, removed (B, V) bool)."""
-        probs = torch.softmax(logits / self.temperature, dim=-1)  # (B, V)
+        probs = torch.softmax(logits / self.temperature if self.tempered else logits, dim=-1)  # (B, V)
         removed = torch.zeros_like(probs, dtype=torch.bool)
-        if self.ranked:
-            removed[self.ranked] = self.below_top(probs[self.ranked], self.ranked)
-        if self.uses_min_p:
-            removed |= probs < self.min_p * probs.max(dim=-1, keepdim=True).values
-        kept = probs.masked_fill(removed, 0.0)
-        probs = kept / kept.sum(-1, keepdim=True)
+        if self.cutting:  # only the rows that cut are masked and renormalised (Compare: 1 of 4)
+            rows = self.cutting
+            cut = self.below_top(probs[rows], rows) if self.ranked else torch.zeros_like(removed[rows])
+            if self.uses_min_p:
+                p = probs[rows]
+                cut |= p < self.min_p[rows] * p.max(dim=-1, keepdim=True).values
+            kept = probs[rows].masked_fill(cut, 0.0)
+            removed[rows], probs[rows] = cut, kept / kept.sum(-1, keepdim=True)
         if self.uses_greedy:  # all mass on the argmax
             best = torch.zeros_like(removed).scatter_(-1, logits.argmax(-1, keepdim=True), True)  # (B, V)
             probs, removed = torch.where(self.greedy, best.float(), probs), torch.where(self.greedy, ~best, removed)
@@ -154,9 +158,6 @@ class RowSampler:
     def __call__(self, logits: torch.Tensor) -> Draw:
         """logits (B, V) -> the Draw of every row."""
         probs, removed = self.filter(logits)
-        if not bool(probs.sum(-1).isfinite().all()):  # a NaN or inf in a row: torch.multinomial would refuse it too
-            raise SamplingError("the model's next-token probabilities are not numbers (NaN or infinite): its "
-                                "weights are broken, for example by a training run that diverged.")
         if not self.draws:
             tokens = probs.argmax(-1)  # (B,)
         else:
@@ -164,6 +165,11 @@ class RowSampler:
             tokens = (probs / self.noise).argmax(-1)  # (B,)
             if self.filter.uses_greedy:  # a greedy row's mass is all on its argmax
                 tokens = torch.where(self.filter.greedy[:, 0], probs.argmax(-1), tokens)
+        # a NaN or inf logit makes its row's softmax NaN throughout, and argmax picks a NaN: checking the drawn
+        # tokens' probabilities costs B numbers, not another pass over (B, V) (torch.multinomial would refuse it too)
+        if not bool(probs.gather(-1, tokens.unsqueeze(1)).isfinite().all()):
+            raise SamplingError("the model's next-token probabilities are not numbers (NaN or infinite): its "
+                                "weights are broken, for example by a training run that diverged.")
         model_probs = torch.softmax(logits, -1).gather(-1, tokens.unsqueeze(1)).squeeze(1)  # (B,)
         return Draw(tokens, probs, removed, model_probs)
 
