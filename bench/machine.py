@@ -4,6 +4,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 NATIVE_BFLOAT16_FLAGS = ("avx512_bf16", "amx_bf16")  # /proc/cpuinfo flags of CPUs with bfloat16 arithmetic
+# oneDNN's instruction-set caps below its first with bfloat16 (AVX512_CORE_BF16): torch's bfloat16 products then run
+# as on a CPU without it (docs/benchmarks.md, "emulating a CPU without native bfloat16")
+NO_BFLOAT16_ISAS = ("SSE41", "AVX", "AVX2", "AVX2_VNNI", "AVX512_CORE", "AVX512_CORE_VNNI")
+
+
+def bfloat16_capped() -> bool:
+    """ONEDNN_MAX_CPU_ISA caps oneDNN below bfloat16 arithmetic (an emulated CPU without native bfloat16)."""
+    return os.environ.get("ONEDNN_MAX_CPU_ISA", "").upper() in NO_BFLOAT16_ISAS
 
 
 def cpu_fields(path: str = "/proc/cpuinfo") -> tuple[str, set]:
@@ -29,6 +37,8 @@ def cpu_description() -> str:
     native = [f for f in NATIVE_BFLOAT16_FLAGS if f in flags]
     bfloat16 = (f"native bfloat16: {', '.join(native)}" if native else
                 f"no native bfloat16: neither {' nor '.join(NATIVE_BFLOAT16_FLAGS)}")
+    if native and bfloat16_capped():
+        bfloat16 += f", unused: ONEDNN_MAX_CPU_ISA={os.environ['ONEDNN_MAX_CPU_ISA']}"
     return f"{name} ({vector}; {bfloat16})"
 
 
@@ -36,7 +46,7 @@ def machine_facts() -> dict:
     """What a report names about the machine: CPU model, cores, AVX-512 and native bfloat16, load, date (UTC)."""
     name, flags = cpu_fields()
     return {"cpu": name, "cores": os.cpu_count(), "avx512": "avx512f" in flags,
-            "native_bfloat16": any(f in flags for f in NATIVE_BFLOAT16_FLAGS),
+            "native_bfloat16": any(f in flags for f in NATIVE_BFLOAT16_FLAGS) and not bfloat16_capped(),
             "load_average": [round(x, 2) for x in os.getloadavg()],
             "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
 

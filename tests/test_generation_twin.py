@@ -77,15 +77,17 @@ def test_int4_grid_recovers_a_q4_1_grid_and_refuses_other_weights():
     assert int4_grid(torch.randn(48, 60)) is None  # no whole groups of 32
 
 
-def test_an_int4_layer_keeps_only_the_rounding_of_its_scales_and_outputs():
+def test_an_int4_layer_keeps_only_the_rounding_of_its_scales_input_and_outputs():
     """The kernel rebuilds a weight as (q - 8) * scale + zero from bfloat16 scale and zero (each off by 2^-9 at
-    most) and returns each input half's product in bfloat16 (2^-9): nothing else is lost."""
+    most), multiplies it by the input rounded to bfloat16 (2^-9) and returns the product in bfloat16 (2^-9):
+    nothing else is lost."""
     weight = grid_weights((64, 96), seed=4)
     x = torch.randn(5, 96) * 3
     _, step, low = int4_grid(weight)
     per_weight = 2 ** -9 * (16 * step + low.abs()).repeat_interleave(32, 1)  # (64, 96): bound of each weight's error
     y, exact = Int4Linear(weight)(x), x @ weight.T
-    bound = x.abs() @ per_weight.T + 2 ** -8 * exact.abs() + 1e-5
+    rounded_input = 2 ** -9 * x.abs() @ (weight.abs() + per_weight).T
+    bound = x.abs() @ per_weight.T + rounded_input + 2 ** -8 * exact.abs() + 1e-5
     assert y.dtype == torch.float32 and ((y - exact).abs() <= bound).all()
     assert ((y - exact).abs() > 0).any()  # it did round: the test can tell
 

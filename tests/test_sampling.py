@@ -76,16 +76,73 @@ def test_each_row_is_filtered_with_its_own_settings_as_if_alone():
 
 
 def test_each_row_draws_what_torch_multinomial_draws_with_its_own_generator():
-    """The batched draw keeps torch.multinomial's random stream: a seed gives the tokens it always gave."""
+    """The batched draw keeps torch.multinomial's random stream: a seed gives the tokens it always gave, also to
+    the rows left when others stop (keep_rows)."""
     sampler, gens = RowSampler(MIXED, 6, seed=3), [torch.Generator().manual_seed(3) for _ in MIXED]
-    for step in range(25):
-        logits = torch.randn(len(MIXED), 6, generator=torch.Generator().manual_seed(step)) * 2
+    rows = list(range(len(MIXED)))
+    for step in range(40):
+        if step == 25:  # the greedy row and two others stop
+            rows = [1, 3, 5]
+            sampler.keep_rows(rows)
+        logits = torch.randn(len(rows), 6, generator=torch.Generator().manual_seed(step)) * 2
         draw = sampler(logits)
-        for i, s in enumerate(MIXED):
+        for i, row in enumerate(rows):
+            s = MIXED[row]
             probs, _ = filter_logits(logits[i], s.temperature, s.top_k, s.top_p, s.min_p)
-            alone = int(torch.multinomial(probs, 1, generator=gens[i])) if s.temperature > 0 else int(probs.argmax())
+            alone = int(torch.multinomial(probs, 1, generator=gens[row])) if s.temperature > 0 else int(probs.argmax())
             assert int(draw.tokens[i]) == alone
             assert float(draw.model_probs[i]) == float(torch.softmax(logits[i], -1)[alone])
+
+
+def whole_sort_cut(probs: torch.Tensor, s: SamplingSettings) -> torch.Tensor:
+    """(V,) -> (V,) bool: what top-k and top-p cut when the whole row is sorted (the reference for RowFilter)."""
+    sorted_p, order = probs.sort(descending=True)
+    removed = torch.zeros_like(probs, dtype=torch.bool)
+    if s.top_k:
+        removed |= probs < sorted_p[min(s.top_k, len(probs)) - 1]
+    if s.top_p < 1.0:
+        cut = sorted_p.cumsum(0) - sorted_p > s.top_p  # mass of the strictly better tokens past top_p
+        cut[0] = False
+        removed[order[cut]] = True
+    return removed
+
+
+RANKED = [SamplingSettings(1.0, top_k=k, top_p=p) for k in (None, 1, 50, 1024, 1025, 5000)
+          for p in (1.0, 0.0, 0.3, 0.9, 0.99) if k or p < 1.0]
+
+
+SCALES = (12.0, 4.0, 2.0, 0.5, 0.05)  # logits' spread: peaked to nearly flat distributions
+VOCAB = 8 * 1024  # eight times the tokens below_top ranks first
+
+
+def spread_probs(scale: float) -> torch.Tensor:
+    """(len(RANKED), VOCAB) random distributions whose logits spread by `scale`."""
+    g = torch.Generator().manual_seed(int(scale * 100))
+    return torch.softmax(torch.randn(len(RANKED), VOCAB, generator=g) * scale, -1)
+
+
+@pytest.mark.parametrize("scale", SCALES)
+def test_ranking_the_likeliest_tokens_cuts_what_sorting_the_whole_vocabulary_cuts(scale):
+    """below_top ranks a row's 1,024 likeliest tokens and sorts the whole row only when they do not decide its
+    cut: every row, decided either way, loses exactly the tokens a whole sort would cut."""
+    probs = spread_probs(scale)
+    removed = RowFilter(RANKED, VOCAB).below_top(probs, list(range(len(RANKED))))
+    for i, s in enumerate(RANKED):
+        assert torch.equal(removed[i], whole_sort_cut(probs[i], s)), s
+
+
+def test_those_distributions_take_both_ways():
+    """Some rows' 1,024 likeliest tokens hold less than top_p 0.3 (the whole sort decides), some more than 0.99."""
+    masses = torch.cat([spread_probs(scale).topk(1024, -1).values.sum(-1) for scale in SCALES])
+    assert masses.min() < 0.3 and masses.max() > 0.99
+
+
+def test_a_flat_row_of_ties_cuts_as_many_tokens_as_sorting_it():
+    """All tokens tie: which ones a cut keeps is arbitrary (sorting breaks ties either way), how many is not."""
+    probs = torch.full((len(RANKED), VOCAB), 1 / VOCAB)
+    removed = RowFilter(RANKED, VOCAB).below_top(probs, list(range(len(RANKED))))
+    for i, s in enumerate(RANKED):
+        assert int(removed[i].sum()) == int(whole_sort_cut(probs[i], s).sum()), s
 
 
 @pytest.mark.parametrize("kwargs, message", [
@@ -189,7 +246,23 @@ def test_diversity_measures():
     assert repetition_rate([1, 2]) == 0.0
 
 
-def test_probabilities_that_are_not_numbers_are_a_clear_error():
-    logits = torch.tensor([[0.0, float("nan"), 1.0]])
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
+@pytest.mark.parametrize("row", range(1, len(MIXED)))  # the greedy row 0 draws its argmax, numbers or not
+def test_probabilities_that_are_not_numbers_are_a_clear_error(bad, row):
+    logits = torch.randn(len(MIXED), 6, generator=torch.Generator().manual_seed(1))
+    logits[row, 2] = bad
+    if bad < 0:  # one -inf logit is a token that cannot follow; a row of them is no distribution
+        logits[row] = bad
     with pytest.raises(SamplingError, match="not numbers"):
-        RowSampler([SamplingSettings(1.0)], 3, seed=0)(logits)
+        RowSampler(MIXED, 6, seed=0)(logits)
+
+
+def test_a_row_that_cuts_nothing_keeps_its_tempered_softmax():
+    logits = torch.randn(len(MIXED), 6, generator=torch.Generator().manual_seed(2)) * 2
+    probs, removed = RowFilter(MIXED, 6)(logits)
+    for i in (1, 2, 3, 4):  # row 1 cuts nothing: its softmax exactly; 2-4 cut (top-k, top-p, min-p) and renormalise
+        tempered = torch.softmax(logits[i] / MIXED[i].temperature, -1)
+        if i == 1:
+            assert torch.equal(probs[i], tempered) and not removed[i].any()
+        else:
+            assert torch.allclose(probs[i][~removed[i]], tempered[~removed[i]] / tempered[~removed[i]].sum())
