@@ -144,9 +144,9 @@ PRESETS = {
             "grokking", "Modular addition a + b mod 59 in the design of Nanda et al. 2023 (1 layer x 4 heads, d_model "
             "128, ReLU FFN 512, no norm, AdamW weight decay 1.0, full batch) on half of the pairs ((a, b) and (b, a) "
             "always on the same side): it memorises the training pairs within 500 steps while the test pairs stay "
-            "near chance. Whether it then generalises (grokking) within its 3,000 steps is not settled: one run at "
-            "a flat lr reached 88 % test accuracy by step 1,000, the preset's own seed was still at 4 % at step "
-            "2,500 (docs/circuits.md). Without weight decay test accuracy stays at 7 %. Nanda et al.'s p = 113 on "
+            "near chance. Whether it then generalises (grokking) within its 3,000 steps is not settled: runs at a "
+            "flat lr reached 88-97 % test accuracy by steps 1,000-2,000, the preset's own cosine and seed were "
+            "still at 4 % at step 2,500 (docs/circuits.md). Without weight decay test accuracy stays at 7 %. Nanda et al.'s p = 113 on "
             "30 % of the pairs is the longer reference run.",
             model=dict(**GROKKING_MODEL),
             train=dict(**GROKKING_TRAIN),
