@@ -9,6 +9,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Optional
 
 import torch
 from tqdm import tqdm
@@ -16,6 +17,7 @@ from tqdm import tqdm
 from model_core.checkpoints.checkpoint import Checkpoint, save_checkpoint
 from model_core.data.corpora import CORPORA, load_corpus, load_text_file
 from model_core.data.dataset import DEFAULT_VAL_FRACTION, split_by_val_fraction, token_tensor, val_or_none
+from model_core.data.tasks.choices import FULL_BATCH_TASKS
 from model_core.data.tasks.registry import TASKS, make_task
 from model_core.data.tokenization import TOKENIZER_KINDS, build_tokenizer
 from model_core.model.config import ACTIVATIONS, NORM_PLACEMENTS, NORMS, POSITIONALS
@@ -165,6 +167,12 @@ def training_data(args, preset):
     return tokenizer, train_data, val_data, corpus, None, None
 
 
+def full_batch(spec, train_data) -> Optional[int]:
+    """The number of training examples for a task trained full batch (FULL_BATCH_TASKS, as the Train tab does),
+    else None (the preset's batch size)."""
+    return len(train_data) if spec and spec.get("name") in FULL_BATCH_TASKS else None
+
+
 def train(args) -> dict:
     """Run the whole pipeline for parsed args; returns the summary printed as JSON."""
     preset = get_preset(args.preset)
@@ -178,10 +186,11 @@ def train(args) -> dict:
         activation=args.activation, positional=args.positional, qk_norm=args.qk_norm, tie_weights=args.tie_weights,
         attn_only=args.attn_only, dropout=args.dropout,
     )
+    full = full_batch(spec, train_data)
     train_cfg = preset.train_config(
-        batch_size=args.batch_size, lr=args.lr, weight_decay=args.weight_decay, task=spec,
+        batch_size=args.batch_size or full, lr=args.lr, weight_decay=args.weight_decay, task=spec,
         max_steps=args.max_steps, eval_interval=args.eval_interval,
-        eval_iters=args.eval_iters, seed=args.seed, device=args.device, optimizer=args.optimizer,
+        eval_iters=args.eval_iters or (full and 1), seed=args.seed, device=args.device, optimizer=args.optimizer,
         muon_lr=args.muon_lr, muon_ns_steps=args.muon_ns_steps, precision=args.precision, compile=args.compile,
     )
     world = world_from_env()

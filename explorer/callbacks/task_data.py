@@ -7,12 +7,11 @@ from explorer.figures.data import token_index_figure
 from explorer.state.session import DataChoice, Session
 from explorer.teaching import captions
 from model_core.data.dataset import compact
-from model_core.data.tasks.choices import CHOICES
+from model_core.data.tasks.choices import CHOICES, FULL_BATCH_TASKS
 from model_core.data.tasks.registry import make_task
 
 EXAMPLES_SHOWN = 12
 TOKENS_SHOWN = 50  # the Data tab's token-index chart: whole examples up to this many tokens
-FULL_BATCH_TASKS = ("modular-addition",)  # trained on every training example at each step (Nanda et al.)
 
 
 def is_task(corpus) -> bool:

@@ -1,7 +1,8 @@
 """Modular addition (Nanda et al. 2023, "Progress measures for grokking via mechanistic interpretability"):
 the prompt "a b =" (three tokens), the answer c = (a + b) mod p at the last position. Tokens 0..p-1 are the
 numbers (token i is the word "i"), token p is "=". A fixed random share of the p² pairs is for training; the
-rest are the test pairs, never trained on."""
+rest are the test pairs, never trained on. The split is by unordered pair: (a, b) and (b, a) are on the same side,
+so a model that learned a + b = b + a cannot answer a test pair from its mirror image in the training set."""
 from dataclasses import dataclass
 
 import torch
@@ -51,14 +52,21 @@ class ModularAddition:
         return stack_examples(inputs, targets)
 
     def train_mask(self) -> torch.Tensor:
-        """[p²] bool, a-major: True for the training pairs (a fixed random share)."""
+        """[p²] bool, a-major: True for the training pairs, a fixed random share of the unordered pairs {a, b}
+        (both orders of each on the same side) holding round(train_fraction · p²) ordered pairs or one more."""
         n = self.p * self.p
         n_train = int(round(self.train_fraction * n))
         if not 0 < n_train < n:
             raise TaskError(f"{self.train_fraction:.0%} of {n} pairs leaves no training or no test pairs.")
-        order = torch.randperm(n, generator=torch.Generator().manual_seed(self.seed))
-        mask = torch.zeros(n, dtype=torch.bool)
-        mask[order[:n_train]] = True
+        pairs = self.all_pairs()
+        low, high = pairs.min(1).values, pairs.max(1).values
+        unordered = (low * self.p + high).unique()  # one id per {a, b}, sorted
+        order = unordered[torch.randperm(len(unordered), generator=torch.Generator().manual_seed(self.seed))]
+        orders = torch.where(order // self.p == order % self.p, 1, 2)  # (a, a) is one ordered pair, {a, b} two
+        taken = order[: int(torch.searchsorted(orders.cumsum(0), n_train)) + 1]
+        mask = torch.isin(low * self.p + high, taken)
+        if mask.all():
+            raise TaskError(f"{self.train_fraction:.0%} of {n} pairs leaves no test pairs.")
         return mask
 
     def splits(self) -> tuple[torch.Tensor, torch.Tensor]:

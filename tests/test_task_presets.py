@@ -1,6 +1,7 @@
-"""The induction-phase preset is one run wherever it starts: the Train tab's controls filled by the preset and
-`python -m model_core.train --preset induction-phase` build the same model, data and settings, and train to the
-same weights. A few steps only: the phase change itself (hundreds of steps) is bench/induction_phase.py's."""
+"""The task presets (induction-phase, grokking) are one run wherever they start: the Train tab's controls filled by
+the preset and `python -m model_core.train --preset NAME` build the same model, data and settings, and train to
+the same weights. A few steps only: the phase change and the grokking themselves (hundreds to thousands of steps)
+are bench/induction_phase.py's and bench/grokking.py's."""
 import time
 
 import pytest
@@ -15,14 +16,14 @@ from model_core.train import main as cli_main
 from model_core.training.presets import get_preset
 from tests.helpers import tiny_model
 
-PRESET = "induction-phase"
+PRESETS = ("induction-phase", "grokking")
 STEPS = 4
 
 
-def train_tab_run(steps: int) -> Session:
+def train_tab_run(preset: str, steps: int) -> Session:
     """A session after a Train-tab run of the preset of `steps` steps (its model adopted)."""
     session = Session(Checkpoint(tiny_model(vocab_size=3), build_tokenizer("char", "abc")), "start")
-    values = presets.preset_control_values(PRESET) | {"max_steps": steps}
+    values = presets.preset_control_values(preset) | {"max_steps": steps}
     train.start_training(session, values["corpus"], values["kind"], 512,
                          *[values[k] for k in (*train.ARCH_FIELDS, *train.OPTIM_FIELDS, "val_split")])
     try:
@@ -36,16 +37,18 @@ def train_tab_run(steps: int) -> Session:
     return session
 
 
-def test_the_preset_picks_its_own_task():
-    values = presets.preset_control_values(PRESET)
-    assert CHOICES[values["corpus"]] == get_preset(PRESET).data["task"]
+@pytest.mark.parametrize("preset", PRESETS)
+def test_the_preset_picks_its_own_task(preset):
+    values = presets.preset_control_values(preset)
+    assert CHOICES[values["corpus"]] == get_preset(preset).data["task"]
 
 
+@pytest.mark.parametrize("preset", PRESETS)
 @pytest.mark.timeout(900)  # two processes start torch; on a machine loaded 10x that alone took minutes
-def test_the_train_tab_and_the_command_line_train_the_same_run(tmp_path, capsys, one_thread):
-    assert cli_main(["--preset", PRESET, "--max-steps", str(STEPS), "--device", "cpu", "--out", str(tmp_path)]) == 0
+def test_the_train_tab_and_the_command_line_train_the_same_run(preset, tmp_path, capsys, one_thread):
+    assert cli_main(["--preset", preset, "--max-steps", str(STEPS), "--device", "cpu", "--out", str(tmp_path)]) == 0
     cli = load_checkpoint(tmp_path)
-    session = train_tab_run(STEPS)
+    session = train_tab_run(preset, STEPS)
     tab = session.run.progress
     assert tab.step == STEPS == cli.evals[-1]["step"]
     assert tab.model.cfg == cli.model.cfg

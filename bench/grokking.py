@@ -1,0 +1,145 @@
+"""When the grokking preset groks: python -m bench.grokking [--seeds 1337 0] [--threads 2]
+
+Trains the preset as `python -m model_core.train --preset grokking` does (same model, task, settings and seed),
+then the same run without weight decay, and prints per run:
+  train 100 %   the first evaluation at which every training pair is answered right (memorised)
+  test 99 %     the first evaluation at which 99 % of the held-out pairs are (generalised: grokked)
+  key freqs     how few frequencies carry 90 % of the number embedding's Fourier norm at the end, and the share
+                of its 6 largest
+Targets (issue #33, 2 cores): test 99 % within 600 s, long after train 100 %; at most 6 key frequencies carrying
+90 %; without weight decay the final test accuracy stays below 50 %.
+Seconds are wall time (evaluations included); "cpu/threads" is the process's CPU time over its threads, what the
+wall time would be on idle cores when other work shares the machine."""
+import argparse
+import os
+import time
+
+import torch
+
+from bench.machine import cpu_description
+from bench.results import Row, at_least, at_most, check, info, run_main
+from bench.timing import print_table
+from model_core.analysis.fourier import embedding_norms, fewest_carrying, top_share
+from model_core.analysis.progress import KEY_COUNT
+from model_core.data.tasks.registry import make_task
+from model_core.model.gpt import GPT
+from model_core.train import full_batch
+from model_core.training.presets import get_preset
+from model_core.training.trainer import Trainer
+
+PRESET = "grokking"
+TRAINED, GROKKED = 1.0, 0.99  # train and test accuracy
+SECONDS_TARGET = 600.0
+MAX_KEY_FREQUENCIES = 6
+KEY_SHARE = 0.9
+NO_DECAY_LIMIT = 0.5  # test accuracy the run without weight decay stays below
+LOG_EVERY = 500  # steps between progress lines
+
+
+def preset_trainer(seed=None, weight_decay=None) -> Trainer:
+    """The preset's model and trainer, built as model_core.train builds them."""
+    preset = get_preset(PRESET)
+    task = make_task(preset.data["task"])
+    train, test = task.splits()
+    cfg = preset.train_config(task=task.spec(), device="cpu", seed=seed, weight_decay=weight_decay,
+                              batch_size=full_batch(task.spec(), train), eval_iters=1)
+    torch.manual_seed(cfg.seed)  # model initialisation, as model_core.train seeds it
+    model = GPT(preset.model_config(task.tokenizer().vocab_size))
+    return Trainer(model, train, test, cfg, task.tokenizer())
+
+
+def timed_run(trainer: Trainer, threads: int) -> tuple[dict, float, float]:
+    """Train to the end: ({evaluated step: wall seconds since the start}, wall seconds, CPU seconds / threads)."""
+    clock = {}
+    started, cpu = time.perf_counter(), time.process_time()
+
+    def note(metrics):
+        if "eval" in metrics:
+            clock[metrics["step"]] = time.perf_counter() - started
+            e = metrics["eval"]
+            if e["step"] % LOG_EVERY == 0:
+                print(f"wd {trainer.cfg.weight_decay:g} seed {trainer.cfg.seed} step {e['step']}: train acc "
+                      f"{e['train_acc']:.3f} test acc {e['val_acc']:.3f} ({clock[e['step']]:.0f} s)", flush=True)
+
+    trainer.run(callback=note)
+    return clock, time.perf_counter() - started, (time.process_time() - cpu) / threads
+
+
+def first_step(evals: list[dict], key: str, threshold: float):
+    """The first evaluation whose `key` is at least threshold, or None."""
+    return next((e for e in evals if e.get(key, -1.0) >= threshold), None)
+
+
+def when(evaluation, clock: dict) -> str:
+    return "never" if evaluation is None else f"{evaluation['step']} ({clock[evaluation['step']]:.0f} s)"
+
+
+def run(seed, threads: int) -> tuple[list, list[Row]]:
+    """(the table's row, the result rows) of one training run of the preset."""
+    trainer = preset_trainer(seed)
+    clock, wall, cpu = timed_run(trainer, threads)
+    name, evals = f"seed {trainer.cfg.seed}", trainer.evals
+    trained, grokked = first_step(evals, "train_acc", TRAINED), first_step(evals, "val_acc", GROKKED)
+    norms = embedding_norms(trainer.model, trainer.cfg.task["p"])
+    keys, share = len(fewest_carrying(norms, KEY_SHARE)), top_share(norms, KEY_COUNT)
+    to_grok = clock[grokked["step"]] if grokked else float("inf")
+    cpu_to_grok = cpu * to_grok / wall  # the share of the CPU time spent until then, at an even pace
+    rows = [at_most(f"{name}: wall time to test accuracy >= {GROKKED:.0%}", to_grok, "s", SECONDS_TARGET),
+            info(f"{name}: CPU time / threads to test accuracy >= {GROKKED:.0%} (at an even pace)", cpu_to_grok, "s"),
+            info(f"{name}: step train accuracy reached 100 %", trained["step"] if trained else "never"),
+            check(f"{name}: train 100 % long before test {GROKKED:.0%}",
+                  f"steps {when(trained, clock)} and {when(grokked, clock)}", "at most half the steps",
+                  bool(trained and grokked and trained["step"] <= grokked["step"] / 2)),
+            at_most(f"{name}: frequencies carrying {KEY_SHARE:.0%} of the embedding's Fourier norm", keys, "",
+                    MAX_KEY_FREQUENCIES),
+            at_least(f"{name}: share of the {KEY_COUNT} largest frequencies", share, "", KEY_SHARE)]
+    table = [name, "1.0", f"{1000 * trainer.elapsed / trainer.step_count:.1f}", f"{wall:.0f}", f"{cpu:.0f}",
+             when(trained, clock), when(grokked, clock), f"{evals[-1]['val_acc']:.3f}", f"{keys} ({share:.1%})"]
+    return table, rows
+
+
+def run_without_decay(seed, threads: int) -> tuple[list, list[Row]]:
+    """(the table's row, the result row) of the same run with weight decay 0."""
+    trainer = preset_trainer(seed, weight_decay=0.0)
+    clock, wall, cpu = timed_run(trainer, threads)
+    evals = trainer.evals
+    norms = embedding_norms(trainer.model, trainer.cfg.task["p"])
+    final = evals[-1]["val_acc"]
+    table = [f"seed {trainer.cfg.seed}", "0", f"{1000 * trainer.elapsed / trainer.step_count:.1f}", f"{wall:.0f}",
+             f"{cpu:.0f}", when(first_step(evals, "train_acc", TRAINED), clock),
+             when(first_step(evals, "val_acc", GROKKED), clock), f"{final:.3f}",
+             f"{len(fewest_carrying(norms, KEY_SHARE))} ({top_share(norms, KEY_COUNT):.1%})"]
+    return table, [Row(f"seed {trainer.cfg.seed}, no weight decay: final test accuracy", final, "",
+                       f"< {NO_DECAY_LIMIT:g}", bool(final < NO_DECAY_LIMIT))]
+
+
+def measure(argv=None) -> list[Row]:
+    p = argparse.ArgumentParser(prog="python -m bench.grokking", description=__doc__.splitlines()[0])
+    p.add_argument("--threads", type=int, default=2, help="torch threads (the machine has 2 cores)")
+    p.add_argument("--seeds", type=int, nargs="*", help="training seeds (default: the preset's own)")
+    p.add_argument("--no-decay-seeds", type=int, nargs="*",
+                   help="seeds of the runs without weight decay (default: the first seed)")
+    args = p.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    seeds = args.seeds or [None]
+    table, rows = [], []
+    for seed in seeds:
+        line, more = run(seed, args.threads)
+        table, rows = table + [line], rows + more
+    for seed in seeds[:1] if args.no_decay_seeds is None else args.no_decay_seeds:
+        line, more = run_without_decay(seed, args.threads)
+        table, rows = table + [line], rows + more
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print_table(f"{PRESET}: {cpu_description()}, {args.threads} threads, load average {load}",
+                ["run", "weight decay", "ms/step", "wall s", "cpu/threads s", "train 100 % at step",
+                 f"test {GROKKED:.0%} at step", "final test acc",
+                 f"freqs carrying {KEY_SHARE:.0%} (top {KEY_COUNT} share)"], table)
+    return rows
+
+
+def main(argv=None) -> int:
+    return run_main(measure, argv)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
