@@ -2,7 +2,6 @@
 import io
 import json
 import re
-import time
 import zipfile
 
 import gradio as gr
@@ -20,11 +19,16 @@ from model_core import GPT, GPTConfig
 from model_core.checkpoints.checkpoint import Checkpoint
 from model_core.data.tokenization import build_tokenizer
 from model_core.model.config import ACTIVATIONS
-from tests.helpers import assert_plotly_would_send_the_same
-
-TEXT = "First Citizen:\nBefore we proceed any further, hear me speak."
-PROMPT = "First Citizen"
-N_LAYERS, N_HEADS, BLOCK = 3, 2, 16  # 3 x 2 so that L x H (6) differs from L + H (5)
+from tests.helpers import (
+    BLOCK,
+    N_HEADS,
+    N_LAYERS,
+    PROMPT,
+    TEXT,
+    assert_plotly_would_send_the_same,
+    tiny_session,
+    wait_for,
+)
 
 # Train-tab controls in ARCH_FIELDS / OPTIM_FIELDS order: a tiny model that trains in about a second.
 TINY_ARCH = dict(n_layers=1, n_heads=2, d_model=16, block_size=8, activation="gelu", norm="layernorm",
@@ -44,14 +48,6 @@ def train_values(**overrides) -> list:
     return arch_values(**arch) + [optim[k] for k in train.OPTIM_FIELDS]
 
 
-def tiny_session(seed: int = 0, name: str = "tiny") -> Session:
-    tokenizer = build_tokenizer("char", TEXT)
-    torch.manual_seed(seed)
-    model = GPT(GPTConfig(vocab_size=tokenizer.vocab_size, block_size=BLOCK, d_model=16, n_heads=N_HEADS,
-                          n_layers=N_LAYERS))
-    return Session(Checkpoint(model.eval(), tokenizer), name)
-
-
 def weights(session: Session) -> dict:
     return {k: v.detach().clone() for k, v in session.model.state_dict().items()}
 
@@ -62,27 +58,18 @@ def same_weights(a: dict, b: dict) -> bool:
 
 def wait_until_done(session: Session, timeout: float = 60.0):
     """Poll like the page's timer does until the run ends; -> the last poll's outputs."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        out = train.poll(session)
-        if not out[-1]:
-            return train.poll(session)
-        time.sleep(0.1)
-    raise AssertionError(f"training did not finish within {timeout} s: {train.poll(session)[1]}")
+    wait_for(lambda: not train.poll(session)[-1], lambda: f"training to finish: {train.poll(session)[1]}", timeout,
+             interval=0.1)
+    return train.poll(session)
 
 
 def wait_for_state(session: Session, state: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while session.run.progress.state != state:
-        assert time.monotonic() < deadline, f"the run never reached {state!r} (is {session.run.progress.state!r})"
-        time.sleep(0.02)
+    wait_for(lambda: session.run.progress.state == state,
+             lambda: f"the run to reach {state!r} (is {session.run.progress.state!r})", timeout)
 
 
 def wait_for_steps(session: Session, steps: int, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while session.run.progress.step < steps:
-        assert time.monotonic() < deadline, f"training did not reach step {steps}"
-        time.sleep(0.02)
+    wait_for(lambda: session.run.progress.step >= steps, f"training to reach step {steps}", timeout)
 
 
 @pytest.fixture
