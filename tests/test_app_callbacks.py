@@ -27,25 +27,8 @@ from tests.helpers import (
     TEXT,
     assert_plotly_would_send_the_same,
     tiny_session,
-    wait_for,
 )
-
-# Train-tab controls in ARCH_FIELDS / OPTIM_FIELDS order: a tiny model that trains in about a second.
-TINY_ARCH = dict(n_layers=1, n_heads=2, d_model=16, block_size=8, activation="gelu", norm="layernorm",
-                 norm_placement="pre", positional="learned", tie_weights=True, attn_only=False, dropout=0.0,
-                 qk_norm=False, mlp_ratio=4)
-TINY_OPTIM = dict(lr=1e-2, batch_size=8, max_steps=30, warmup_steps=5, weight_decay=0.1, grad_clip=1.0,
-                  eval_interval=10, optimizer="adamw", muon_lr=0.02, muon_ns_steps=5)
-
-
-def arch_values(**overrides) -> list:
-    return [{**TINY_ARCH, **overrides}[k] for k in train.ARCH_FIELDS]
-
-
-def train_values(**overrides) -> list:
-    arch = {k: v for k, v in overrides.items() if k in TINY_ARCH}
-    optim = {**TINY_OPTIM, **{k: v for k, v in overrides.items() if k in TINY_OPTIM}}
-    return arch_values(**arch) + [optim[k] for k in train.OPTIM_FIELDS]
+from tests.trainer_helpers import arch_values, train_values, wait_for_state, wait_for_steps, wait_until_done
 
 
 def weights(session: Session) -> dict:
@@ -56,42 +39,9 @@ def same_weights(a: dict, b: dict) -> bool:
     return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 
 
-def wait_until_done(session: Session, timeout: float = 60.0):
-    """Poll like the page's timer does until the run ends; -> the last poll's outputs."""
-    wait_for(lambda: not train.poll(session)[-1], lambda: f"training to finish: {train.poll(session)[1]}", timeout,
-             interval=0.1)
-    return train.poll(session)
-
-
-def wait_for_state(session: Session, state: str, timeout: float = 30.0) -> None:
-    wait_for(lambda: session.run.progress.state == state,
-             lambda: f"the run to reach {state!r} (is {session.run.progress.state!r})", timeout)
-
-
-def wait_for_steps(session: Session, steps: int, timeout: float = 30.0) -> None:
-    wait_for(lambda: session.run.progress.step >= steps, f"training to reach step {steps}", timeout)
-
-
 @pytest.fixture
 def session():
     return tiny_session()
-
-
-@pytest.fixture
-def training_sessions():
-    """Sessions whose runs are stopped and joined after the test, so no thread outlives it."""
-    made = []
-
-    def make(seed: int = 0) -> Session:
-        made.append(tiny_session(seed))
-        return made[-1]
-
-    yield make
-    for s in made:
-        s.stop_training()
-        if s.run is not None:
-            s.run.thread.join(timeout=30)
-            assert not s.run.active, "a training thread did not stop"
 
 
 def kinds(outputs) -> list[str]:

@@ -20,9 +20,8 @@ from explorer.state import training_run
 from explorer.state.session import REGISTRY, SessionRegistry
 from explorer.state.shipped import load_shipped
 from explorer.tabs.binding import SHARED, bind
-
-from .conftest import ROOT, free_port, wait_for_app
-from .test_app_callbacks import PROMPT, train_values, training_sessions, wait_for_state, wait_for_steps, wait_until_done  # noqa: F401 - fixture
+from tests.helpers import PROMPT, ROOT, free_port, wait_for_app
+from tests.trainer_helpers import train_values, wait_for_state, wait_for_steps, wait_until_done
 
 pytestmark = pytest.mark.timeout(240)
 
