@@ -19,7 +19,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("benchmarks", nargs="*", metavar="NAME",
                    help="benchmarks to run, each optionally with its flags in one quoted word: \"views --repeats 3\"")
     p.add_argument("--all", action="store_true", help="run every regression benchmark with its defaults")
-    p.add_argument("--json", metavar="PATH", type=Path, help="write the machine and every run's rows to this file")
+    p.add_argument("--json", metavar="PATH", type=Path,
+                   help="write the machine and every run's rows to this file (without NAMEs: runs --all)")
     p.add_argument("--markdown", action="store_true",
                    help="replace the runs' sections of the generated block in docs/benchmarks.md")
     p.add_argument("--markdown-file", metavar="PATH", type=Path, help="that block in this file instead")
@@ -51,7 +52,7 @@ def main(argv=None) -> int:
             p.error(f"no benchmark named {args.describe!r}")
         print(docstring(args.describe))
         return 0
-    if not args.benchmarks and not args.all:
+    if not args.benchmarks and not (args.all or args.json):  # --json alone: every benchmark, as --all
         list_benchmarks()
         return 0
     try:

@@ -15,6 +15,7 @@ import time
 import torch
 
 from bench.machine import cpu_description
+from bench.results import Row, at_least, at_most, check, run_main
 from bench.timing import print_table
 from model_core.data.tasks.registry import make_task
 from model_core.model.gpt import GPT
@@ -55,7 +56,8 @@ def largest_icl_drop(evals: list[dict], around: int, width: float) -> tuple[floa
     return best
 
 
-def run(seed, threads: int) -> list[list]:
+def run(seed, threads: int) -> tuple[list[list], list[Row]]:
+    """(the table's row, the result rows) of one training run of the preset."""
     trainer = preset_trainer(seed)
     clock = {}
     started, cpu = time.perf_counter(), time.process_time()
@@ -70,32 +72,47 @@ def run(seed, threads: int) -> list[list]:
     name = f"seed {trainer.cfg.seed}"
     crossing = first_step(evals, "induction", INDUCTION_CROSSING)
     done = [name, f"{1000 * trainer.elapsed / trainer.step_count:.1f}", f"{wall:.0f}", f"{cpu:.0f}"]
+    rows = [at_most(f"{name}: the whole run, the larger of wall and CPU / threads", max(wall, cpu), "s",
+                    SECONDS_TARGET)]
     if crossing is None:
-        return [done + ["never", "", "", f"final induction {evals[-1]['induction']:.2f}", "miss"]]
+        final = evals[-1]["induction"]
+        return ([done + ["never", "", "", f"final induction {final:.2f}", "miss"]],
+                rows + [check(f"{name}: induction score reaches {INDUCTION_CROSSING}", f"never (final {final:.2f})",
+                              "reached", False)])
     drop, a, b = largest_icl_drop(evals, crossing["step"], WINDOW * steps)
+    rows += [check(f"{name}: induction score reaches {INDUCTION_CROSSING}", f"at step {crossing['step']}", "reached",
+                   True),
+             at_least(f"{name}: ICL score drop within {WINDOW:.0%} of the steps around that step", drop, "nats",
+                      ICL_DROP)]
     plateau = (f"val {evals[0]['val_loss']:.2f} -> {a['val_loss']:.2f} over steps 0-{a['step']}; "
                f"{evals[-1]['val_loss']:.2f} at {evals[-1]['step']}")
     met = drop >= ICL_DROP and max(wall, cpu) <= SECONDS_TARGET
     return [done + [f"{crossing['step']} ({clock[crossing['step']]:.0f} s)",
                     f"{drop:.2f} nats, steps {a['step']}-{b['step']} ({clock[b['step']]:.0f} s)", plateau,
-                    "PASS" if met else "miss"]]
+                    "PASS" if met else "miss"]], rows
 
 
-def main(argv=None) -> None:
+def measure(argv=None) -> list[Row]:
     p = argparse.ArgumentParser(prog="python -m bench.induction_phase", description=__doc__.splitlines()[0])
     p.add_argument("--threads", type=int, default=2, help="torch threads (the machine has 2 cores)")
     p.add_argument("--seeds", type=int, nargs="*", help="training seeds (default: the preset's own)")
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
-    rows = []
+    table, rows = [], []
     for seed in args.seeds or [None]:
-        rows += run(seed, args.threads)
+        more_table, more_rows = run(seed, args.threads)
+        table, rows = table + more_table, rows + more_rows
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print_table(f"{PRESET}: {cpu_description()}, {args.threads} threads, load average {load}",
                 ["run", "ms/step", "wall s", "cpu/threads s", f"induction >= {INDUCTION_CROSSING}",
                  f"ICL drop within {WINDOW:.0%} of the steps", "plateau", f"target (<= {SECONDS_TARGET:.0f} s)"],
-                rows)
+                table)
+    return rows
+
+
+def main(argv=None) -> int:
+    return run_main(measure, argv)
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

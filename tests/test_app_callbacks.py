@@ -365,9 +365,9 @@ def test_controls_without_a_run(session):
     for action in ("pause", "resume", "stop"):
         with pytest.raises(UserError, match="press Start"):
             train.control(session, action)
-    losses, status, live, live_caption, sample, progress, progress_note, active = train.poll(session)
-    assert losses == "" and "No training run" in status and not active and "probe text" in live_caption
-    assert progress == "" and "Progress measures" not in progress and not progress_note
+    shown = train.poll(session)
+    assert shown["loss"] == "" and "No training run" in shown["status"] and not shown["running"]
+    assert "probe text" in shown["live_caption"] and shown["progress"] == "" and not shown["progress_note"]
     with pytest.raises(UserError, match="no training snapshots"):
         history.snapshot_view(session, 0.5)
 
@@ -378,10 +378,11 @@ def test_training_runs_to_the_end_and_is_adopted(training_sessions):
     s = training_sessions()
     message = train.start_training(s, "first-names", "char", 512, *train_values())
     assert "Training started" in message and "first-names" in message
-    losses, status, live, live_caption, sample, _progress, _progress_note, active = wait_until_done(s)
-    assert not active and "finished" in status and "30 / 30" in status
-    assert live_caption.startswith("Step 30 on the probe text. The strongest previous-token head is L")
-    traces = {t["name"]: t for t in json.loads(losses)["data"]}
+    shown = wait_until_done(s)
+    status, live = shown["status"], shown["live"]
+    assert not shown["running"] and "finished" in status and "30 / 30" in status
+    assert shown["live_caption"].startswith("Step 30 on the probe text. The strongest previous-token head is L")
+    traces = {t["name"]: t for t in json.loads(shown["loss"])["data"]}
     assert {"train loss (each batch)", "validation loss"} <= set(traces)
     assert max(traces["train loss (each batch)"]["x"]) == 30
     assert live.startswith("{") and '"data"' in live  # the live attention figure as JSON
@@ -403,18 +404,18 @@ def test_pause_resume_stop_from_another_thread(training_sessions):
     assert "Pausing" in train.control(s, "pause")
     wait_for_state(s, "paused")
     steps = s.run.progress.step
-    _, status, *_ = train.poll(s)
+    status = train.poll(s)["status"]
     assert "paused" in status and steps > 0
     assert f"({steps} steps)" in models.model_summary(s)  # a copy of the paused model is inspected
     assert s.model is not s.run.progress.model
     paused_copy = weights(s)
     assert same_weights(paused_copy, {k: v for k, v in s.run.progress.model.state_dict().items()})
     for _ in range(20):  # really paused: polling does not move it, the status keeps the step
-        assert f"step **{steps:,} /" in train.poll(s)[1] and s.run.progress.step == steps
+        assert f"step **{steps:,} /" in train.poll(s)["status"] and s.run.progress.step == steps
     assert train.control(s, "resume") == "Resumed."
     wait_for_steps(s, steps + 1)
     assert "Stopping" in train.control(s, "stop")
-    _, status, *_ = wait_until_done(s)
+    status = wait_until_done(s)["status"]
     final = s.run.progress.step
     assert "stopped" in status and steps < final < 20_000
     assert [m["step"] for m in s.run.progress.history] == list(range(1, final + 1))  # no step lost or unseen
@@ -426,7 +427,7 @@ def test_two_sessions_are_independent(training_sessions):
     b_before = weights(b)
     b_view = attention.attention_view(b, PROMPT, 1, 1, -1)[1].data[0].z
     train.start_training(a, "first-names", "char", 512, *train_values())
-    assert b.run is None and "No training run" in train.poll(b)[1]
+    assert b.run is None and "No training run" in train.poll(b)["status"]
     wait_until_done(a)
     assert "trained" in models.model_summary(a) and "trained" not in models.model_summary(b)
     assert same_weights(weights(b), b_before)

@@ -87,6 +87,9 @@ def test_all_runs_every_registered_benchmark(fakes, monkeypatch, tmp_path):
     out = tmp_path / "all.json"
     assert main(["--all", "--json", str(out)]) == 0
     assert [r["benchmark"] for r in json.loads(out.read_text())["runs"]] == ["fake", "other"]
+    out.unlink()
+    assert main(["--json", str(out)]) == 0  # --json alone runs them all too: the rows are what it asks for
+    assert [r["benchmark"] for r in json.loads(out.read_text())["runs"]] == ["fake", "other"]
 
 
 def test_an_unknown_name_is_refused_before_anything_runs(fakes, capsys):

@@ -9,7 +9,6 @@ import pytest
 import torch
 
 from explorer.callbacks.classroom import apply_push, send_answer, set_name, start_class_run
-from explorer.callbacks.lessons import PLAYER_OUTPUTS
 from explorer.classroom.broadcast import KEPT, RECENT, Broadcast
 from explorer.classroom.copies import TOKEN_SECONDS, PendingCopies
 from explorer.classroom.gate import MAX_DELAY, TeacherGate
@@ -233,12 +232,12 @@ def test_go_there_opens_the_pushed_step_and_applies_a_pushed_link():
     session = new_session()
     pushed = teacher.push_step("attention-basics", 2)["push"]
     outputs = apply_push(session, str(pushed["id"]))
-    assert outputs[0] == {"lesson": "attention-basics", "step": 2}
-    assert "Step 3 of 7" in outputs[6]
+    assert outputs["state"] == {"lesson": "attention-basics", "step": 2}
+    assert "Step 3 of 7" in outputs["counter"] and outputs["ask"] == ""
     link = teacher.push_link("?tab=residual&layer=1")["push"]
     outputs = apply_push(session, str(link["id"]))
-    assert outputs[0] is not None and len(outputs) > PLAYER_OUTPUTS  # the controls' updates follow the player's
-    assert outputs[-1] == ""  # nothing to ask: the session inspects a shipped model
+    assert outputs["controls"] == {"tab": "residual", "layer": 1} and "state" not in outputs  # the player stays
+    assert outputs["ask"] == ""  # nothing to ask: the session inspects a shipped model
     with pytest.raises(UserError, match="too old"):
         apply_push(session, "999")
 
@@ -253,15 +252,15 @@ def test_a_pushed_step_asks_before_it_replaces_the_students_own_model():
     step = str(teacher.push_step("attention-basics", 0)["push"]["id"])  # the step names model: shakespeare
     outputs = apply_push(session, step)
     assert ("opens the shipped model shakespeare in place of the model you are inspecting now (trained on my poems "
-            "(400 steps)), which is kept nowhere else") in outputs[-1]
-    assert all(o == gr.skip() for o in outputs[:PLAYER_OUTPUTS])  # the player and the model stay as they were
+            "(400 steps)), which is kept nowhere else") in outputs["ask"]
+    assert list(outputs) == ["ask"]  # the player, the model and the controls stay as they were
     assert session.held is own and session.model_name == "trained on my poems (400 steps)"
     view = str(teacher.push_link("?tab=attention&model=first-names&layer=0")["push"]["id"])
-    assert apply_push(session, view)[-1].startswith("This view opens the shipped model first-names")
+    assert apply_push(session, view)["ask"].startswith("This view opens the shipped model first-names")
     no_model = str(teacher.push_link("?tab=residual&layer=1")["push"]["id"])
-    assert apply_push(session, no_model)[-1] == "" and session.held is own  # a view of the same model: no question
+    assert apply_push(session, no_model)["ask"] == "" and session.held is own  # a view of the same model: no question
     outputs = apply_push(session, step, replace_model=True)  # "Open it anyway"
-    assert outputs[-1] == "" and outputs[0] == {"lesson": "attention-basics", "step": 0}
+    assert outputs["ask"] == "" and outputs["state"] == {"lesson": "attention-basics", "step": 0}
     assert session.model_name == "shakespeare" and session.held is not own
 
 

@@ -282,9 +282,9 @@ class Player:
     def _run(self, block, trigger: str, *inputs) -> dict:
         event = self._event(block, trigger)
         values = event.fn(None, *inputs)  # None: the test's "local" session, as bind() allows
-        out = {id(c): v for c, v in zip(event.outputs, values)}
-        assert len(values) == len(event.outputs)
-        self.state = out[id(event.outputs[0])]
+        assert set(values) <= set(event.outputs)  # {component: update}; the ones left out keep their values
+        out = {id(c): values.get(c) for c in event.outputs}
+        self.state = out[id(event.outputs[0])] if event.outputs[0] in values else self.state
         return out
 
     def open(self, key: str) -> dict:
@@ -341,10 +341,10 @@ def test_link_opens_a_shipped_lesson_on_step_one(app):
     from explorer.callbacks.lessons import lesson_for_page
     session = REGISTRY.get("lesson-link")
     out = lesson_for_page(session, "temperature-top-p")
-    assert out[0] == {"lesson": "temperature-top-p", "step": 0}
-    assert "**Step 1 of 6: The model's odds for the next character**" in out
+    assert out["state"] == {"lesson": "temperature-top-p", "step": 0}
+    assert out["counter"] == "**Step 1 of 6: The model's odds for the next character**"
     nothing = lesson_for_page(session, None)  # no ?lesson= and no --lesson: the player stays closed
-    assert all(value_of(v) is None for v in nothing[:2] + nothing[3:])
+    assert list(nothing) == ["picker"]  # only the picker's choices are refreshed
 
 
 def test_picker_lists_the_shipped_lessons_and_the_launch_file(app, tmp_path, monkeypatch):
@@ -390,13 +390,17 @@ def test_the_player_explains_words_once_and_ends_the_lesson(app, tmp_path, monke
     monkeypatch.setattr(app_state, "lesson_file", checked_lesson_file(path))
     session = REGISTRY.get("lesson-words")
     first = open_lesson(session, FILE_KEY)
-    text = next(v for v in first if isinstance(v, str) and "The logits of the next token." in v)
+    text = first["text"]
+    assert "The logits of the next token." in text
     assert f"**logit**: {TERMS['logit'][1]}" in text and "**softmax**" not in text and "End of the lesson" not in text
-    last = move(session, first[0], +1)
-    text = next(v for v in last if isinstance(v, str) and "Softmax turns logits" in v)
+    last = move(session, first["state"], +1)
+    text = last["text"]
+    assert "Softmax turns logits" in text
     assert f"**softmax**: {TERMS['softmax'][1]}" in text and "**logit**" not in text  # explained once, where first used
     assert "**End of the lesson.** What softmax does." in text
     assert "[Temperature and top-p](?lesson=temperature-top-p)" in text
+    pushed = open_lesson(session, FILE_KEY, 1)["text"]  # opened on step 2 (a link, a teacher's push): step 1 unread
+    assert f"**softmax**: {TERMS['softmax'][1]}" in pushed and f"**logit**: {TERMS['logit'][1]}" in pushed
 
 
 def test_a_sent_answer_is_checked_when_the_step_knows_the_right_one(app, tmp_path, monkeypatch):
@@ -406,16 +410,16 @@ def test_a_sent_answer_is_checked_when_the_step_knows_the_right_one(app, tmp_pat
     path.write_text(WORDS)
     monkeypatch.setattr(app_state, "lesson_file", checked_lesson_file(path))
     session = REGISTRY.get("lesson-answers")
-    state = open_lesson(session, FILE_KEY)[0]
+    state = open_lesson(session, FILE_KEY)["state"]
     wrong = send_answer(session, state, "a", "")
     assert wrong.startswith("**Not quite:** the second one.") and "Sent to your teacher" in wrong
     assert send_answer(session, state, "b", "").startswith("**Right.** Sent to your teacher")
     reopened = open_lesson(session, FILE_KEY)  # the box shows the kept answer and its verdict again
-    assert "**Right.** You sent **b** to your teacher." in reopened
+    assert reopened["sent"] == "**Right.** You sent **b** to your teacher."
     free = parse_lesson("# T\n## S\nquestion: Why?\n\ntext").steps[0].question
     from explorer.callbacks.lessons import verdict
     assert verdict(free, "because") == ""  # not checked: the note only says it was sent
-    assert move(session, state, +1)[0] == {"lesson": FILE_KEY, "step": 1}
+    assert move(session, state, +1)["state"] == {"lesson": FILE_KEY, "step": 1}
 
 
 def test_a_step_that_presses_split_redraws_the_split_for_its_answer(app):
@@ -426,7 +430,7 @@ def test_a_step_that_presses_split_redraws_the_split_for_its_answer(app):
     press = next(f for f in app.fns.values() if getattr(f.fn, "__name__", "") == "press")
     REGISTRY.close("local")  # the handlers' "local" session, fresh
     out = open_lesson(REGISTRY.get("local"), "who-wrote-the-answer", 1)
-    state, updates = out[0], dict(zip(map(id, view_params.components()), out[-len(view_params.components()):]))
+    state, updates = out["state"], {id(c): u for c, u in view_params.updates_for(out["controls"]).items()}
     assert step_presses(state) == ("Split the logit",) and step_presses({**state, "step": 0}) == ()
     values = [value_of(updates[id(c)]) if value_of(updates.get(id(c))) is not None else c.value
               for c in press.inputs[1:]]  # the controls as the step leaves them

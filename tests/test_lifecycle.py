@@ -96,8 +96,7 @@ def test_a_paused_run_expires_after_the_idle_ttl_and_frees_its_slot(training_ses
     training_run.expire_idle_runs()
     assert a.run.progress.requested == "paused"  # paused for less than the TTL
     training_run.expire_idle_runs(now=time.monotonic() + 61.0)  # paused for longer than the TTL
-    last = wait_until_done(a)
-    assert "stopped this run because it was paused" in last[1]
+    assert "stopped this run because it was paused" in wait_until_done(a)["status"]
     assert a.model_name.startswith("trained on first-names") and a.run.progress.state == "stopped"
     train.start_training(b, "first-names", "char", 512, *train_values())  # the slot was given back
     wait_until_done(b)
@@ -140,9 +139,9 @@ def test_a_crashed_run_keeps_the_previous_model_and_says_why(training_sessions):
     train.start_training(session, "first-names", "char", 512, *train_values(max_steps=20_000))
     wait_for_steps(session, 3)
     os.kill(session.run.remote.process.pid, signal.SIGKILL)
-    last = wait_until_done(session)
-    assert "error at step" in last[1] and "ended unexpectedly" in last[1]
-    assert f"still inspect **{name}**" in last[1]
+    status = wait_until_done(session)["status"]
+    assert "error at step" in status and "ended unexpectedly" in status
+    assert f"still inspect **{name}**" in status
     assert session.model_name == name and session.version == before
 
 

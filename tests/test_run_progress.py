@@ -130,7 +130,7 @@ def test_an_unwatched_or_long_paused_run_is_stopped_and_its_page_told_why(monkey
     assert not sent and run.expired is None  # polled within the TTL
     run.expire_if_idle(now=run.last_poll + 61.0)
     assert sent == [Command.STOP] and run.progress.requested == "stopped"
-    assert "stopped this run because its page stopped watching it for more than 1 minutes" in train.poll(session)[1]
+    assert "stopped this run because its page stopped watching it for more than 1 minutes" in train.poll(session)["status"]
 
     session, run, sent = untrained_session()
     run.control(Command.PAUSE, now=run.last_poll)

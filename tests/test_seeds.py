@@ -136,14 +136,15 @@ def test_statquest_lesson_in_the_app(tmp_path):
         wait_for_run(session)
     finally:
         session.stop_training()
-    loss, status, *_ = train.poll(session)
+    shown = train.poll(session)
+    status = shown["status"]
     assert "evaluated on the training text" in status and "val loss" not in status
     evals = session.run.progress.evals  # the chart's bold curve: the status starts where it starts
     assert (f"Loss on the training text fell from {evals[0]['train_loss']:.2f} (step 0) to "
             f"{evals[-1]['train_loss']:.2f} (step {evals[-1]['step']})") in status
     assert "1 layer × 1 head," in models.model_summary(session)
     assert "(d_head 2, no FFN, vocabulary 5)" in train.param_count_view(session, *[values[k] for k in train.ARCH_FIELDS])
-    figure = json.loads(loss)
+    figure = json.loads(shown["loss"])
     assert "evaluated on the training text" in figure["layout"]["title"]["text"]
     assert {t["name"] for t in figure["data"]} == {"train loss (each batch)", "train loss (evaluated)"}
     assert greedy_until_eos(session.model, session.tokenizer, chosen["prompt"]) == "awesome <EOS>"

@@ -101,6 +101,9 @@ def test_teacher_and_three_students(browser, class_url):
     tally = {row.locator(".label").inner_text(): int(row.locator(".count").inner_text())
              for row in question.locator(".tally").all()}
     assert sorted(tally.values(), reverse=True)[:2] == [2, 1] and sum(tally.values()) == 3, tally
+    verdict = question.locator(".verdict").inner_text()  # the right choice is named, each answer marked
+    assert verdict == "2 of 3 answers right (the right choice: just left of the diagonal).", verdict
+    assert question.locator("td.wrong").count() == 1 and question.locator("td.right").count() == 2
     csv_text = teacher.evaluate("() => fetch('/teacher/api/answers.csv').then(r => r.text())")
     assert csv_text.splitlines()[0].startswith("name,student,lesson,step") and len(csv_text.splitlines()) == 4
 

@@ -111,3 +111,20 @@ def test_students_pages_and_api_have_no_way_to_the_teacher(app_url):
     assert "key=" not in page and "te_teacher" not in page
     latest = httpx.get(base + "/class/latest").json()
     assert set(latest) == {"epoch", "push", "pushes"}  # what everyone may see: the newest pushes, no names
+
+
+def test_the_answers_say_which_are_right():
+    """The teacher sees the right choice and, for each answer, whether it is right (lesson steps name `correct:`)."""
+    from explorer.classroom.answers import Answer
+    from explorer.server.teacher_page import answer_groups
+    from explorer.ui import build_app
+
+    build_app()  # the lesson files are read against the app's controls, as the server does
+    question = "Where does a previous-token head put its attention?"
+    given = [Answer("s1", "Ana", "attention-basics", 0, question, "just left of the diagonal", 1.0),
+             Answer("s2", "Ben", "attention-basics", 0, question, "on the diagonal (the character itself)", 2.0),
+             Answer("s3", "Chloé", "no-such-lesson", 0, "Why?", "because", 3.0)]
+    checked, unknown = answer_groups(given)
+    assert checked["correct"] == "just left of the diagonal" and checked["correct"] in checked["choices"]
+    assert [row["right"] for row in checked["rows"]] == [True, False]
+    assert unknown["correct"] == "" and unknown["rows"][0]["right"] is None  # no lesson file: nothing to check

@@ -24,10 +24,6 @@ def app():
     return build_app()
 
 
-def updated(updates: list) -> list[int]:
-    """Positions in components() that an update sets (the rest are gr.skip())."""
-    return [i for i, u in enumerate(updates) if not (isinstance(u, dict) and u.get("__type__") == "update"
-                                                     and len(u) == 1)]
 
 
 def test_the_analysis_controls_are_registered():
@@ -42,14 +38,12 @@ def test_each_parameter_sets_its_control_and_nothing_else(name):
     text, expected = VALID[name]
     values, notes = view_params.parse_params({name: text})
     assert notes == [] and values == {name: expected}
-    comps, updates = view_params.components(), view_params.updates_for(values)
-    assert len(updates) == len(comps)
+    updates = view_params.updates_for(values)
     targets = set(map(id, view_params.CONTROLS[name].components))
     if name == "tab":
         targets |= set(map(id, view_params.TAB_TRACKER))
-    assert {id(comps[i]) for i in updated(updates)} == targets
-    for i in updated(updates):
-        u = updates[i]
+    assert set(map(id, updates)) == targets and set(updates) <= set(view_params.components())
+    for u in updates.values():
         got = u.selected if isinstance(u, gr.Tabs) else (u if isinstance(u, str) else u["value"])
         assert got == expected
 
@@ -72,7 +66,7 @@ def test_a_mix_keeps_the_valid_ones():
 
 
 def test_no_parameters_change_nothing():
-    assert updated(view_params.updates_for({})) == []
+    assert view_params.updates_for({}) == {}
 
 
 def test_registering_a_name_twice_is_refused():

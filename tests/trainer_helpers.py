@@ -107,7 +107,8 @@ def train_values(**overrides) -> list:
 
 def wait_until_done(session: Session, timeout: float = 60.0):
     """Poll like the page's timer does until the run ends; -> the last poll's outputs."""
-    wait_for(lambda: not train_tab.poll(session)[-1], lambda: f"training to finish: {train_tab.poll(session)[1]}",
+    wait_for(lambda: not train_tab.poll(session)["running"],
+             lambda: f"training to finish: {train_tab.poll(session)['status']}",
              timeout, interval=0.1)
     return train_tab.poll(session)
 

@@ -4,7 +4,7 @@ import time
 
 import gradio as gr
 
-from explorer.callbacks.lessons import load_lesson, open_lesson, player_skips, verdict
+from explorer.callbacks.lessons import load_lesson, open_lesson, verdict
 from explorer.callbacks.links import apply_link
 from explorer.callbacks.train import start_training
 from explorer.classroom.answers import Answer, check_answer
@@ -14,7 +14,6 @@ from explorer.classroom.room import ROOM
 from explorer.classroom.roster import clean_name
 from explorer.common.errors import UserError
 from explorer.state.session import REGISTRY, Session
-from explorer.teaching import view_params
 
 
 def set_name(session: Session, name: str) -> str:
@@ -36,9 +35,9 @@ def name_of(session: Session):
     return session.display_name or gr.skip()
 
 
-def apply_push(session: Session, push_id: str, replace_model: bool = False) -> list:
-    """"Go there" on a push -> the lesson player's outputs and a question: a lesson step opened, or a link's (or
-    class run's) settings applied, a message changing nothing; the question is '' then. A push that would open a
+def apply_push(session: Session, push_id: str, replace_model: bool = False) -> dict:
+    """"Go there" on a push -> the lesson player's fields (explorer.callbacks.lessons) and "ask", a question: a
+    lesson step opened, or a link's (or class run's) settings applied, a message changing nothing; "ask" is '' then. A push that would open a
     shipped model in place of the student's own (trained, uploaded) model changes nothing and asks first, unless
     replace_model says they agreed."""
     push = ROOM.broadcast.get(push_id)
@@ -46,13 +45,11 @@ def apply_push(session: Session, push_id: str, replace_model: bool = False) -> l
         raise UserError("That notice is too old: the teacher has sent newer ones since.")
     question = "" if replace_model else replacement_question(session, push)
     if question or push.kind == "message":
-        return [*player_skips(), *view_params.updates_for({}), question]
+        return {"ask": question}
     if push.kind == "step":
-        return [*open_lesson(session, push.lesson, push.step), ""]
+        return {**open_lesson(session, push.lesson, push.step), "ask": ""}
     summary, notes, values = apply_link(session, push.query)
-    skips = player_skips()
-    skips[4] = summary
-    return [*skips, *view_params.updates_for(values), ""]
+    return {"model_info": summary, "controls": values, "ask": ""}
 
 
 def start_class_run(session: Session, starts: bool, question: str, corpus, kind, bpe_vocab, *values):

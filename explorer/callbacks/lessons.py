@@ -8,7 +8,7 @@ from explorer.common import app_state
 from explorer.common.errors import UserError
 from explorer.state.session import Session
 from explorer.teaching import view_params
-from explorer.teaching.glossary import first_uses, words_note
+from explorer.teaching.glossary import first_uses, terms_in, words_note
 from explorer.teaching.lessons import (
     FILE_KEY,
     NO_LESSON,
@@ -32,25 +32,23 @@ def load_lesson(key: str) -> Lesson:
         raise UserError(f"This lesson file has a mistake: {LessonError(err.line, err.problem, Path(path).name)}") from None
 
 
-def open_lesson(session: Session, key: str, index: int = 0) -> list:
+# What moving the player returns: {field: value} for the fields of explorer.tabs.lesson_player.LessonPlayer it
+# changes (state, box, picker, simple, heading, counter, text, back, next, question, choice, free, send, sent),
+# "model_info" (the inspected model's summary) and "controls" (the step's parsed settings); a field left out keeps
+# what its component shows (explorer.tabs.binding.by_name).
+
+
+def open_lesson(session: Session, key: str, index: int = 0) -> dict:
     """Picker, page load or the teacher's push -> the player on step index of lesson key (closed and cleared when
     key is empty)."""
     if not key:
-        return [None, gr.skip(), gr.skip(), False, gr.skip(), "", "", NO_LESSON, *_buttons(0, 0),
-                *_question_view(session, None, None), *view_params.updates_for({})]
+        return {"state": None, "simple": False, "heading": "", "counter": "", "text": NO_LESSON, **_buttons(0, 0),
+                **_question_view(session, None, None)}
     lesson = load_lesson(key)
-    return [*_step_view(session, key, lesson, min(max(index, 0), len(lesson.steps) - 1), opening=True)]
+    return _step_view(session, key, lesson, min(max(index, 0), len(lesson.steps) - 1), opening=True)
 
 
-PLAYER_OUTPUTS = 15  # state, accordion, picker, simple, model info, heading, counter, text, back, next, question x 5
-
-
-def player_skips() -> list:
-    """No change to any of the player's own outputs (the controls after them are not included)."""
-    return [gr.skip()] * PLAYER_OUTPUTS
-
-
-def move(session: Session, state, delta: int) -> list:
+def move(session: Session, state, delta: int) -> dict:
     """Back (-1) or Next (+1) from the step in state; the step index stays within the lesson."""
     if not state:
         raise UserError("Open a lesson first (the Lesson picker above the tabs).")
@@ -59,41 +57,44 @@ def move(session: Session, state, delta: int) -> list:
     return _step_view(session, state["lesson"], lesson, index, opening=False)
 
 
-def lesson_for_page(session: Session, requested: str) -> list:
+def lesson_for_page(session: Session, requested: str) -> dict:
     """Page load: the lesson a `?lesson=slug` link asks for, else the --lesson file, else nothing to change
     (the picker's choices are refreshed either way: a --lesson file is added after the UI is built)."""
     key = requested if requested in shipped_lessons() else FILE_KEY if app_state.lesson_file else ""
     if key:
         return open_lesson(session, key)
-    return [gr.skip(), gr.skip(), gr.Dropdown(choices=lesson_choices()), *[gr.skip()] * (PLAYER_OUTPUTS - 3),
-            *view_params.updates_for({})]
+    return {"picker": gr.Dropdown(choices=lesson_choices())}
 
 
-def _step_view(session: Session, key: str, lesson: Lesson, index: int, opening: bool) -> list:
-    """-> state, accordion, picker, simple toggle, model info, heading, counter, text, back, next, *controls.
-    The step's settings are applied as a link's are (a named model first, layer and head fitted to it)."""
+def _step_view(session: Session, key: str, lesson: Lesson, index: int, opening: bool) -> dict:
+    """The player on one step, its settings applied as a link's are (a named model first, layer and head fitted to
+    it); opening: also the accordion opened, the picker on the lesson and the lesson's simple view."""
     step = lesson.steps[index]
     summary, notes, values = apply_link(session, step.settings)
-    opened = [gr.Accordion(open=True), gr.Dropdown(choices=lesson_choices(), value=key), lesson.simple] \
-        if opening else [gr.skip()] * 3
+    opened = {"box": gr.Accordion(open=True), "picker": gr.Dropdown(choices=lesson_choices(), value=key),
+              "simple": lesson.simple} if opening else {}
     intro = f"{lesson.intro}\n\n" if index == 0 and lesson.intro else ""
     notes = "".join(f"\n\n*Note: {note}*" for note in notes)  # e.g. a layer this model does not have
     state = {"lesson": key, "step": index}
-    words = words_note(new_words(lesson)[index])
+    words = words_note(terms_in(step_texts(lesson)[index]) if opening and index else new_words(lesson)[index])
     end = f"\n\n---\n{end_of_lesson(lesson)}" if index == len(lesson.steps) - 1 else ""
-    return [state, *opened, summary, f"### {lesson.title}",
-            f"**Step {index + 1} of {len(lesson.steps)}: {step.title}**",
-            intro + step.text + (f"\n\n{words}" if words else "") + notes + end,
-            *_buttons(index, len(lesson.steps)), *_question_view(session, state, step.question),
-            *view_params.updates_for(values)]
+    return {"state": state, **opened, "model_info": summary, "heading": f"### {lesson.title}",
+            "counter": f"**Step {index + 1} of {len(lesson.steps)}: {step.title}**",
+            "text": intro + step.text + (f"\n\n{words}" if words else "") + notes + end,
+            **_buttons(index, len(lesson.steps)), **_question_view(session, state, step.question), "controls": values}
 
 
 def new_words(lesson: Lesson) -> list[list[str]]:
-    """For each step, the glossary words the lesson uses there for the first time (its title, text and question;
-    the intro counts as step 1's): explained under the step."""
+    """For each step, the glossary words the lesson uses there for the first time: explained under the step (a
+    step opened directly, by a link or a teacher's push, explains every word it uses: terms_in)."""
+    return first_uses(step_texts(lesson))
+
+
+def step_texts(lesson: Lesson) -> list[str]:
+    """Each step's words: its title, text and question (the intro counts as step 1's)."""
     texts = [" ".join([step.title, step.text, step.question.text if step.question else ""]) for step in lesson.steps]
     texts[0] = f"{lesson.intro} {texts[0]}"
-    return first_uses(texts)
+    return texts
 
 
 def end_of_lesson(lesson: Lesson) -> str:
@@ -113,25 +114,25 @@ def step_presses(state) -> tuple:
     return steps[state["step"]].press if 0 <= state["step"] < len(steps) else ()
 
 
-def _question_view(session: Session, state, question) -> list:
+def _question_view(session: Session, state, question) -> dict:
     """The question box of a step: its question, the choices (or a text box) with the answer this session sent
     already, the Send button and a note; all hidden for a step without a question."""
     if question is None:
-        return [gr.Markdown("", visible=False), gr.Radio(visible=False, value=None), gr.Textbox(visible=False, value=""),
-                gr.Button(visible=False), ""]
+        return {"question": gr.Markdown("", visible=False), "choice": gr.Radio(visible=False, value=None),
+                "free": gr.Textbox(visible=False, value=""), "send": gr.Button(visible=False), "sent": ""}
     kept = session.answers.get((state["lesson"], state["step"]))
     answer = kept.answer if kept else None
     sent = f"{verdict(question, kept.answer)} You sent **{kept.answer}** to your teacher.".strip() if kept else ""
     choices = list(question.choices)
-    return [gr.Markdown(f"**Question:** {question.text}", visible=True),
-            gr.Radio(choices=choices, value=answer if answer in choices else None, visible=bool(choices)),
-            gr.Textbox(value="" if choices else answer or "", visible=not choices),
-            gr.Button(visible=True), sent]
+    return {"question": gr.Markdown(f"**Question:** {question.text}", visible=True),
+            "choice": gr.Radio(choices=choices, value=answer if answer in choices else None, visible=bool(choices)),
+            "free": gr.Textbox(value="" if choices else answer or "", visible=not choices),
+            "send": gr.Button(visible=True), "sent": sent}
 
 
-def _buttons(index: int, n_steps: int) -> list:
+def _buttons(index: int, n_steps: int) -> dict:
     """Back and Next, each usable only when there is a step to go to."""
-    return [gr.Button(interactive=index > 0), gr.Button(interactive=index < n_steps - 1)]
+    return {"back": gr.Button(interactive=index > 0), "next": gr.Button(interactive=index < n_steps - 1)}
 
 
 def verdict(question, answer: str) -> str:

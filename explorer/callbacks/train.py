@@ -91,14 +91,15 @@ def control(session: Session, action: str) -> str:
             "resume": "Resumed.", "stop": "Stopping after the current step…"}[action]
 
 
-def poll(session: Session):
-    """-> loss figure JSON, status markdown, live-attention figure JSON and its caption, latest sample, progress
-    measures figure JSON and its caption, whether to keep polling. Reads the run only: the session adopts the
-    trained model when the run's child confirms a pause or the end (TrainingRun.adopt)."""
+def poll(session: Session) -> dict:
+    """-> {loss, status, live, live_caption, sample, progress, progress_note: what the Train tab shows (figures as
+    JSON), running: whether the run goes on (the page polls while it does)}. Reads the run only: the session adopts
+    the trained model when the run's child confirms a pause or the end (TrainingRun.adopt)."""
     run = session.run
     if run is None:
-        return "", f"No training run yet: set the controls and press **Start** ({slots_text()}).", "", LIVE_CAPTION, \
-            "", "", "", False
+        return {"loss": "", "status": f"No training run yet: set the controls and press **Start** ({slots_text()}).",
+                "live": "", "live_caption": LIVE_CAPTION, "sample": "", "progress": "", "progress_note": "",
+                "running": False}
     run.heartbeat()
     p = run.progress
     status = status_text(run, p.history[-1] if p.history else {})
@@ -106,10 +107,11 @@ def poll(session: Session):
         status += f" The other tabs still inspect **{session.model_name}**."
     if run.expired:
         status += f" The server stopped this run because {run.expired}, to free its slot for others."
-    sample = sample_text(run)
     live, live_caption = live_attention(run)
-    return (loss_json(p.history, p.evals, p.has_val, p.step), status, live, live_caption, sample,
-            *progress_json(p.evals, p.step), run.active)
+    progress, progress_note = progress_json(p.evals, p.step)
+    return {"loss": loss_json(p.history, p.evals, p.has_val, p.step), "status": status, "live": live,
+            "live_caption": live_caption, "sample": sample_text(run), "progress": progress,
+            "progress_note": progress_note, "running": run.active}
 
 
 def progress_json(evals: list[dict], step: int) -> tuple[str, str]:

@@ -47,7 +47,8 @@ def all_answers() -> list:
 
 
 def answer_groups(answers: list) -> list[dict]:
-    """[{lesson, step, title, question, choices, tally, rows: [{name, answer, at}]}] per question answered."""
+    """[{lesson, step, title, question, choices, correct, tally, rows: [{name, answer, at, right}]}] per question
+    answered; correct is the right choice ('' when the question names none), right True/False (None: unchecked)."""
     groups: dict[tuple, list] = {}
     for answer in answers:
         groups.setdefault((answer.lesson, answer.step), []).append(answer)
@@ -57,8 +58,11 @@ def answer_groups(answers: list) -> list[dict]:
         choices = tuple(question.choices) if question is not None else ()
         out.append({"lesson": lesson, "step": step, "title": title,
                     "question": question.text if question is not None else group[-1].question,
-                    "choices": list(choices), "tally": tally(group, choices) if choices else {},
-                    "rows": [{"name": a.name or f"#{a.student}", "answer": a.answer, "at": a.at} for a in group]})
+                    "choices": list(choices), "correct": question.correct if question is not None else "",
+                    "tally": tally(group, choices) if choices else {},
+                    "rows": [{"name": a.name or f"#{a.student}", "answer": a.answer, "at": a.at,
+                              "right": question.is_right(a.answer) if question is not None else None}
+                             for a in group]})
     return out
 
 

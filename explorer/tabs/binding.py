@@ -4,6 +4,7 @@ Every call holds its session's lock for its whole length: hooks are global state
 of one session (an analysis and a generation, a double click) must never run on its model at once.
 Sessions have their own model objects, so different sessions never wait for each other. Heavy callbacks
 (heavy=True) first take their turn in the heavy slot (explorer.state.heavy_slot), then the session's lock."""
+import functools
 import inspect
 import json
 import threading
@@ -15,6 +16,7 @@ from gradio.components.plot import PlotData
 from explorer.common.app_state import wait_for_warm_up
 from explorer.common.errors import UserError, friendly
 from explorer.tabs.lazy import LazyCallback
+from explorer.teaching import view_params
 
 SHARED_RESULTS = 256  # analyses of shipped models kept for every session to reuse
 
@@ -83,12 +85,13 @@ def serialised_figures(result):
     return result
 
 
-def bind(fn, shared: bool = False, names=None, heavy: bool = False):
+def bind(fn, shared: bool = False, names=None, heavy: bool = False, fields: dict = None):
     """fn(session, *inputs) -> a Gradio handler that finds this browser session's Session. shared=True: fn
     is a pure view of (model, inputs), whose result sessions inspecting the same shipped model may reuse.
     heavy=True: fn runs in the heavy slot's turns (wire it with tabs.common.HEAVY).
+    fields {name: component}: fn returns {name: value} (see by_name), wired with outputs_of(fields).
     The handler's API parameters are named as fn's (after the session), or `names` where fn takes *values."""
-    safe = friendly(fn)
+    safe = friendly(fn if fields is None else _named(fn, fields))
 
     def run(session, inputs):
         with session.lock:
@@ -140,6 +143,29 @@ def client_gone(request):
         events = [e for jobs in list(queue.active_jobs) if jobs for e in list(jobs) if e.session_hash == session_hash]
         return bool(events) and not any(e.alive for e in events)
     return gone
+
+
+def by_name(result: dict, fields: dict) -> dict:
+    """A view's result {field: value} -> {component: update} for Gradio: fields {name: component} say where each
+    field goes, the field "controls" holds parsed link values for the controls they name
+    (explorer.teaching.view_params); a component whose field is left out keeps what it shows."""
+    unknown = set(result) - set(fields) - {"controls"}
+    if unknown:
+        raise KeyError(f"no component for the fields {sorted(unknown)}")
+    shown = {fields[name]: value for name, value in result.items() if name != "controls"}
+    return {**shown, **view_params.updates_for(result.get("controls", {}))}
+
+
+def _named(fn, fields: dict):
+    @functools.wraps(fn)
+    def named(*args):
+        return by_name(fn(*args), fields)
+    return named
+
+
+def outputs_of(fields: dict) -> list:
+    """The outputs of an event bound with fields: its components, then every named control."""
+    return [*fields.values(), *view_params.components()]
 
 
 REQUEST = inspect.Parameter("request", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=gr.Request)

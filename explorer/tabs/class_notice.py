@@ -10,9 +10,9 @@ push's id to apply_push, whose outputs are the lesson player's and a question (e
 then starts through Start's own callback, with the controls the push has just set (start_class_run)."""
 import gradio as gr
 
-from explorer.tabs.binding import bind
+from explorer.tabs.binding import bind, outputs_of
 from explorer.tabs.lazy import callbacks
-from explorer.tabs.lesson_player import LessonPlayer, player_outputs, redraw_after
+from explorer.tabs.lesson_player import LessonPlayer, player_fields, redraw_after
 from explorer.tabs.train import START_NAMES, START_QUEUE, TrainStart
 
 apply_push, name_of, start_class_run = callbacks("classroom", "apply_push", "name_of", "start_class_run")
@@ -135,9 +135,10 @@ def wire_class_notice(demo: gr.Blocks, notice, player: LessonPlayer, model_info,
     loaded.then(bind(name_of), None, player.name, **quiet)  # a reload shows the name the session kept
     for button in (dismiss, keep):
         button.click(None, None, None, js=CLOSE_JS)
-    outputs = [*player_outputs(player, model_info), question]
-    events = [go.click(bind(apply_push), [push_id, consent], outputs, js=PUSH_ID_JS, **quiet),
-              replace.click(bind(apply_push), [push_id, consent], outputs, js=REPLACE_JS, **quiet)]
+    fields = {**player_fields(player, model_info), "ask": question}
+    pushed = bind(apply_push, fields=fields)
+    events = [go.click(pushed, [push_id, consent], outputs_of(fields), js=PUSH_ID_JS, **quiet),
+              replace.click(pushed, [push_id, consent], outputs_of(fields), js=REPLACE_JS, **quiet)]
     for event in events:  # after apply_push's outputs have set the controls: no race with them
         event.then(bind(start_class_run, names=("starts", "question", *START_NAMES)),
                    [consent, question, *train_start.inputs], train_start.outputs, js=AFTER_GO_JS,

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import gradio as gr
 
-from explorer.tabs.binding import bind
+from explorer.tabs.binding import bind, outputs_of
 from explorer.tabs.common import ADVANCED_CLASS, ANALYSIS, HEAVY
 from explorer.tabs.lazy import callbacks
 from explorer.tabs.links import chosen_views, selected_view
@@ -89,26 +89,28 @@ def wire_lesson_player(player: LessonPlayer, page_load, requested: gr.State, mod
     for component in view_params.advanced_components():
         component.elem_classes = [*(component.elem_classes or []), ADVANCED_CLASS]
     p = player
-    outputs = player_outputs(p, model_info)
+    fields = player_fields(p, model_info)
+    outputs = outputs_of(fields)
     quiet = dict(api_visibility="private", concurrency_limit=None)
     p.simple.change(None, p.simple, None, js=SIMPLE_VIEW_JS, **quiet)
     p.send.click(bind(send_answer), [p.state, p.choice, p.free], p.sent, **quiet)
     for event in (p.name.submit, p.name.blur):
         event(bind(set_name), p.name, p.name, **quiet)
-    events = [page_load.then(bind(lesson_for_page), requested, outputs, **quiet),
-              p.picker.input(bind(open_lesson), p.picker, outputs, **quiet),
-              p.back.click(bind(_back), p.state, outputs, **quiet),
-              p.next.click(bind(_next), p.state, outputs, **quiet)]
+    events = [page_load.then(bind(lesson_for_page, fields=fields), requested, outputs, **quiet),
+              p.picker.input(bind(open_lesson, fields=fields), p.picker, outputs, **quiet),
+              p.back.click(bind(_back, fields=fields), p.state, outputs, **quiet),
+              p.next.click(bind(_next, fields=fields), p.state, outputs, **quiet)]
     redraw_after(events, p, views)
     return events
 
 
-def player_outputs(player: LessonPlayer, model_info: gr.Markdown) -> list:
-    """Outputs of every event that moves the player (a step sets the player, the model and the controls), in the
-    order explorer.callbacks.lessons returns them."""
+def player_fields(player: LessonPlayer, model_info: gr.Markdown) -> dict:
+    """{field: component} of every event that moves the player (explorer.callbacks.lessons names its results so);
+    the step's settings go to the named controls (explorer.tabs.binding.outputs_of)."""
     p = player
-    return [p.state, p.box, p.picker, p.simple, model_info, p.heading, p.counter, p.text, p.back, p.next, p.question,
-            p.choice, p.free, p.send, p.sent, *view_params.components()]
+    return {"state": p.state, "box": p.box, "picker": p.picker, "simple": p.simple, "model_info": model_info,
+            "heading": p.heading, "counter": p.counter, "text": p.text, "back": p.back, "next": p.next,
+            "question": p.question, "choice": p.choice, "free": p.free, "send": p.send, "sent": p.sent}
 
 
 def redraw_after(events: list, player: LessonPlayer, views: dict, always: bool = False) -> None:

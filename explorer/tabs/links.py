@@ -4,7 +4,7 @@ import json
 
 import gradio as gr
 
-from explorer.tabs.binding import bind
+from explorer.tabs.binding import bind, by_name, outputs_of
 from explorer.tabs.common import ANALYSIS
 from explorer.tabs.lazy import callbacks
 from explorer.teaching import view_params
@@ -71,14 +71,16 @@ def _initial(component):
 def wire_link_on_load(start, model_info, note, lesson: gr.State, views: dict):
     """After the page-load event start: apply the link's query (model first), then draw the selected tab's
     view with it. views {tab id: (view, inputs, outputs)}. -> the last event (further steps chain on it)."""
+    fields = {"model_info": model_info, "note": note, "lesson": lesson}
+
     def on_load(request: gr.Request):
         summary, notes, values = bind(apply_link)(request, dict(request.query_params or {}))
-        shown = gr.update(value="\n".join(f"- **Link:** {n}" for n in notes), visible=True) if notes else gr.skip()
-        return [summary, shown, values.get("lesson"), *view_params.updates_for(values)]
+        shown = {"note": gr.update(value="\n".join(f"- **Link:** {n}" for n in notes), visible=True)} if notes else {}
+        return by_name({"model_info": summary, **shown, "lesson": values.get("lesson"), "controls": values}, fields)
 
     dispatch, inputs, outputs = selected_view(views)
     tracker = view_params.TAB_TRACKER[0]
-    return start.then(on_load, None, [model_info, note, lesson, *view_params.components()],
+    return start.then(on_load, None, outputs_of(fields),
                      api_visibility="private", **ANALYSIS).then(
         dispatch, [tracker, *inputs], outputs, api_visibility="private", **ANALYSIS)
 

@@ -142,24 +142,29 @@ def build_train_tab(data_inputs, model_info) -> tuple[list, gr.Markdown, TrainSt
                     api_name="init_model", **API)
     for button, action in ((pause, "pause"), (resume, "resume"), (stop, "stop")):
         button.click(bind(lambda s, a=action: control(s, a)), None, status, api_name=f"train_{action}", **API)
-    progress = [loss, status, live, live_caption, sample, progress_chart, progress_note]
-    timer.tick(bind(_poll_for_ui), None, [*progress, timer, model_info], api_visibility="private",
+    progress = {"loss": loss, "status": status, "live": live, "live_caption": live_caption, "sample": sample,
+                "progress": progress_chart, "progress_note": progress_note}
+    polled = {**progress, "running": timer, "model_info": model_info}
+    timer.tick(bind(_poll_for_ui, fields=polled), None, list(polled.values()), api_visibility="private",
                concurrency_limit=None)
-    gr.Button("Refresh progress", size="sm").click(bind(_progress), None, progress, api_name="train_status", **API)
+    gr.Button("Refresh progress", size="sm").click(bind(_progress, fields=progress), None, list(progress.values()),
+                                                   api_name="train_status", **API)
     data_button("train", [loss, live, progress_chart], [*arch, *optim])
     _model_controls(model_info)
     return arch, params, starts
 
 
 def _progress(session):
-    """Loss, status, live attention, its caption and sample: poll's values without its keep-polling flag,
-    which only the timer uses (returning it to fewer outputs made Gradio warn on every /train_status call)."""
-    return poll(session)[:-1]
+    """What the Train tab shows of the run, without whether it goes on (only the page's timer reads that)."""
+    shown = poll(session)
+    del shown["running"]
+    return shown
 
 
 def _poll_for_ui(session):
-    *progress, active = poll(session)
-    return *progress, gr.Timer(active=active), model_summary(session)
+    """poll's view, its timer kept ticking while the run goes on, and the inspected model's summary."""
+    shown = poll(session)
+    return {**shown, "running": gr.Timer(active=shown["running"]), "model_info": model_summary(session)}
 
 
 def _model_controls(model_info):

@@ -94,18 +94,17 @@ def advanced_components() -> list:
     return [c for control in CONTROLS.values() if control.advanced for c in control.components]
 
 
-def updates_for(values: dict) -> list:
-    """Parsed values (parse_params) -> one update per components(): the named ones set, gr.skip() elsewhere."""
-    updates = []
-    for name, control in CONTROLS.items():
-        for _ in control.components:
-            if name not in values:
-                updates.append(gr.skip())
-            elif name == "tab":
-                updates.append(gr.Tabs(selected=values[name]))
-            else:
-                updates.append(gr.update(value=values[name]))
-    return updates + [values["tab"] if "tab" in values else gr.skip() for _ in TAB_TRACKER]
+def updates_for(values: dict) -> dict:
+    """Parsed values (parse_params) -> {component: update} for the named controls (every component a name
+    stands for; the tab tracker with `tab`); the other components() are left out, so they keep their values."""
+    updates = {}
+    for name, value in values.items():
+        if name in CONTROLS:
+            for component in CONTROLS[name].components:
+                updates[component] = gr.Tabs(selected=value) if name == "tab" else gr.update(value=value)
+    if "tab" in values:
+        updates.update({tracker: values["tab"] for tracker in TAB_TRACKER})
+    return updates
 
 
 def parse_params(raw: dict[str, str]) -> tuple[dict[str, object], list[str]]:
