@@ -20,28 +20,22 @@ TEXT = "the cat sat on the mat. the dog sat on the log. " * 40
 
 
 def tiny_trainer(seed: int = 0, model: dict = None, init_seed: int = None, **train) -> Trainer:
-    """seed: batches (and, unless init_seed is given, the model's initial weights)."""
-    tok = build_tokenizer("char", TEXT)
-    train_data, val_data = train_val_split(token_tensor(tok.encode(TEXT)))
-    torch.manual_seed(seed if init_seed is None else init_seed)
-    arch = dict(vocab_size=tok.vocab_size, block_size=16, d_model=32, n_heads=2, n_layers=1)
-    gpt = GPT(GPTConfig(**{**arch, **(model or {})}))
-    cfg = dict(max_steps=40, batch_size=8, lr=1e-2, warmup_steps=5, eval_interval=0, eval_iters=2,
-               snapshot_interval=0, seed=seed, device="cpu")
-    return Trainer(gpt, train_data, val_data, TrainConfig(**{**cfg, **train}), tok)
+    """make_trainer with 40 steps of 8 sequences and no evaluations unless asked."""
+    return make_trainer(seed, model, init_seed, **{**dict(max_steps=40, batch_size=8, eval_interval=0), **train})
 
 
-def make_trainer(seed=0, model_overrides=None, **train_overrides) -> Trainer:
-    return Trainer(*make_job(seed, model_overrides, **train_overrides))
+def make_trainer(seed=0, model_overrides=None, init_seed=None, **train_overrides) -> Trainer:
+    return Trainer(*make_job(seed, model_overrides, init_seed, **train_overrides))
 
 
-def make_job(seed=0, model_overrides=None, **train_overrides) -> TrainJob:
-    """A tiny model, its text and a TrainConfig: what a Trainer (here or in a training child) trains."""
+def make_job(seed=0, model_overrides=None, init_seed=None, **train_overrides) -> TrainJob:
+    """A tiny model, its text and a TrainConfig: what a Trainer (here or in a training child) trains. seed: the
+    batches (and, unless init_seed is given, the model's initial weights)."""
     tok = build_tokenizer("char", TEXT)
     train, val = train_val_split(token_tensor(tok.encode(TEXT)))
-    torch.manual_seed(seed)
-    model = GPT(GPTConfig(vocab_size=tok.vocab_size, block_size=16, d_model=32, n_heads=2, n_layers=1,
-                          **(model_overrides or {})))
+    torch.manual_seed(seed if init_seed is None else init_seed)
+    arch = dict(vocab_size=tok.vocab_size, block_size=16, d_model=32, n_heads=2, n_layers=1)
+    model = GPT(GPTConfig(**{**arch, **(model_overrides or {})}))
     cfg = dict(max_steps=60, batch_size=16, lr=1e-2, warmup_steps=5, eval_interval=20, eval_iters=2,
                snapshot_interval=0, seed=seed, device="cpu")
     cfg.update(train_overrides)
@@ -105,18 +99,19 @@ def train_values(**overrides) -> list:
     return arch_values(**arch) + [optim[k] for k in train_tab.OPTIM_FIELDS]
 
 
-def wait_until_done(session: Session, timeout: float = 60.0):
-    """Poll like the page's timer does until the run ends; -> the last poll's outputs."""
+def wait_until_done(session: Session, timeout: float = 180.0):
+    """Poll like the page's timer does until the run ends; -> the last poll's outputs. The deadlines here catch a
+    hung run, not a slow one: on a shared 2-core machine a 30-step run can take a minute."""
     wait_for(lambda: not train_tab.poll(session)["running"],
              lambda: f"training to finish: {train_tab.poll(session)['status']}",
              timeout, interval=0.1)
     return train_tab.poll(session)
 
 
-def wait_for_state(session: Session, state: str, timeout: float = 30.0) -> None:
+def wait_for_state(session: Session, state: str, timeout: float = 120.0) -> None:
     wait_for(lambda: session.run.progress.state == state,
              lambda: f"the run to reach {state!r} (is {session.run.progress.state!r})", timeout)
 
 
-def wait_for_steps(session: Session, steps: int, timeout: float = 30.0) -> None:
+def wait_for_steps(session: Session, steps: int, timeout: float = 120.0) -> None:
     wait_for(lambda: session.run.progress.step >= steps, f"training to reach step {steps}", timeout)
