@@ -1,11 +1,11 @@
-# Two commands on a fresh machine: `make run` and `make test`.
+# Two commands on a fresh machine: `make run` and `make test` (`make test-fast` on every change).
 VENV := .venv
 PY := $(VENV)/bin/python
 CHROMIUM := /usr/bin/chromium
 export GRADIO_ANALYTICS_ENABLED := False
 export HF_HUB_DISABLE_TELEMETRY := 1
 
-.PHONY: run test bench assets clean
+.PHONY: run test test-fast bench assets clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -36,6 +36,12 @@ $(CHROMIUM):
 test: $(VENV)/.dev-deps $(CHROMIUM)
 	$(PY) -m ruff check .
 	$(PY) -m pytest -q $(PYTEST_ARGS)
+
+# What a contributor runs on every change, in about a minute: all but the browser, launched-app, SmolLM2 and
+# slow tests (the markers: tests/conftest.py). `make test` runs those too before a change lands.
+test-fast: $(VENV)/.dev-deps
+	$(PY) -m ruff check .
+	$(PY) -m pytest -q -m "not browser and not app and not pretrained and not slow" $(PYTEST_ARGS)
 
 # Every regression benchmark (python -m bench lists them); exits non-zero when a target is missed.
 # make bench BENCH_ARGS="--json bench.json --markdown" also writes the rows and docs/benchmarks.md's generated block.

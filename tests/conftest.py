@@ -5,26 +5,35 @@ os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-from bench.server_process import free_port, wait_for_app  # noqa: F401 - tests import them from here
+from explorer.state.session import Session
+from tests.browser_helpers import ARGS, CHROMIUM, PANEL_STATE, TIMEOUT_MS
+from tests.helpers import APP_PIDS, ROOT, free_port, tiny_session, wait_for_app
+from tests.tiers import NAMED_MARKS, SLOW, tier_marks
 
-ROOT = Path(__file__).resolve().parent.parent
-
-
-APP_PIDS: dict[str, int] = {}  # app_url -> the app's process id (for RSS and process checks)
 _SHARED_APP: dict = {}  # the app_url fixture's process and log, for shared_app_alive
 
 
-def rss_mb(pid: int) -> float:
-    """Resident memory of one process, in MB (from /proc: no psutil needed)."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    raise ValueError(f"no VmRSS for process {pid}")
+# ---------------------------------------------------------------- tiers (tests/tiers.py): `make test-fast` deselects them
 
+def pytest_collection_modifyitems(config, items):
+    """Runs before pytest's own -m selection (a conftest's hook is called first), so these marks select."""
+    for item in items:
+        for mark in tier_marks(item):
+            item.add_marker(mark)
+    if not any("::" in arg for arg in config.args):  # whole modules collected: every named test must exist
+        collected = {(item.path.name, item.originalname) for item in items}
+        named = [(module, name) for table in (NAMED_MARKS, SLOW) for module, names in table.items()
+                 if names != "*" for name in names]
+        missing = [f"{module}::{name}" for module, name in named
+                   if any(m == module for m, _ in collected) and (module, name) not in collected]
+        if missing:
+            raise pytest.UsageError(f"tests/tiers.py marks tests that do not exist: {', '.join(missing)}")
+
+
+# ---------------------------------------------------------------- the launched app
 
 @pytest.fixture(scope="session")
 def app_url(tmp_path_factory):
@@ -64,6 +73,25 @@ def shared_app_alive(request):
                     f"{_SHARED_APP['log'].read_text()[-4000:]}", pytrace=False)
 
 
+# ---------------------------------------------------------------- sessions
+
+@pytest.fixture
+def training_sessions():
+    """Sessions whose runs are stopped and joined after the test, so no thread outlives it."""
+    made = []
+
+    def make(seed: int = 0) -> Session:
+        made.append(tiny_session(seed))
+        return made[-1]
+
+    yield make
+    for s in made:
+        s.stop_training()
+        if s.run is not None:
+            s.run.thread.join(timeout=30)
+            assert not s.run.active, "a training thread did not stop"
+
+
 @pytest.fixture
 def one_thread():
     """Torch on one thread for the test: a tiny model gains nothing from more, and on a busy machine they only
@@ -74,3 +102,28 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
+
+
+# ---------------------------------------------------------------- headless Chromium
+
+@pytest.fixture(scope="module")
+def browser():
+    if not CHROMIUM.exists():
+        pytest.skip(f"browser tests need Debian's Chromium at {CHROMIUM} (apt-get install chromium)")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright Python package is not installed")
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser, app_url):
+    """A fresh browser context (so a fresh server-side session) on the app, after the first analysis drew."""
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    page.goto(app_url)
+    page.wait_for_function(f"() => ({PANEL_STATE})().plots >= 4")  # the Attention tab analyses on load
+    yield page
+    context.close()

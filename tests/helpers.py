@@ -1,7 +1,24 @@
-"""Tiny random models shared by the tests (a few hundred to a few thousand parameters)."""
+"""What more than one test module uses: tiny random models (a few hundred to a few thousand parameters), tiny
+sessions, the launched app's process, a poll with a deadline, and float tolerances that scale with the dtype.
+Fixtures live in conftest.py; a test module never imports another test module."""
+import time
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
 import torch
 
+from bench.server_process import free_port, wait_for_app  # noqa: F401 - the tests' way to launch an app
+from explorer.state.session import DataChoice, Session
 from model_core import GPT, GPTConfig
+from model_core.checkpoints.checkpoint import Checkpoint
+from model_core.data.dataset import token_tensor, train_val_split
+from model_core.data.tokenization import build_tokenizer
+from model_core.model.kv_cache import KVCache
+from model_core.training.snapshots import take_snapshot
+
+ROOT = Path(__file__).resolve().parent.parent
+APP_PIDS: dict[str, int] = {}  # the app_url fixture's URL -> the app's process id (for RSS and process checks)
 
 
 def tiny_config(**overrides) -> GPTConfig:
@@ -61,3 +78,74 @@ def assert_plotly_would_send_the_same(fig) -> None:
     theirs = json.loads(go.Figure(fig.to_plotly_json()).to_json())  # raises on any unknown property
     assert ours["layout"].pop("template")["layout"] == theirs["layout"].pop("template")["layout"]
     assert ours == theirs
+
+
+def extended_logits(model: GPT, idx: torch.Tensor, chunks: list[int]) -> torch.Tensor:
+    """Logits (B, T, V) of idx fed to GPT.extend in chunks of these sizes."""
+    cache, out, start = KVCache.for_model(model, idx.size(0)), [], 0
+    for size in chunks:
+        out.append(model.extend(idx[:, start:start + size], cache))
+        start += size
+    assert cache.length == start
+    return torch.cat(out, dim=1)
+
+
+def sum_tolerance(*terms, dtype: torch.dtype = torch.float32, ulps: float = 64.0) -> float:
+    """An absolute tolerance for a value computed as a sum of these terms (numbers or arrays) in dtype: `ulps`
+    rounding steps of the dtype at the size of the terms, sum(|term|), not of the result. Float32 sums differ
+    between CPUs (Intel and AMD kernels add in different orders), and when terms cancel the result is small
+    while the error stays the size of the terms."""
+    magnitude = sum(float(np.abs(np.asarray(t, dtype=np.float64)).sum()) for t in terms if t is not None)
+    return ulps * torch.finfo(dtype).eps * magnitude
+
+
+def wait_for(condition: Callable, what: str | Callable[[], str] = "the condition", timeout: float = 30.0,
+             interval: float = 0.02):
+    """Call condition() every interval seconds until it returns something true; -> that value. After timeout
+    seconds, fail with what was awaited (a sentence, or a function that describes the state at the deadline)."""
+    deadline = time.monotonic() + timeout
+    while not (value := condition()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {timeout:g} s: {what() if callable(what) else what}")
+        time.sleep(interval)
+    return value
+
+
+def rss_mb(pid: int) -> float:
+    """Resident memory of one process, in MB (from /proc: no psutil needed)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise ValueError(f"no VmRSS for process {pid}")
+
+
+# The callbacks' session: a char model of 3 layers x 2 heads (so that L x H, 6, differs from L + H, 5).
+TEXT = "First Citizen:\nBefore we proceed any further, hear me speak."
+PROMPT = "First Citizen"
+N_LAYERS, N_HEADS, BLOCK = 3, 2, 16
+
+
+def tiny_session(seed: int = 0, name: str = "tiny") -> Session:
+    tokenizer = build_tokenizer("char", TEXT)
+    torch.manual_seed(seed)
+    model = GPT(GPTConfig(vocab_size=tokenizer.vocab_size, block_size=BLOCK, d_model=16, n_heads=N_HEADS,
+                          n_layers=N_LAYERS))
+    return Session(Checkpoint(model.eval(), tokenizer), name)
+
+
+HEADS_TEXT = "First Citizen:\nBefore we proceed any further, hear me speak.\nAll:\nSpeak, speak.\n" * 4
+
+
+def data_session(attn_only: bool = False, with_data: bool = True, snapshots: bool = False) -> Session:
+    """A 2-layer x 2-head char model on HEADS_TEXT, with that text prepared as the session's data (the Heads and
+    Circuits tabs measure on it) and, if asked, two training snapshots."""
+    tokenizer = build_tokenizer("char", HEADS_TEXT)
+    torch.manual_seed(0)
+    model = GPT(GPTConfig(vocab_size=tokenizer.vocab_size, block_size=16, d_model=16, n_heads=2, n_layers=2,
+                          attn_only=attn_only)).eval()
+    snaps = [take_snapshot(model, tokenizer.encode("First Citizen"), step) for step in (0, 10)] if snapshots else []
+    session = Session(Checkpoint(model, tokenizer, snapshots=snaps), "tiny")
+    if with_data:
+        train, val = train_val_split(token_tensor(tokenizer.encode(HEADS_TEXT)), 0.7)
+        session.data = DataChoice("tiny text", HEADS_TEXT[:20], len(HEADS_TEXT), tokenizer, train, val)
+    return session

@@ -2,20 +2,13 @@
 
 Full-page screenshots land in tests/screenshots/<tab>.png (git-ignored) for a human to look at."""
 import io
-import time
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-pytestmark = pytest.mark.browser
+from tests.browser_helpers import ERROR_TOAST, VISIBLE_PANEL, error_toasts, screenshot, visible, wait_until_idle
 
-CHROMIUM = Path("/usr/bin/chromium")
-SCREENSHOTS = Path(__file__).resolve().parent / "screenshots"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", "--no-first-run"]
-ERROR_TOAST = ".toast-body.error"
-TIMEOUT_MS = 90_000
+pytestmark = pytest.mark.browser
 
 # tab name, screenshot name, primary button, Plotly charts expected in the tab once it has run
 TABS = [
@@ -27,62 +20,6 @@ TABS = [
     ("Sampling", "sampling", "Show next-token distribution", 2),
     ("Guide", "guide", None, 0),
 ]
-
-VISIBLE_PANEL = "[...document.querySelectorAll('[role=tabpanel]')].find(p => p.offsetParent !== null)"
-PANEL_STATE = f"""() => {{
-  const panel = {VISIBLE_PANEL};
-  if (!panel) return {{plots: 0, busy: 1}};
-  const plots = [...panel.querySelectorAll('.js-plotly-plot')].filter(g => g.data && g.data.length > 0).length;
-  const busy = panel.querySelectorAll('.eta-bar, .pending').length;
-  return {{plots, busy}};
-}}"""
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not CHROMIUM.exists():
-        pytest.skip(f"browser tests need Debian's Chromium at {CHROMIUM} (apt-get install chromium)")
-    sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright Python package is not installed")
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-        yield browser
-        browser.close()
-
-
-@pytest.fixture
-def page(browser, app_url):
-    """A fresh browser context (so a fresh server-side session) on the app, after the first analysis drew."""
-    context = browser.new_context(viewport={"width": 1400, "height": 900})
-    page = context.new_page()
-    page.set_default_timeout(TIMEOUT_MS)
-    page.goto(app_url)
-    page.wait_for_function(f"() => ({PANEL_STATE})().plots >= 4")  # the Attention tab analyses on load
-    yield page
-    context.close()
-
-
-def wait_until_idle(page, min_plots: int) -> dict:
-    """Wait for the visible tab's event to start (if we catch it) and finish with min_plots charts drawn."""
-    try:
-        page.wait_for_function(f"() => ({PANEL_STATE})().busy > 0", timeout=3000)
-    except Exception:  # noqa: BLE001 - it may have finished before we looked
-        pass
-    page.wait_for_function(f"() => {{ const s = ({PANEL_STATE})(); return s.busy === 0 && s.plots >= {min_plots}; }}")
-    time.sleep(0.5)  # let Plotly finish laying out before the screenshot
-    return page.evaluate(PANEL_STATE)
-
-
-def error_toasts(page) -> list[str]:
-    return [t.inner_text() for t in page.locator(f"{ERROR_TOAST} [data-testid=toast-text]").all()]
-
-
-def screenshot(page, name: str) -> None:
-    SCREENSHOTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
-
-
-def visible(locator):
-    return locator.locator("visible=true").first
 
 
 def coloured_pixels(png: bytes) -> int:

@@ -2,7 +2,6 @@
 import io
 import json
 import re
-import time
 import zipfile
 
 import gradio as gr
@@ -20,36 +19,16 @@ from model_core import GPT, GPTConfig
 from model_core.checkpoints.checkpoint import Checkpoint
 from model_core.data.tokenization import build_tokenizer
 from model_core.model.config import ACTIVATIONS
-from tests.helpers import assert_plotly_would_send_the_same
-
-TEXT = "First Citizen:\nBefore we proceed any further, hear me speak."
-PROMPT = "First Citizen"
-N_LAYERS, N_HEADS, BLOCK = 3, 2, 16  # 3 x 2 so that L x H (6) differs from L + H (5)
-
-# Train-tab controls in ARCH_FIELDS / OPTIM_FIELDS order: a tiny model that trains in about a second.
-TINY_ARCH = dict(n_layers=1, n_heads=2, d_model=16, block_size=8, activation="gelu", norm="layernorm",
-                 norm_placement="pre", positional="learned", tie_weights=True, attn_only=False, dropout=0.0,
-                 qk_norm=False, mlp_ratio=4)
-TINY_OPTIM = dict(lr=1e-2, batch_size=8, max_steps=30, warmup_steps=5, weight_decay=0.1, grad_clip=1.0,
-                  eval_interval=10, optimizer="adamw", muon_lr=0.02, muon_ns_steps=5)
-
-
-def arch_values(**overrides) -> list:
-    return [{**TINY_ARCH, **overrides}[k] for k in train.ARCH_FIELDS]
-
-
-def train_values(**overrides) -> list:
-    arch = {k: v for k, v in overrides.items() if k in TINY_ARCH}
-    optim = {**TINY_OPTIM, **{k: v for k, v in overrides.items() if k in TINY_OPTIM}}
-    return arch_values(**arch) + [optim[k] for k in train.OPTIM_FIELDS]
-
-
-def tiny_session(seed: int = 0, name: str = "tiny") -> Session:
-    tokenizer = build_tokenizer("char", TEXT)
-    torch.manual_seed(seed)
-    model = GPT(GPTConfig(vocab_size=tokenizer.vocab_size, block_size=BLOCK, d_model=16, n_heads=N_HEADS,
-                          n_layers=N_LAYERS))
-    return Session(Checkpoint(model.eval(), tokenizer), name)
+from tests.helpers import (
+    BLOCK,
+    N_HEADS,
+    N_LAYERS,
+    PROMPT,
+    TEXT,
+    assert_plotly_would_send_the_same,
+    tiny_session,
+)
+from tests.trainer_helpers import arch_values, train_values, wait_for_state, wait_for_steps, wait_until_done
 
 
 def weights(session: Session) -> dict:
@@ -60,50 +39,9 @@ def same_weights(a: dict, b: dict) -> bool:
     return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 
 
-def wait_until_done(session: Session, timeout: float = 60.0):
-    """Poll like the page's timer does until the run ends; -> the last poll's outputs."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if not train.poll(session)["running"]:
-            return train.poll(session)
-        time.sleep(0.1)
-    raise AssertionError(f"training did not finish within {timeout} s: {train.poll(session)['status']}")
-
-
-def wait_for_state(session: Session, state: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while session.run.progress.state != state:
-        assert time.monotonic() < deadline, f"the run never reached {state!r} (is {session.run.progress.state!r})"
-        time.sleep(0.02)
-
-
-def wait_for_steps(session: Session, steps: int, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while session.run.progress.step < steps:
-        assert time.monotonic() < deadline, f"training did not reach step {steps}"
-        time.sleep(0.02)
-
-
 @pytest.fixture
 def session():
     return tiny_session()
-
-
-@pytest.fixture
-def training_sessions():
-    """Sessions whose runs are stopped and joined after the test, so no thread outlives it."""
-    made = []
-
-    def make(seed: int = 0) -> Session:
-        made.append(tiny_session(seed))
-        return made[-1]
-
-    yield make
-    for s in made:
-        s.stop_training()
-        if s.run is not None:
-            s.run.thread.join(timeout=30)
-            assert not s.run.active, "a training thread did not stop"
 
 
 def kinds(outputs) -> list[str]:

@@ -2,7 +2,6 @@
 import base64
 import json
 import re
-import time
 import zipfile
 
 import numpy as np
@@ -11,6 +10,7 @@ from gradio_client import Client
 from gradio_client.exceptions import AppError
 
 from explorer.common.controls import ARCH_FIELDS, OPTIM_FIELDS
+from tests.helpers import wait_for
 
 PROMPT = "First Citizen:\nBefore we proceed"
 # /train_start's inputs, in order
@@ -49,15 +49,12 @@ def status(c: Client) -> str:
     return c.predict(api_name="/train_status")[1]
 
 
-def wait_for(c: Client, words: tuple, timeout: float = 90.0) -> str:
-    """Poll /train_status until its status line contains one of words."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+def wait_for_status(c: Client, words: tuple, timeout: float = 90.0) -> str:
+    """Poll /train_status until its status line contains one of words; -> that line."""
+    def shown() -> str | None:
         text = status(c)
-        if any(w in text for w in words):
-            return text
-        time.sleep(0.3)
-    raise AssertionError(f"status never showed {words} within {timeout} s; last: {status(c)}")
+        return text if any(w in text for w in words) else None
+    return wait_for(shown, lambda: f"status showing {words}; last: {status(c)}", timeout, interval=0.3)
 
 
 def step_of(status_text: str) -> int:
@@ -65,16 +62,14 @@ def step_of(status_text: str) -> int:
 
 
 def wait_for_step(c: Client, step: int, timeout: float = 90.0) -> None:
-    deadline = time.monotonic() + timeout
-    while step_of(status(c)) < step:
-        assert time.monotonic() < deadline, f"training never reached step {step}: {status(c)}"
-        time.sleep(0.3)
+    wait_for(lambda: step_of(status(c)) >= step, lambda: f"training to reach step {step}: {status(c)}", timeout,
+             interval=0.3)
 
 
 def stop_quietly(c: Client) -> None:
     try:
         c.predict(api_name="/train_stop")
-        wait_for(c, ("stopped", "finished"), timeout=60)
+        wait_for_status(c, ("stopped", "finished"), timeout=60)
     except AppError:
         pass  # no run was going
 
@@ -164,7 +159,7 @@ def test_train_a_tiny_model_to_the_end(app_url, train_defaults):
     try:
         message = start(c, train_defaults, **TINY, max_steps=30)
         assert "Training started" in message and "first-names" in message
-        final = wait_for(c, ("finished", "error", "❌"))
+        final = wait_for_status(c, ("finished", "error", "❌"))
         assert "finished" in final and "30 / 30" in final, final
         losses, _, live, _, sample, _, _ = c.predict(api_name="/train_status")
         traces = {t["name"]: t for t in json.loads(losses)["data"]}
@@ -182,13 +177,13 @@ def test_pause_resume_stop(app_url, train_defaults):
         start(c, train_defaults, **TINY, max_steps=20_000)
         wait_for_step(c, 1)  # pause a run that has stepped, so "stands still" below means something
         assert "Pausing" in c.predict(api_name="/train_pause")
-        paused = wait_for(c, ("paused",), timeout=30)
+        paused = wait_for_status(c, ("paused",), timeout=30)
         assert {step_of(status(c)) for _ in range(10)} == {step_of(paused)} and step_of(paused) > 0  # stands still
         assert c.predict(api_name="/train_resume") == "Resumed."
-        wait_for(c, ("running",), timeout=30)
+        wait_for_status(c, ("running",), timeout=30)
         wait_for_step(c, step_of(paused) + 1)  # and moves again
         assert "Stopping" in c.predict(api_name="/train_stop")
-        assert "stopped" in wait_for(c, ("stopped",), timeout=60)
+        assert "stopped" in wait_for_status(c, ("stopped",), timeout=60)
     finally:
         stop_quietly(c)
 
@@ -200,13 +195,9 @@ def test_two_clients_are_isolated(app_url, train_defaults):
     try:
         start(a, train_defaults, corpus="shakespeare", max_steps=20_000)  # the default classroom model
         wait_for_step(a, 1)
-        t0 = time.perf_counter()
         during = b.predict(PROMPT, 1, 1, -1, False, api_name="/attention")
-        seconds = time.perf_counter() - t0
-        print(f"\nB's /attention while A trains: {seconds:.2f} s")
-        assert seconds < 15, f"B waited {seconds:.1f} s for /attention while A trained"
         assert "No training run" in status(b)
-        assert "running" in status(a)
+        assert "running" in status(a)  # B was answered during A's run, not after it (its wait: bench.app)
         wait_for_step(a, step_of(status(a)) + 1)  # A's model has changed by the time it stops
     finally:
         stop_quietly(a)

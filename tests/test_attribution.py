@@ -7,6 +7,7 @@ import torch
 from model_core.analysis.attribution import AttributionError, logit_attribution
 from model_core.model.config import GPTConfig
 from model_core.model.gpt import GPT
+from tests.helpers import sum_tolerance
 
 ARCHS = {
     "gpt2": dict(),
@@ -26,6 +27,12 @@ def random_model(**arch) -> GPT:
     return model
 
 
+def float32_error(attribution) -> float:
+    """How far two float32 runs of the model may put the logit apart (a 21.4 logit differed by 3e-5 between
+    a forward with hooks and one without on an Intel CPU): a few roundings at the size of its parts."""
+    return sum_tolerance(attribution.embed, attribution.heads, attribution.mlps, attribution.bias)
+
+
 @pytest.mark.parametrize("arch", ARCHS.values(), ids=ARCHS.keys())
 @pytest.mark.parametrize("baseline", [None, 7])
 def test_the_parts_sum_to_the_logit(arch, baseline):
@@ -36,8 +43,8 @@ def test_the_parts_sum_to_the_logit(arch, baseline):
         logits = model(torch.tensor([ids]))[0][0, 12]
     expected = logits[attribution.target] - (logits[baseline] if baseline is not None else 0.0)
     assert attribution.target == int(logits.argmax())
-    assert attribution.logit == pytest.approx(expected.item(), rel=1e-5, abs=1e-5)  # float32 sums differ by CPU: relative
-    assert attribution.total == pytest.approx(attribution.logit, rel=1e-5, abs=1e-4)
+    assert attribution.logit == pytest.approx(expected.item(), abs=float32_error(attribution))
+    assert attribution.total == pytest.approx(attribution.logit, abs=float32_error(attribution))
     assert attribution.heads.shape == (3, 4)
     assert np.allclose(attribution.per_layer().sum() + attribution.embed + attribution.bias, attribution.total)
 
@@ -50,7 +57,7 @@ def test_a_heads_part_splits_by_the_position_it_read(arch):
     layer, head = attribution.top_head()
     by_source = run.head_by_source(layer, head, 5, 9)
     assert by_source.shape == (16,)
-    assert by_source.sum() == pytest.approx(attribution.heads[layer, head], rel=1e-6, abs=1e-6)
+    assert by_source.sum() == pytest.approx(attribution.heads[layer, head], abs=sum_tolerance(by_source))
 
 
 def test_a_head_knocked_out_changes_the_logit_by_about_its_part_in_a_linear_model():
@@ -67,7 +74,8 @@ def test_a_head_knocked_out_changes_the_logit_by_about_its_part_in_a_linear_mode
         return z
     with torch.no_grad():
         logits = model.run_with_hooks(torch.tensor([ids]), fwd_hooks=[(f"blocks.{layer}.attn.hook_z", knock_out)])[0]
-    assert float(logits[0, -1, 3]) == pytest.approx(attribution.logit - attribution.heads[layer, head], rel=1e-5, abs=1e-4)
+    assert float(logits[0, -1, 3]) == pytest.approx(attribution.logit - attribution.heads[layer, head],
+                                                    abs=float32_error(attribution))
 
 
 def test_post_norm_and_bad_requests_get_sentences():

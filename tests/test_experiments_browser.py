@@ -4,15 +4,7 @@ import re
 
 import pytest
 
-from .test_app_browser import (  # noqa: F401 - browser and page are fixtures
-    VISIBLE_PANEL,
-    browser,
-    error_toasts,
-    page,
-    screenshot,
-    visible,
-    wait_until_idle,
-)
+from tests.browser_helpers import VISIBLE_PANEL, error_toasts, screenshot, visible, wait_until_idle
 
 pytestmark = pytest.mark.browser
 

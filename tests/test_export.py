@@ -17,7 +17,7 @@ from explorer.figures.common import figure_to_json
 from explorer.tabs.export_button import chart_kind
 from explorer.tabs.live_plot import live_plot
 from model_core.checkpoints.checkpoint import Checkpoint
-from tests.test_app_callbacks import PROMPT, tiny_session
+from tests.helpers import PROMPT, tiny_session
 
 RESIDUAL_CHARTS = ["Residual norm across layers", "Update size per layer", "Update vs residual per position",
                    "The residual stream, layer by layer", "Variance: residual vs attention output", "Logit lens"]

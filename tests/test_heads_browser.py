@@ -3,12 +3,12 @@
 Screenshots land in tests/screenshots/heads*.png (git-ignored) for a human to look at."""
 import pytest
 
-from tests.test_app_browser import VISIBLE_PANEL, browser, error_toasts, page, screenshot, visible, wait_until_idle  # noqa: F401 - fixtures
+from tests.browser_helpers import VISIBLE_PANEL, error_toasts, screenshot, visible, wait_until_idle
 
 pytestmark = pytest.mark.browser
 
 
-def test_heads_tab_report_examples_and_film_strip(page):  # noqa: F811 - the fixture
+def test_heads_tab_report_examples_and_film_strip(page):
     page.get_by_role("tab", name="Heads").click()  # opening the tab makes the report card
     state = wait_until_idle(page, 3)
     assert state["plots"] >= 3  # role map, induction loss, induction stripe

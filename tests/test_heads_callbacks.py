@@ -2,35 +2,12 @@
 import gradio as gr
 import numpy as np
 import pytest
-import torch
 
 from explorer.callbacks import heads as H
 from explorer.common.errors import friendly
 from explorer.figures.plain import Figure
 from explorer.figures.roles import REPORT_HEADERS
-from explorer.state.session import DataChoice, Session
-from model_core import GPT, GPTConfig
-from model_core.checkpoints.checkpoint import Checkpoint
-from model_core.data.dataset import token_tensor, train_val_split
-from model_core.data.tokenization import build_tokenizer
-from model_core.training.snapshots import take_snapshot
-from tests.helpers import assert_plotly_would_send_the_same
-
-TEXT = "First Citizen:\nBefore we proceed any further, hear me speak.\nAll:\nSpeak, speak.\n" * 4
-N_LAYERS, N_HEADS = 2, 2
-
-
-def tiny_session(attn_only: bool = False, with_data: bool = True, snapshots: bool = False) -> Session:
-    tokenizer = build_tokenizer("char", TEXT)
-    torch.manual_seed(0)
-    model = GPT(GPTConfig(vocab_size=tokenizer.vocab_size, block_size=16, d_model=16, n_heads=N_HEADS,
-                          n_layers=N_LAYERS, attn_only=attn_only)).eval()
-    snaps = [take_snapshot(model, tokenizer.encode("First Citizen"), step) for step in (0, 10)] if snapshots else []
-    session = Session(Checkpoint(model, tokenizer, snapshots=snaps), "tiny")
-    if with_data:
-        train, val = train_val_split(token_tensor(tokenizer.encode(TEXT)), 0.7)
-        session.data = DataChoice("tiny text", TEXT[:20], len(TEXT), tokenizer, train, val)
-    return session
+from tests.helpers import assert_plotly_would_send_the_same, data_session
 
 
 def message(fn, *args) -> str:
@@ -40,20 +17,21 @@ def message(fn, *args) -> str:
 
 
 def test_report_card_has_one_row_per_head_and_a_role_map():
-    session = tiny_session()
+    session = data_session()
     role_map, rows, note, loss, stripe, induction_note = H.heads_report_view(session)
     assert isinstance(role_map, Figure) and isinstance(loss, Figure) and isinstance(stripe, Figure)
     for fig in (role_map, loss, stripe):
         assert_plotly_would_send_the_same(fig)
-    assert len(rows) == N_LAYERS * N_HEADS and all(len(r) == len(REPORT_HEADERS) for r in rows)
-    assert np.shape(role_map.data[0].z) == (N_LAYERS, N_HEADS)
+    cfg = session.model.cfg
+    assert len(rows) == cfg.n_layers * cfg.n_heads and all(len(r) == len(REPORT_HEADERS) for r in rows)
+    assert np.shape(role_map.data[0].z) == (cfg.n_layers, cfg.n_heads)
     assert "tiny text" in note and "shortened to 8 random tokens" in note  # block size 16 < 64
     assert "second copy" in induction_note
     assert "no induction head yet" in induction_note  # an untrained model
 
 
 def test_the_report_is_computed_once_per_model_version():
-    session = tiny_session()
+    session = data_session()
     first = H.report_of(session)
     assert H.report_of(session) is first
     session.use(session.checkpoint, "again")  # a new model version
@@ -61,14 +39,14 @@ def test_the_report_is_computed_once_per_model_version():
 
 
 def test_without_validation_text_the_report_says_so_and_examples_refuse():
-    session = tiny_session(with_data=False)
+    session = data_session(with_data=False)
     note = H.heads_report_view(session)[2]
     assert "no validation text" in note
     assert "validation text is unknown" in message(H.examples_view, session, "neuron", 0, 0)
 
 
 def test_neuron_and_head_examples():
-    session = tiny_session()
+    session = data_session()
     html, caption, dead = H.examples_view(session, "neuron", 1, 3)
     assert html.count("<li>") == 10 and "<mark" in html
     assert caption.startswith("Neuron 3 of layer 1 fires") and "dead" in dead
@@ -78,25 +56,25 @@ def test_neuron_and_head_examples():
 
 
 def test_examples_bad_input_gets_clear_messages():
-    session = tiny_session()
+    session = data_session()
     assert "Neuron must be between 0 and 63" in message(H.examples_view, session, "neuron", 0, 64)
     assert "Head must be between 0 and 1" in message(H.examples_view, session, "head", 0, 2)
     assert "choose one of neuron, head" in message(H.examples_view, session, "cell", 0, 0)
     assert "must be a number" in message(H.examples_view, session, "neuron", 0, "abc")
-    attn_only = tiny_session(attn_only=True)
+    attn_only = data_session(attn_only=True)
     assert "attention-only" in message(H.examples_view, attn_only, "neuron", 0, 0)
     assert H.examples_view(attn_only, "head", 0, 0)[0].count("<li>") == 10
 
 
 def test_film_strip_and_role_scores_over_training():
-    session = tiny_session(snapshots=True)
+    session = data_session(snapshots=True)
     strip, lines, frames, caption = H.film_view(session, 1, 0)
     assert len(strip.data) == 2  # one panel per snapshot
     names = {trace.name for trace in lines.data}
     assert {"induction", "previous token"} <= names
     assert len(frames.frames) == 2 and frames.layout.updatemenus[0].buttons[0].label.startswith("▶")
     assert caption.startswith("2 snapshots of L1·H0")
-    assert "no training snapshots" in message(H.film_view, tiny_session(), 0, 0)
+    assert "no training snapshots" in message(H.film_view, data_session(), 0, 0)
 
 
 def test_captions_name_the_induction_head_and_when_it_formed():

@@ -8,6 +8,7 @@ import pytest
 from explorer.common.errors import UserError
 from explorer.state.heavy_slot import GONE, NEWER, TOO_LONG, HeavySlot, Job
 from model_core.analysis.interruptible import between_batches
+from tests.helpers import wait_for
 
 
 class Clock:
@@ -22,15 +23,6 @@ def start(target) -> threading.Thread:
     thread = threading.Thread(target=target, daemon=True)
     thread.start()
     return thread
-
-
-def wait_for(condition, what: str, seconds: float = 10.0) -> None:
-    event = threading.Event()
-    for _ in range(int(seconds / 0.01)):
-        if condition():
-            return
-        event.wait(0.01)
-    raise AssertionError(f"never happened: {what}")
 
 
 def test_a_long_job_gives_way_between_batches_and_both_finish():

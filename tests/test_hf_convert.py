@@ -24,7 +24,7 @@ from model_core.checkpoints.convert_error import ConvertError
 from model_core.checkpoints.hf import gpt_from_hf, load_hf_folder
 from model_core.convert import main
 from model_core.data.tokenization import BPETokenizer
-from tests.test_kv_cache import extended_logits
+from tests.helpers import extended_logits
 
 VOCAB = 300  # the tokenizer's size; qwen2's embedding is rounded up past it, as real models' often are
 TEXT = "the quick brown fox jumps over the lazy dog. " * 20 + "a tiny model reads tiny text, then writes more. " * 20

@@ -15,6 +15,7 @@ from gradio_client.utils import Status
 from bench.hostile_cases import SPAN_PAIR, STORY
 from bench.hostile_client import browser_session, private_call, raw_call
 from explorer.common.shipped_list import pretrained_path
+from tests.helpers import wait_for
 
 FRESH_SESSIONS = 90  # more than the app's --max-sessions (64)
 RESIDUAL = "residual stream (layer × position)"
@@ -62,6 +63,7 @@ def test_patching_prompts_that_barely_change_the_answer_are_flagged(app_url):
     assert "Careful" not in caption
 
 
+@pytest.mark.pretrained
 @needs_smollm2
 def test_a_patching_sweep_too_large_is_refused_before_it_starts_and_what_fits_runs(app_url):
     client = Client(app_url, verbose=False)
@@ -73,6 +75,7 @@ def test_a_patching_sweep_too_large_is_refused_before_it_starts_and_what_fits_ru
     assert ok, said  # the lesson's pair fits
 
 
+@pytest.mark.pretrained
 @needs_smollm2
 def test_a_sessions_newer_heavy_request_stops_its_older_one_and_runs(app_url):
     """The longest SmolLM2 patching the server allows (many seconds of work), then, while it runs, a short one
@@ -85,9 +88,11 @@ def test_a_sessions_newer_heavy_request_stops_its_older_one_and_runs(app_url):
     words = (STORY * 3).split()[:longest - 2]  # about a token a word in this plain text
     long = client.submit(clean=" ".join(["Paris", *words]), corrupted=" ".join(["Rome", *words]), kind=RESIDUAL,
                          api_name="/activation_patching")
-    while long.status().code != Status.PROCESSING:
+
+    def started() -> bool:
         assert not long.done(), "the long patching ended before it started"
-        time.sleep(0.1)
+        return long.status().code == Status.PROCESSING
+    wait_for(started, "the long patching starting", interval=0.1)
     time.sleep(1.0)  # into its work, so that it is the older of the two in the heavy slot
     _, caption = client.predict(clean=LESSON_PAIR[0], corrupted=LESSON_PAIR[1], kind=RESIDUAL,
                                 api_name="/activation_patching")

@@ -7,7 +7,7 @@ import gradio as gr
 import pytest
 
 from explorer.server.http_guard import guarded_app_kwargs
-from tests.conftest import free_port
+from tests.helpers import free_port
 
 
 @pytest.fixture(scope="module")

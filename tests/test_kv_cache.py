@@ -12,7 +12,7 @@ from model_core.model.kv_cache import KVCache, window_start
 from model_core.model.layers import CausalSelfAttention
 from model_core.model.rope import Rotary
 from model_core.model.sampling import SamplingSettings, compare, filter_logits, generate
-from tests.helpers import tiny_model, tokens
+from tests.helpers import extended_logits, tiny_model, tokens
 
 # every positional scheme with both norm placements, and each other option at least once
 ARCHS = [dict(positional=p, norm_placement=n)
@@ -49,16 +49,6 @@ def sharp_model(seed: int = 0, **arch) -> GPT:
         for p in model.parameters():
             p.copy_(torch.randn(p.shape, generator=gen) * scale)
     return model
-
-
-def extended_logits(model: GPT, idx: torch.Tensor, chunks: list[int]) -> torch.Tensor:
-    """Logits (B, T, V) of idx fed to GPT.extend in chunks of these sizes."""
-    cache, out, start = KVCache.for_model(model, idx.size(0)), [], 0
-    for size in chunks:
-        out.append(model.extend(idx[:, start:start + size], cache))
-        start += size
-    assert cache.length == start
-    return torch.cat(out, dim=1)
 
 
 @pytest.mark.parametrize("arch", ARCHS, ids=arch_id)

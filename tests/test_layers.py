@@ -145,3 +145,14 @@ def test_the_checks_see_a_cycle_and_an_upward_import():
     assert cycles({"a": {"b"}, "b": set()}) == []
     assert layer_of("model_core.model.gpt") < layer_of("model_core.training.trainer") < layer_of("model_core.train")
     assert layer_of("explorer.figures.attention") < layer_of("explorer.callbacks.attention") < layer_of("explorer.ui")
+
+
+def test_no_test_module_imports_another():
+    """Fixtures live in tests/conftest.py and shared helpers in tests/*helpers.py: importing a test module (or
+    the conftest) would run its module-level marks and fixtures twice and tie two test files together."""
+    offenders = {}
+    for path in sorted((ROOT / "tests").glob("*.py")):
+        bad = sorted(n for n in imported_names(f"tests.{path.stem}", path) if n.startswith(("tests.test_", "tests.conftest")))
+        if bad:
+            offenders[path.name] = bad
+    assert offenders == {}

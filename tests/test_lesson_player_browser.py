@@ -4,7 +4,7 @@ steps and redraw the selected head, and the simple view hides the advanced contr
 Writes tests/screenshots/lesson.png (the player on step 4, the attention sink) for the README."""
 import pytest
 
-from tests.test_app_browser import ERROR_TOAST, SCREENSHOTS, TIMEOUT_MS, browser  # noqa: F401 - browser: a fixture
+from tests.browser_helpers import ERROR_TOAST, SCREENSHOTS, TIMEOUT_MS
 
 pytestmark = pytest.mark.browser
 

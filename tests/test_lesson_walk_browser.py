@@ -16,7 +16,7 @@ import pytest
 from explorer.common.shipped_list import shipped_models
 from explorer.teaching.lesson_claims import models_in_effect
 from explorer.teaching.lessons import read_lesson, shipped_lessons
-from tests.test_app_browser import ERROR_TOAST, SCREENSHOTS, VISIBLE_PANEL, browser  # noqa: F401 - a fixture
+from tests.browser_helpers import ERROR_TOAST, SCREENSHOTS, VISIBLE_PANEL
 
 pytestmark = pytest.mark.browser
 

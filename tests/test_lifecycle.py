@@ -20,9 +20,8 @@ from explorer.state import training_run
 from explorer.state.session import REGISTRY, SessionRegistry
 from explorer.state.shipped import load_shipped
 from explorer.tabs.binding import SHARED, bind
-
-from .conftest import ROOT, free_port, wait_for_app
-from .test_app_callbacks import PROMPT, train_values, training_sessions, wait_for_state, wait_for_steps, wait_until_done  # noqa: F401 - fixture
+from tests.helpers import PROMPT, ROOT, free_port, wait_for, wait_for_app
+from tests.trainer_helpers import train_values, wait_for_state, wait_for_steps, wait_until_done
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -53,13 +52,6 @@ def alive(pid: int) -> bool:
     return state != "Z"
 
 
-def wait_until(condition, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.05)
-
-
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_a_signal_to_the_app_ends_the_forkserver_and_every_training_child(sig, tmp_path):
     port = free_port()
@@ -71,12 +63,12 @@ def test_a_signal_to_the_app_ends_the_forkserver_and_every_training_child(sig, t
         client = Client(f"http://127.0.0.1:{port}/", verbose=False)
         client.predict("first-names", "char", 512, *train_values(max_steps=20_000),
                        api_name="/train_start")
-        wait_until(lambda: len(descendants(app.pid)) >= 3, 60, "no forkserver and training child appeared")
+        wait_for(lambda: len(descendants(app.pid)) >= 3, "a forkserver and a training child", 60)
         below = descendants(app.pid)
         app.send_signal(sig)
-        wait_until(lambda: not any(alive(p) for p in below | {app.pid}) or app.poll() is not None and
-                   not any(alive(p) for p in below), 5.0,
-                   f"processes still alive 5 s after {sig.name}: {[p for p in below if alive(p)]}")
+        wait_for(lambda: not any(alive(p) for p in below | {app.pid}) or app.poll() is not None and
+                 not any(alive(p) for p in below),
+                 lambda: f"every process to end after {sig.name} (alive: {[p for p in below if alive(p)]})", 5.0)
         assert app.wait(timeout=5) == 0, (tmp_path / "app.log").read_text()[-2000:]
         assert "training processes ended" in (tmp_path / "app.log").read_text()
     finally:
@@ -201,7 +193,7 @@ def test_eviction_of_a_session_with_a_paused_run_is_told_when_its_user_returns(t
     registry.resume("third", None)  # a browser page arrives
     registry.get("third")  # over capacity: "first" is the least recently used session with work
     assert len(registry) == 2
-    wait_until(lambda: not first.run.active, 30, "the evicted session's run was not stopped")
+    wait_for(lambda: not first.run.active, "the evicted session's run to stop")
     back = registry.get("first")
     assert back is not first and len(back.notices) == 1
     assert "paused run (step" in back.notices[0] and "was stopped" in back.notices[0]
@@ -257,7 +249,7 @@ def test_shared_results_compute_once_when_a_class_asks_at_the_same_moment():
     threads = [threading.Thread(target=ask) for _ in range(10)]
     for t in threads:
         t.start()
-    wait_until(lambda: shared.misses == 1 and len(calls) == 1, 5, "nobody computed")
+    wait_for(lambda: shared.misses == 1 and len(calls) == 1, "one computation of the shared result", 5)
     gate.set()
     for t in threads:
         t.join(10)

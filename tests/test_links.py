@@ -15,7 +15,7 @@ from explorer.tabs.residual import build_residual_tab
 from explorer.teaching import view_params
 from explorer.ui import build_app
 from model_core.training.presets import get_preset
-from tests.test_app_callbacks import N_HEADS, N_LAYERS, PROMPT, tiny_session
+from tests.helpers import N_HEADS, N_LAYERS, PROMPT, tiny_session
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -5,7 +5,7 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.test_app_browser import TIMEOUT_MS, VISIBLE_PANEL, browser, error_toasts, screenshot, wait_until_idle  # noqa: F401
+from tests.browser_helpers import TIMEOUT_MS, VISIBLE_PANEL, error_toasts, screenshot, wait_until_idle
 
 pytestmark = pytest.mark.browser
 PROMPT = "ROMEO: wherefore art thou"
@@ -20,7 +20,7 @@ NUMBER = "(label) => [...{panel}.querySelectorAll('input[type=number]')].find(i 
          "i.getAttribute('aria-label') === 'number input for ' + label).value".format(panel=VISIBLE_PANEL)
 
 
-def open_page(browser, url):  # noqa: F811 - the fixture
+def open_page(browser, url):
     context = browser.new_context(viewport={"width": 1400, "height": 900})
     page = context.new_page()
     page.set_default_timeout(TIMEOUT_MS)
@@ -39,7 +39,7 @@ def assert_residual_view(page, prompt: str, layer: int):
     assert page.evaluate(NUMBER, "Layer (for the per-position charts)") == str(layer)
 
 
-def test_a_link_opens_the_residual_tab_with_its_prompt_and_layer(browser, app_url):  # noqa: F811
+def test_a_link_opens_the_residual_tab_with_its_prompt_and_layer(browser, app_url):
     context, page = open_page(browser, f"{app_url}?tab=residual&prompt={quote(PROMPT)}&layer=2&colour=red")
     try:
         wait_until_idle(page, 6)

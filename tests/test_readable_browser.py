@@ -5,7 +5,7 @@ import urllib.parse
 
 import pytest
 
-from tests.test_app_browser import PANEL_STATE, SCREENSHOTS, TIMEOUT_MS, browser  # noqa: F401 - fixture
+from tests.browser_helpers import PANEL_STATE, SCREENSHOTS, TIMEOUT_MS
 
 pytestmark = pytest.mark.browser
 
@@ -22,7 +22,7 @@ CONTRAST = """(el) => {
 }"""
 
 
-def open_app(browser, url, plots: int = 3, width: int = 1400):  # noqa: F811 - browser is the fixture
+def open_app(browser, url, plots: int = 3, width: int = 1400):
     """A fresh page width × 900 px once the visible tab has drawn `plots` charts (the Attention tab: on load)."""
     context = browser.new_context(viewport={"width": width, "height": 900}, accept_downloads=True)
     page = context.new_page()
@@ -32,7 +32,7 @@ def open_app(browser, url, plots: int = 3, width: int = 1400):  # noqa: F811 - b
     return page
 
 
-def test_dark_mode_captions_have_enough_contrast(browser, app_url):  # noqa: F811
+def test_dark_mode_captions_have_enough_contrast(browser, app_url):
     page = open_app(browser, app_url + "?__theme=dark")
     assert page.evaluate("document.body.classList.contains('dark') || document.documentElement.classList.contains('dark')"
                          " || !!document.querySelector('.dark')")
@@ -45,7 +45,7 @@ def test_dark_mode_captions_have_enough_contrast(browser, app_url):  # noqa: F81
     page.context.close()
 
 
-def test_chart_images_download_as_png_and_svg_with_descriptive_names(browser, app_url):  # noqa: F811
+def test_chart_images_download_as_png_and_svg_with_descriptive_names(browser, app_url):
     page = open_app(browser, app_url)
     chart = page.locator(".js-plotly-plot").nth(1)  # the selected head (the first is the grid)
     chart.hover()
@@ -62,7 +62,7 @@ def test_chart_images_download_as_png_and_svg_with_descriptive_names(browser, ap
     page.context.close()
 
 
-def test_tab_key_reaches_the_download_button_past_every_chart(browser, app_url):  # noqa: F811
+def test_tab_key_reaches_the_download_button_past_every_chart(browser, app_url):
     page = open_app(browser, app_url)
     page.locator("textarea").first.focus()
     seen = []
@@ -82,7 +82,7 @@ SELECTED_HEAD_TITLE = """() => { const plots = [...document.querySelectorAll('.j
   return plots.length ? plots[0].layout.title.text : ''; }"""
 
 
-def test_arrow_keys_on_a_slider_redraw_its_view(browser, app_url):  # noqa: F811
+def test_arrow_keys_on_a_slider_redraw_its_view(browser, app_url):
     page = open_app(browser, app_url)
     page.wait_for_function(f"({SELECTED_HEAD_TITLE})().includes('head 0')")
     slider = page.get_by_label("range slider for Head").first
@@ -97,7 +97,7 @@ def test_arrow_keys_on_a_slider_redraw_its_view(browser, app_url):  # noqa: F811
     page.context.close()
 
 
-def test_the_header_says_it_is_working_while_a_slow_request_fills_it(browser, app_url):  # noqa: F811
+def test_the_header_says_it_is_working_while_a_slow_request_fills_it(browser, app_url):
     """The model line's status tracker shows while a request fills it (a pretrained model's first open: ~20 s);
     after 1.5 s the header says what is going on, and the note goes once the tracker hides."""
     page = open_app(browser, app_url)
@@ -114,7 +114,7 @@ def test_the_header_says_it_is_working_while_a_slow_request_fills_it(browser, ap
     page.context.close()
 
 
-def test_the_data_file_box_shows_only_once_it_holds_a_file(browser, app_url):  # noqa: F811
+def test_the_data_file_box_shows_only_once_it_holds_a_file(browser, app_url):
     """An empty 'Data of this tab (.zip)' box sat between the sections of every tab until its button was pressed."""
     page = open_app(browser, app_url)
     boxes = page.get_by_text("Data of this tab (.zip)")
@@ -153,7 +153,7 @@ def assert_every_label_drawn_apart(ticks: list[dict], expected: list[str], axis:
     assert min(t["font"] for t in ticks) >= 12
 
 
-def test_a_heads_heatmap_draws_every_key_and_query_label_apart(browser, app_url):  # noqa: F811
+def test_a_heads_heatmap_draws_every_key_and_query_label_apart(browser, app_url):
     """a-real-model's "row 16 looks at piece 5" needs every label of its 24 pieces: Plotly drew every second one."""
     prompt = "To be, or not to be: tha"  # 24 characters
     page = open_app(browser, app_url + "?tab=attention&prompt=" + urllib.parse.quote(prompt), width=1280)
@@ -166,7 +166,7 @@ def test_a_heads_heatmap_draws_every_key_and_query_label_apart(browser, app_url)
     page.context.close()
 
 
-def test_the_next_token_chart_labels_all_thirty_bars(browser, app_url):  # noqa: F811
+def test_the_next_token_chart_labels_all_thirty_bars(browser, app_url):
     """temperature-top-p: 'i', 'a', 'r' and the space had bars without labels."""
     page = open_app(browser, app_url + "?tab=sampling&prompt=" + urllib.parse.quote("ROMEO:\nI will th"), plots=0,
                     width=1280)
@@ -180,7 +180,7 @@ def test_the_next_token_chart_labels_all_thirty_bars(browser, app_url):  # noqa:
     page.context.close()
 
 
-def test_layer_and_head_typed_in_quick_succession_end_in_the_chart(browser, app_url):  # noqa: F811
+def test_layer_and_head_typed_in_quick_succession_end_in_the_chart(browser, app_url):
     """Typed into the sliders' number boxes one after the other, the boxes and the chart disagreed (a number
     entered with Enter, without leaving its box, sent nothing): the chart always ends on the last values."""
     page = open_app(browser, app_url + "?tab=attention", width=1280)

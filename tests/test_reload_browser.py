@@ -3,7 +3,7 @@ import re
 
 import pytest
 
-from tests.test_app_browser import PANEL_STATE, TIMEOUT_MS, VISIBLE_PANEL, browser, error_toasts, visible  # noqa: F401
+from tests.browser_helpers import PANEL_STATE, TIMEOUT_MS, VISIBLE_PANEL, error_toasts, visible
 
 pytestmark = pytest.mark.browser
 MODEL_LINE = re.compile(r"Inspecting (.+?): \d+ layers")
@@ -17,7 +17,7 @@ def model_line(page) -> str:
     return MODEL_LINE.search(page.locator("body").inner_text()).group(1)
 
 
-def fresh_page(browser, url):  # noqa: F811 - the fixture
+def fresh_page(browser, url):
     context = browser.new_context(viewport={"width": 1400, "height": 900})
     page = context.new_page()
     page.set_default_timeout(TIMEOUT_MS)
@@ -26,7 +26,7 @@ def fresh_page(browser, url):  # noqa: F811 - the fixture
     return context, page
 
 
-def test_a_reload_keeps_the_trained_model(browser, app_url):  # noqa: F811 - the fixture
+def test_a_reload_keeps_the_trained_model(browser, app_url):
     context, page = fresh_page(browser, app_url)
     try:
         assert model_line(page) == "shakespeare"

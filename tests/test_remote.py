@@ -7,8 +7,7 @@ import torch
 from model_core.training.child import sample_text
 from model_core.training.remote import RemoteTrainer
 from model_core.training.run_protocol import Command
-
-from .test_trainer import make_job, make_trainer, pause_resume_stop
+from tests.trainer_helpers import make_job, make_trainer, pause_resume_stop
 
 
 def test_the_record_matches_a_run_in_this_process():

@@ -24,8 +24,7 @@ from model_core.training.run_protocol import (
     ThreadsRunning,
     Weights,
 )
-
-from .test_trainer import make_job
+from tests.trainer_helpers import make_job
 
 
 def step(i: int, seconds: float = 0.1, **extras) -> dict:

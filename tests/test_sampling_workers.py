@@ -4,15 +4,13 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
 from model_core.model.sampling import SamplingSettings, compare
 from model_core.training import sampling_workers
 from model_core.training.process_setup import process_alive
-from tests.conftest import ROOT
-from tests.helpers import tiny_model
+from tests.helpers import ROOT, tiny_model, wait_for
 
 SETTINGS = [SamplingSettings(0.0), SamplingSettings(1.0, top_k=5), SamplingSettings(1.5, top_p=0.9),
             SamplingSettings(0.8, min_p=0.1)]
@@ -79,7 +77,5 @@ def test_workers_end_when_the_app_dies_without_a_shutdown(tmp_path):
                          env={**os.environ, "PYTHONPATH": str(ROOT)})
     pids = [int(p) for p in out.stdout.split()]
     assert pids, out.stderr[-2000:]
-    deadline = time.monotonic() + 10
-    while any(process_alive(p) for p in pids) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not any(process_alive(p) for p in pids)  # (a zombie counts as gone)
+    wait_for(lambda: not any(process_alive(p) for p in pids),  # (a zombie counts as gone)
+             lambda: f"the workers ending; alive: {[p for p in pids if process_alive(p)]}", timeout=10, interval=0.1)

@@ -3,7 +3,6 @@ seed 003's untrained walk-through on every analysis tab, the seed presets in the
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -35,7 +34,7 @@ from model_core.data.tokenization import build_tokenizer
 from model_core.model.sampling import generate
 from model_core.training.presets import PRESETS, get_preset
 from model_core.training.trainer import Trainer
-from tests.helpers import assert_plotly_would_send_the_same
+from tests.helpers import assert_plotly_would_send_the_same, wait_for
 
 ROOT = Path(__file__).resolve().parents[1]
 STATQUEST_PROMPTS = ("what is statquest <EOS>", "statquest is what <EOS>")
@@ -65,10 +64,7 @@ def control_values(name: str) -> list:
 
 
 def wait_for_run(session: Session, timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    while session.run.active and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not session.run.active, "the run did not finish in time"
+    wait_for(lambda: not session.run.active, "the run finishing", timeout, interval=0.05)
 
 
 # ---------------------------------------------------------------- seed 002: StatQuest

@@ -13,8 +13,7 @@ from explorer.state.session import Session
 from explorer.state.training_run import WEIGHT_SETS_KEPT, TrainingRun
 from model_core.checkpoints.checkpoint import Checkpoint
 from model_core.training.child import weights_due
-
-from .test_trainer import make_job
+from tests.trainer_helpers import make_job
 
 
 def finished_run(**train_overrides) -> tuple[TrainingRun, dict]:

@@ -2,8 +2,6 @@
 the preset and `python -m model_core.train --preset NAME` build the same model, data and settings, and train to
 the same weights. A few steps only: the phase change and the grokking themselves (hundreds to thousands of steps)
 are bench/induction_phase.py's and bench/grokking.py's."""
-import time
-
 import pytest
 import torch
 
@@ -14,7 +12,7 @@ from model_core.data.tasks.choices import CHOICES
 from model_core.data.tokenization import build_tokenizer
 from model_core.train import main as cli_main
 from model_core.training.presets import get_preset
-from tests.helpers import tiny_model
+from tests.helpers import tiny_model, wait_for
 
 PRESETS = ("induction-phase", "grokking")
 STEPS = 4
@@ -27,10 +25,8 @@ def train_tab_run(preset: str, steps: int) -> Session:
     train.start_training(session, values["corpus"], values["kind"], 512,
                          *[values[k] for k in (*train.ARCH_FIELDS, *train.OPTIM_FIELDS, "val_split")])
     try:
-        deadline = time.monotonic() + 600  # the run's child process starts torch: minutes on a loaded machine
-        while session.run.active and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert not session.run.active, "the run did not finish in time"
+        # the run's child process starts torch: minutes on a loaded machine
+        wait_for(lambda: not session.run.active, "the run finishing", timeout=600, interval=0.05)
         train.poll(session)  # adopts the finished model
     finally:
         session.stop_training()

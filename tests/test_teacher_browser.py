@@ -15,14 +15,8 @@ import sys
 
 import pytest
 
-from tests.conftest import ROOT, free_port, wait_for_app
-from tests.test_app_browser import (  # noqa: F401 - browser: a fixture
-    PANEL_STATE,
-    SCREENSHOTS,
-    TIMEOUT_MS,
-    browser,
-    error_toasts,
-)
+from tests.browser_helpers import PANEL_STATE, SCREENSHOTS, TIMEOUT_MS, error_toasts
+from tests.helpers import ROOT, free_port, wait_for_app
 
 # four pages, two training runs and a server on 2 cores: minutes, and waits that are long on a busy machine
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(900)]

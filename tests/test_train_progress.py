@@ -6,8 +6,7 @@ from types import SimpleNamespace
 from explorer.callbacks import train
 from explorer.state.training_run import TrainingRun
 from model_core.training.run_protocol import Confirmed, RunProgress, Steps
-
-from .test_trainer import make_job, make_trainer
+from tests.trainer_helpers import make_job, make_trainer
 
 
 def paused_at_step_14():

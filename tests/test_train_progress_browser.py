@@ -3,7 +3,7 @@ evaluation at step 10 brings a validation loss, a sample and attention of its ow
 every loss it shows. Screenshots: tests/screenshots/train-step-0.png and train-step-10.png."""
 import pytest
 
-from tests.test_app_browser import VISIBLE_PANEL, browser, error_toasts, page, screenshot, visible  # noqa: F401
+from tests.browser_helpers import VISIBLE_PANEL, error_toasts, screenshot, visible
 
 pytestmark = pytest.mark.browser
 

@@ -2,20 +2,15 @@
 import json
 import math
 import threading
-import time
 
 import numpy as np
 import pytest
 import torch
 
 from model_core import GPT, GPTConfig
-from model_core.data.dataset import token_tensor, train_val_split
-from model_core.data.tokenization import build_tokenizer
-from model_core.training.run_protocol import TrainJob
 from model_core.training.snapshots import Snapshot
 from model_core.training.train_config import TrainConfig, TrainConfigError
 from model_core.training.trainer import (
-    Trainer,
     TrainingError,
     evaluation_due,
     lr_at,
@@ -23,25 +18,8 @@ from model_core.training.trainer import (
     param_groups,
     resolve_device,
 )
-
-TEXT = "the cat sat on the mat. the dog sat on the log. " * 40
-
-
-def make_trainer(seed=0, model_overrides=None, **train_overrides) -> Trainer:
-    return Trainer(*make_job(seed, model_overrides, **train_overrides))
-
-
-def make_job(seed=0, model_overrides=None, **train_overrides) -> TrainJob:
-    """A tiny model, its text and a TrainConfig: what a Trainer (here or in a training child) trains."""
-    tok = build_tokenizer("char", TEXT)
-    train, val = train_val_split(token_tensor(tok.encode(TEXT)))
-    torch.manual_seed(seed)
-    model = GPT(GPTConfig(vocab_size=tok.vocab_size, block_size=16, d_model=32, n_heads=2, n_layers=1,
-                          **(model_overrides or {})))
-    cfg = dict(max_steps=60, batch_size=16, lr=1e-2, warmup_steps=5, eval_interval=20, eval_iters=2,
-               snapshot_interval=0, seed=seed, device="cpu")
-    cfg.update(train_overrides)
-    return TrainJob(model, train, val, TrainConfig(**cfg), tok)
+from tests.helpers import wait_for
+from tests.trainer_helpers import make_trainer, pause_resume_stop
 
 
 def test_loss_decreases_on_a_tiny_corpus():
@@ -132,45 +110,6 @@ def test_weight_decay_only_on_linear_matrices(tie):
     assert ("unembed.weight" in decayed) == (not tie)
     assert all(names[id(p)].endswith("bias") or "ln" in names[id(p)] or "embed" in names[id(p)]
                for p in no_decay["params"])
-
-
-def same_weights(model, reference) -> bool:
-    ref = reference.state_dict()
-    return all(torch.allclose(v, ref[k], rtol=1e-5, atol=1e-6) for k, v in model.state_dict().items())
-
-
-def pause_resume_stop(trainer, control, run, reference: Trainer, steps=lambda t: t.step_count) -> None:
-    """run() in a thread; through control: pause after 3 steps, resume (the count must move again), stop (the
-    run must end as 'stopped'). trainer: what to read (a Trainer, or a run's RunProgress), steps(trainer) its step
-    count; reference: an untouched trainer built like it.
-
-    That the pause held is shown without timing: the weights seen while paused are the reference's after
-    exactly the paused step count, and the whole history equals the reference's uninterrupted run, so no
-    step was skipped, repeated or taken unseen while paused."""
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    try:
-        wait_for(lambda: steps(trainer) >= 3)
-        control.pause()
-        wait_for(lambda: trainer.state == "paused")
-        paused_at = steps(trainer)
-        paused_weights = {k: v.clone() for k, v in trainer.model.state_dict().items()}
-        assert {steps(trainer) for _ in range(50)} == {paused_at} and trainer.state == "paused"
-        control.resume()
-        wait_for(lambda: steps(trainer) > paused_at + 2)
-        assert trainer.state == "running"
-    finally:
-        control.stop()
-        thread.join(timeout=30)
-    assert not thread.is_alive() and trainer.state == "stopped"
-    reference.run(max_steps=paused_at)
-    paused_model = GPT(trainer.model.cfg)
-    paused_model.load_state_dict(paused_weights)
-    assert same_weights(paused_model, reference.model), f"the weights seen while paused are not step {paused_at}'s"
-    reference.run(max_steps=steps(trainer))
-    assert [m["step"] for m in trainer.history] == list(range(1, steps(trainer) + 1))
-    assert [m["loss"] for m in trainer.history] == pytest.approx([m["loss"] for m in reference.history], rel=1e-5)
-    assert same_weights(trainer.model, reference.model)  # the stopped run's weights are its last step's
 
 
 def test_pause_resume_stop_from_another_thread():
@@ -271,13 +210,6 @@ def test_config_errors_are_clear():
     if not torch.cuda.is_available():
         with pytest.raises(TrainConfigError, match="not available"):
             resolve_device("cuda")
-
-
-def wait_for(condition, timeout=20.0):
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.01)
 
 
 def test_before_work_runs_before_every_step_and_evaluation_batch_on_the_training_thread():

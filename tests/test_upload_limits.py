@@ -5,7 +5,6 @@ import io
 import json
 import re
 import struct
-import time
 import tracemalloc
 import warnings
 import zipfile
@@ -106,9 +105,7 @@ def test_a_config_asking_for_a_trillion_parameters_is_refused_without_allocating
     config["model_config"].update(vocab_size=10 ** 6, d_model=250_000, d_mlp=1_000_000, n_layers=1, n_heads=1)
     config["tokenizer"] = None
     write_config(saved, config)
-    start = time.perf_counter()
     message = refusal(lambda: load_checkpoint(saved, limits))
-    assert time.perf_counter() - start < 5
     assert "1,000," in message and "parameters" in message and "5,000,000" in message
     assert builds and set(builds) == {"meta"}
 

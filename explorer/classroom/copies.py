@@ -22,13 +22,14 @@ def read_only_copy(checkpoint):
 
 
 class PendingCopies:
-    def __init__(self):
+    def __init__(self, clock=time.monotonic):
         self._pending: dict[str, tuple[float, object, str]] = {}  # token -> (made at, checkpoint, name)
         self._lock = threading.Lock()
+        self._clock = clock  # -> seconds; a test passes its own
 
     def offer(self, checkpoint, name: str) -> str:
         token = secrets.token_urlsafe(18)
-        now = time.monotonic()
+        now = self._clock()
         with self._lock:
             self._drop_expired(now)
             while len(self._pending) >= PENDING_KEPT:
@@ -41,7 +42,7 @@ class PendingCopies:
         if not isinstance(token, str):
             return None
         with self._lock:
-            self._drop_expired(time.monotonic())
+            self._drop_expired(self._clock())
             found = self._pending.pop(token, None)
         return None if found is None else found[1:]
 
