@@ -149,3 +149,29 @@ def data_session(attn_only: bool = False, with_data: bool = True, snapshots: boo
         train, val = train_val_split(token_tensor(tokenizer.encode(HEADS_TEXT)), 0.7)
         session.data = DataChoice("tiny text", HEADS_TEXT[:20], len(HEADS_TEXT), tokenizer, train, val)
     return session
+
+
+def descendants(pid: int) -> set[int]:
+    """Every process below pid (children, grandchildren: the forkserver and its training children)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry.name))
+    found, todo = set(), [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.add(child)
+            todo.append(child)
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"

@@ -280,12 +280,12 @@ def test_feature_claims_measure_what_the_ffn_and_features_tabs_show(app, tmp_pat
                                                                                    *knobs)[0], re.S)]
     assert measured('count of "R" in steered text of feature 830 at 2 over') == steered.count("R") + other[1].count("R")
     assert measured('count of "R" in unsteered text over seeds 0 to 1 above') == plain.count("R") + other[0].count("R")
-    for feature, claim, holds in ((116, 'top contexts of feature 116 right after', lambda before, _: before[-1:] == "\n"),
+    for feature, claim, fits in ((116, 'top contexts of feature 116 right after', lambda before, _: before[-1:] == "\n"),
                                   (830, 'top contexts of feature 830 with ":"', lambda _, after: ":" in after)):
         shown = [[html.unescape(part).replace("⏎", "\n").replace("␣", " ") for part in row] for row in
                  re.findall(r"monospace; white-space: pre-wrap'>(.*?)<b .*?</b>(.*?)</td>", F.feature_view(
                      session, FEATURE_PROMPT, feature)[1])]
-        assert len(shown) == 12 and measured(claim) == sum(holds(*row) for row in shown)
+        assert len(shown) == 12 and measured(claim) == sum(fits(*row) for row in shown)
     assert "from 1 to 10 seeds" in problems["count of \"R\" in unsteered text over seeds 0 to 10 above -1"]
     assert set(problems) == {"activation of neuron 9.9 at 0 above 0", "activation of neuron 2.89 at 99 above 0",
                              "count of \"R\" in unsteered text over seeds 0 to 10 above -1",

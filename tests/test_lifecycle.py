@@ -6,7 +6,6 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 from types import SimpleNamespace
 
 import gradio as gr
@@ -20,36 +19,10 @@ from explorer.state import training_run
 from explorer.state.session import REGISTRY, SessionRegistry
 from explorer.state.shipped import load_shipped
 from explorer.tabs.binding import SHARED, bind
-from tests.helpers import PROMPT, ROOT, free_port, wait_for, wait_for_app
+from tests.helpers import PROMPT, ROOT, alive, descendants, free_port, wait_for, wait_for_app
 from tests.trainer_helpers import train_values, wait_for_state, wait_for_steps, wait_until_done
 
 pytestmark = pytest.mark.timeout(240)
-
-
-def descendants(pid: int) -> set[int]:
-    """Every process below pid (children, grandchildren: the forkserver and its training children)."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(ppid, []).append(int(entry.name))
-    found, todo = set(), [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.add(child)
-            todo.append(child)
-    return found
-
-
-def alive(pid: int) -> bool:
-    try:
-        state = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])

@@ -13,9 +13,7 @@ from gradio_client import Client
 from gradio_client.exceptions import AppError
 
 from model_core.features.saelens_format import load_sae
-
-from .conftest import ROOT, free_port, wait_for_app
-from .test_lifecycle import alive, descendants, wait_until
+from tests.helpers import ROOT, alive, descendants, free_port, wait_for, wait_for_app
 
 HOOK = "blocks.2.hook_resid_post"
 
@@ -75,11 +73,11 @@ def test_sigterm_ends_an_sae_training_child_with_the_app(tmp_path):
         wait_for_app(port, app)
         Client(f"http://127.0.0.1:{port}/", verbose=False).predict(hook=HOOK, features=1024, k=32, tokens=524_288,
                                                                    api_name="/train_features")
-        wait_until(lambda: len(descendants(app.pid)) >= 3, 60, "no forkserver and training child appeared")
+        wait_for(lambda: len(descendants(app.pid)) >= 3, "a forkserver and a training child", timeout=60)
         below = descendants(app.pid)
         app.send_signal(signal.SIGTERM)
-        wait_until(lambda: app.poll() is not None and not any(alive(p) for p in below), 10.0,
-                   f"processes still alive 10 s after SIGTERM: {[p for p in below if alive(p)]}")
+        wait_for(lambda: app.poll() is not None and not any(alive(p) for p in below),
+                 lambda: f"every process to end after SIGTERM (alive: {[p for p in below if alive(p)]})", timeout=10.0)
         assert app.wait(timeout=5) == 0, (tmp_path / "app.log").read_text()[-2000:]
     finally:
         if app.poll() is None:

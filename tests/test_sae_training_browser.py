@@ -3,12 +3,12 @@ result, and the tab's listing then reads the new SAE. Screenshots in tests/scree
 import pytest
 
 from model_core.features.saelens_format import load_sae
-from tests.test_app_browser import browser, error_toasts, page, screenshot, visible  # noqa: F401
+from tests.browser_helpers import error_toasts, screenshot, visible
 
 pytestmark = pytest.mark.browser
 
 
-def test_training_an_sae_in_the_features_tab(page):  # noqa: F811 - the fixture
+def test_training_an_sae_in_the_features_tab(page):
     page.get_by_role("tab", name="Features").click()
     visible(page.get_by_text("Train an SAE on this model")).click()
     page.wait_for_function("() => document.body.innerText.includes('fits this server')")  # set up for the model
