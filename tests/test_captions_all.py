@@ -87,6 +87,9 @@ def grokking_case() -> str:
 
 # figure function name -> () -> (caption computed from constructed data, text it must contain)
 CASES = {
+    "sae_training_figure": lambda: (CF.sae_training_caption([10, 20], [4.0, 1.5], [32.0, 32.0], [0.2, 0.05],
+                                                            [0.5, 0.9]),
+                                    "the loss went from 4 to 1.5; on the latest batches 32.0 features are active"),
     "attention_grid_figure": lambda: (CR.prompt_roles_caption(*prompt_roles(grid_with_best_at(1, 2), [0, 1, 2, 3, 4, 5])),
                                       "1 previous-token head (L1·H2, 100%)"),
     "attention_overview_figure": lambda: (C.overview_caption(head_statistics(grid_with_best_at(1, 2)), 1),
@@ -163,7 +166,7 @@ CASES = {
     "attribution_figure": lambda: (
         CA.attribution_caption("The logit of x", 3.0, 3.0, np.array([[0.5, -2.0], [0.1, 0.2]]),
                                [("embeddings", 0.5), ("layer 0 attention", -1.5), ("layer 0 MLP", 4.0)]),
-        "The head that writes most is 0.1, -2.00 against it; the largest part overall is layer 0 MLP (+4.00)"),
+        "The head with the largest part, up or down, is 0.1: -2.00, against it (it pushes the answer down); the largest part overall is layer 0 MLP (+4.00)"),
     "head_source_figure": lambda: (CA.source_caption("1.0", np.array([0.1, 0.9, 0.0]), TOKENS[:3]),
                                    "gets 90% of its part from reading b (+0.90)"),
     "class_loss_figure": lambda: (CC.class_caption(

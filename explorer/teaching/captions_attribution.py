@@ -8,10 +8,10 @@ def attribution_caption(what: str, logit: float, total: float, heads, layer_part
     layer, head = np.unravel_index(int(np.abs(heads).argmax()), heads.shape)
     names, values = zip(*layer_parts)
     top = int(np.argmax(np.abs(values)))
-    sign = "for" if heads[layer, head] > 0 else "against"
+    role = "for it" if heads[layer, head] > 0 else "against it (it pushes the answer down)"
     return (f"{what} is {logit:.2f}; the parts sum to {total:.2f} (the final norm's scale is frozen at this run's "
-            f"value, which makes the split exact). The head that writes most is {layer}.{head}, "
-            f"{heads[layer, head]:+.2f} {sign} it; the largest part overall is {names[top]} ({values[top]:+.2f}). "
+            f"value, which makes the split exact). The head with the largest part, up or down, is {layer}.{head}: "
+            f"{heads[layer, head]:+.2f}, {role}; the largest part overall is {names[top]} ({values[top]:+.2f}). "
             f"Below: that head's part split by the position it read from.")
 
 
