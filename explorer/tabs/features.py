@@ -53,8 +53,9 @@ def build_features_tab(prompt, drop, model_info):
     show = bind(feature_view)
     shown.click(show, [prompt, feature, position, drop], feature_outputs, api_name="feature", **API, **ANALYSIS)
     feature.submit(show, [prompt, feature, position, drop], feature_outputs, api_visibility="private", **ANALYSIS)
-    for control in (order, position):
-        control.change(bind(features_list), [prompt, order, position, drop], list_outputs,
+    for control in (order, position):  # the student's moves; a lesson step or link redraws the tab itself (and
+        # sets `query` on every tab: a listing there would fail on a model without an SAE)
+        control.input(bind(features_list), [prompt, order, position, drop], list_outputs,
                        api_visibility="private", **ANALYSIS)
     listing.select(_clicked_feature, None, feature, api_visibility="private", concurrency_limit=None).then(
         show, [prompt, feature, position, drop], feature_outputs, api_visibility="private", **ANALYSIS)
