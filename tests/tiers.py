@@ -6,6 +6,7 @@ FIXTURE_MARKS = {"browser": "browser", "app_url": "app", "class_url": "app", "tr
 # Where no fixture tells: {module: {test name: marks}}.
 NAMED_MARKS = {
     "test_lifecycle.py": {"test_a_signal_to_the_app_ends_the_forkserver_and_every_training_child": {"app"}},
+    "test_sae_client.py": {"test_sigterm_ends_an_sae_training_child_with_the_app": {"app"}},
 }
 # Slow: {module: its tests that took a quarter of a second or more each on a quiet 2-core machine (start-up and
 # collection take 20 s of the fast tier's minute), or "*" for all of them}. Measure with
@@ -30,7 +31,7 @@ SLOW = {
         "test_ffn_view_outputs",
         "test_steps_view_running_logprob",
     },
-    "test_architecture_options.py": {"test_the_shipped_classic_model_still_loads"},
+    "test_architecture_options.py": {"test_the_shipped_classic_model_still_loads", "test_embeddings_view_explains_missing_position_vectors"},
     "test_attribution.py": {"test_the_parts_sum_to_the_logit"},
     "test_attribution_callbacks.py": "*",
     "test_bench_classroom.py": {"test_own_models_are_seeded_loadable_uploads_with_answers_of_their_own"},
@@ -65,8 +66,9 @@ SLOW = {
     "test_compare_batched.py": "*",
     "test_config_cache.py": "*",
     "test_convert.py": {"test_converted_model_gives_the_original_logits", "test_untied_lm_head_is_kept"},
-    "test_corpora.py": {"test_every_corpus_loads", "test_shakespeare_full_holds_every_play_and_is_cached"},
+    "test_corpora.py": {"test_every_corpus_loads", "test_shakespeare_full_holds_every_play_and_is_cached", "test_names_are_lowercase_one_per_line_unique", "test_shakespeare_is_tiny_shakespeare_format"},
     "test_ddp.py": {"test_two_gloo_processes_match_one_process"},
+    "test_eviction.py": {"test_any_number_of_fresh_api_sessions_never_push_out_a_page_with_work"},
     "test_experiments_callbacks.py": {
         "test_a_copy_of_the_inspected_model_scores_the_same_and_stays_frozen",
         "test_ablation_view_shows_both_columns_and_numbers_from_the_same_run",
@@ -91,6 +93,7 @@ SLOW = {
         "test_listing_by_density_is_densest_first",
         "test_steering_at_zero_strength_gives_the_same_text_twice",
     },
+    "test_figures.py": {"test_plain_figures_are_what_plotly_would_send"},
     "test_generation_paths.py": {
         "test_a_cancelled_choice_stops_between_two_steps_and_changes_nothing",
         "test_greedy_answers_of_a_batch_equal_each_prompt_alone_and_stop_after_the_stop_token",
@@ -116,9 +119,11 @@ SLOW = {
     },
     "test_hostile_files.py": "*",
     "test_http_guard.py": {"test_unknown_api_name_is_a_404_naming_it", "test_unknown_fn_index_is_a_404"},
+    "test_sae_client.py": "*",
+    "test_sae_run.py": "*",
     "test_task_presets.py": {"test_the_train_tab_and_the_command_line_train_the_same_run"},
     "test_induction_training.py": "*",
-    "test_kv_cache.py": {"test_cached_generation_draws_the_uncached_tokens_past_block_size"},
+    "test_kv_cache.py": {"test_cached_generation_draws_the_uncached_tokens_past_block_size", "test_batched_compare_equals_each_setting_alone_and_the_uncached_compare"},
     "test_layers.py": {
         "test_imports_only_run_down_the_layers",
         "test_layers_keep_out_of_forbidden_packages",
@@ -126,6 +131,7 @@ SLOW = {
         "test_no_test_module_imports_another",
     },
     "test_lesson_claims.py": {
+        "test_feature_claims_measure_what_the_ffn_and_features_tabs_show",
         "test_shipped_lesson_claims_hold",
         "test_the_checker_measures_each_claim_on_the_steps_model",
     },
@@ -189,6 +195,7 @@ SLOW = {
         "test_accuracy_curves_are_measured_on_pairs_never_trained_on",
         "test_the_prompt_format_in_a_checkpoint_scores_the_model_on_every_pair",
     },
+    "test_teacher_routes.py": {"test_the_answers_say_which_are_right"},
     "test_tokenization.py": {
         "test_bpe_encodes_shakespeare_in_bounded_pieces_exactly",
         "test_refusing_a_text_of_unique_words_keeps_memory_bounded",
@@ -216,6 +223,7 @@ SLOW = {
         "test_zero_intervals_mean_pure_training",
     },
     "test_upload_limits.py": {
+        "test_a_header_claiming_a_huge_tensor_is_refused_without_reading_it",
         "test_a_member_inflating_past_its_header_is_refused_within_bounded_memory",
         "test_every_snapshot_field_is_checked_with_a_sentence",
         "test_snapshots_that_do_not_fit_the_model_are_refused",
