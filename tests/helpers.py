@@ -1,6 +1,10 @@
 """What more than one test module uses: tiny random models (a few hundred to a few thousand parameters), tiny
 sessions, the launched app's process, a poll with a deadline, and float tolerances that scale with the dtype.
 Fixtures live in conftest.py; a test module never imports another test module."""
+import contextlib
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Callable
@@ -175,3 +179,19 @@ def alive(pid: int) -> bool:
     except OSError:
         return False
     return state != "Z"
+
+
+@contextlib.contextmanager
+def app_process(log_path: Path):
+    """`python app.py` on a free port, its output in log_path, until it answers; -> (process, its URL). Killed on the
+    way out if it is still running (a signal test ends it itself)."""
+    port = free_port()
+    with open(log_path, "w") as log:
+        app = subprocess.Popen([sys.executable, "app.py", "--port", str(port)], cwd=ROOT, stdout=log,
+                               stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    try:
+        wait_for_app(port, app)
+        yield app, f"http://127.0.0.1:{port}/"
+    finally:
+        if app.poll() is None:
+            app.kill()

@@ -2,8 +2,6 @@
 run keeps the previous model, one session's concurrent calls never see each other's hooks, eviction is told."""
 import os
 import signal
-import subprocess
-import sys
 import threading
 import time
 from types import SimpleNamespace
@@ -19,7 +17,7 @@ from explorer.state import training_run
 from explorer.state.session import REGISTRY, SessionRegistry
 from explorer.state.shipped import load_shipped
 from explorer.tabs.binding import SHARED, bind
-from tests.helpers import PROMPT, ROOT, alive, descendants, free_port, wait_for, wait_for_app
+from tests.helpers import PROMPT, alive, app_process, descendants, wait_for
 from tests.trainer_helpers import train_values, wait_for_state, wait_for_steps, wait_until_done
 
 pytestmark = pytest.mark.timeout(240)
@@ -27,13 +25,8 @@ pytestmark = pytest.mark.timeout(240)
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_a_signal_to_the_app_ends_the_forkserver_and_every_training_child(sig, tmp_path):
-    port = free_port()
-    with open(tmp_path / "app.log", "w") as log:
-        app = subprocess.Popen([sys.executable, "app.py", "--port", str(port)], cwd=ROOT, stdout=log,
-                               stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    try:
-        wait_for_app(port, app)
-        client = Client(f"http://127.0.0.1:{port}/", verbose=False)
+    with app_process(tmp_path / "app.log") as (app, url):
+        client = Client(url, verbose=False)
         client.predict("first-names", "char", 512, *train_values(max_steps=20_000),
                        api_name="/train_start")
         wait_for(lambda: len(descendants(app.pid)) >= 3, "a forkserver and a training child", 60)
@@ -44,9 +37,6 @@ def test_a_signal_to_the_app_ends_the_forkserver_and_every_training_child(sig, t
                  lambda: f"every process to end after {sig.name} (alive: {[p for p in below if alive(p)]})", 5.0)
         assert app.wait(timeout=5) == 0, (tmp_path / "app.log").read_text()[-2000:]
         assert "training processes ended" in (tmp_path / "app.log").read_text()
-    finally:
-        if app.poll() is None:
-            app.kill()
 
 
 def test_a_paused_run_expires_after_the_idle_ttl_and_frees_its_slot(training_sessions, monkeypatch):

@@ -2,10 +2,7 @@
 a training slot and /train_features_status returns its evaluation; pause and stop; the slots hold; the download
 opens as an SAE; SIGTERM ends the app and the SAE's training child."""
 import json
-import os
 import signal
-import subprocess
-import sys
 import time
 
 import pytest
@@ -13,7 +10,7 @@ from gradio_client import Client
 from gradio_client.exceptions import AppError
 
 from model_core.features.saelens_format import load_sae
-from tests.helpers import ROOT, alive, descendants, free_port, wait_for, wait_for_app
+from tests.helpers import alive, app_process, descendants, wait_for
 
 HOOK = "blocks.2.hook_resid_post"
 
@@ -65,20 +62,11 @@ def test_pause_resume_and_stop_reach_the_run_and_the_slots_hold(app_url):
 
 
 def test_sigterm_ends_an_sae_training_child_with_the_app(tmp_path):
-    port = free_port()
-    with open(tmp_path / "app.log", "w") as log:
-        app = subprocess.Popen([sys.executable, "app.py", "--port", str(port)], cwd=ROOT, stdout=log,
-                               stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    try:
-        wait_for_app(port, app)
-        Client(f"http://127.0.0.1:{port}/", verbose=False).predict(hook=HOOK, features=1024, k=32, tokens=524_288,
-                                                                   api_name="/train_features")
+    with app_process(tmp_path / "app.log") as (app, url):
+        Client(url, verbose=False).predict(hook=HOOK, features=1024, k=32, tokens=524_288, api_name="/train_features")
         wait_for(lambda: len(descendants(app.pid)) >= 3, "a forkserver and a training child", timeout=60)
         below = descendants(app.pid)
         app.send_signal(signal.SIGTERM)
         wait_for(lambda: app.poll() is not None and not any(alive(p) for p in below),
                  lambda: f"every process to end after SIGTERM (alive: {[p for p in below if alive(p)]})", timeout=10.0)
         assert app.wait(timeout=5) == 0, (tmp_path / "app.log").read_text()[-2000:]
-    finally:
-        if app.poll() is None:
-            app.kill()
