@@ -26,7 +26,7 @@ def test_the_parts_sum_to_the_logit_and_the_caption_says_so(session):
     assert len(heads) == session.config.n_layers and len(heads[0]) == session.config.n_heads
     logit, total = (float(line.split("|")[2]) for line in numbers.splitlines()[2:4])
     assert total == pytest.approx(logit, abs=1e-3)
-    assert f"{logit:.2f}" in note and "writes most" in note
+    assert f"{logit:.2f}" in note and "with the largest part, up or down" in note
     assert len(sources.data[0]["x"]) == len(CLEAN)  # a character model: one position per character
 
 

@@ -3,7 +3,7 @@ import numpy as np
 
 
 def attribution_caption(what: str, logit: float, total: float, heads, layer_parts: list[tuple[str, float]]) -> str:
-    """'The logit of ␣Paris is 13.69; the parts below sum to 13.69. Head 29.0 writes most of it (+4.1), ...'"""
+    """'The logit of ␣Paris is 13.69; the parts sum to 13.69 ... The head with the largest part, up or down, is 29.0: +4.10, for it; ...'"""
     heads = np.asarray(heads, dtype=np.float64)
     layer, head = np.unravel_index(int(np.abs(heads).argmax()), heads.shape)
     names, values = zip(*layer_parts)
