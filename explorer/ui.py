@@ -20,6 +20,7 @@ from explorer.tabs.heads import build_heads_tab
 from explorer.tabs.lazy import callbacks
 from explorer.tabs.lesson_player import build_lesson_player, wire_lesson_player
 from explorer.tabs.links import link_row, selected_view, wire_copy_link, wire_link_on_load, wire_model_name
+from explorer.tabs.opening_note import opening_note_box
 from explorer.tabs.residual import build_residual_tab
 from explorer.tabs.sampling import build_sampling_tab
 from explorer.tabs.slider_keys import wire_slider_keys
@@ -48,6 +49,11 @@ CSS = """
   animation: te-appear 0.3s ease 1.5s forwards;
 }
 @keyframes te-appear { to { opacity: 1; } }
+/* "Opening SmolLM2-135M ...": pinned to the top of the window, where a student scrolled to the Train tab's Use button
+   or the lesson player still sees it */
+#te-opening-note { position: fixed; top: 12px; left: 50%; transform: translateX(-50%); z-index: 1000;
+  width: min(760px, 92vw); padding: 8px 14px; border-radius: 8px; border: 1px solid var(--border-color-accent);
+  background: var(--background-fill-primary); box-shadow: 0 4px 16px rgba(0, 0, 0, 0.18); }
 """ + CLASS_CSS
 
 
@@ -70,6 +76,7 @@ def build_app() -> gr.Blocks:
         gr.Markdown("# Transformer Explorer\nTrain a tiny GPT and look inside it: every head, the residual "
                     "stream, the embeddings, the FFN neurons and the sampling knobs.")
         model_info = gr.Markdown(elem_id=MODEL_INFO_ID)
+        opening = opening_note_box()  # "Opening SmolLM2-135M ...": a pretrained model's first open takes seconds
         notice = build_class_notice()  # what the teacher pushes (explorer.classroom)
         player = build_lesson_player()  # wired below, once every tab has registered its controls
         prompt, drop = shared_prompt()
@@ -80,12 +87,12 @@ def build_app() -> gr.Blocks:
         session_key = gr.BrowserState("", storage_key="transformer-explorer-session")
         resumed = demo.load(resume_session, session_key, session_key, api_visibility="private",
                             concurrency_limit=None)
-        views, train_start = _build_tabs(resumed, model_info, prompt, drop)
+        views, train_start = _build_tabs(resumed, model_info, opening, prompt, drop)
         register_control("prompt", prompt)
         register_control("drop_unknown", drop, advanced=True)
         wire_copy_link(copy, link, wire_model_name(model_info))
-        loaded = wire_link_on_load(resumed, model_info, link_note, lesson, views)
-        wire_lesson_player(player, loaded, lesson, model_info, views)
+        loaded = wire_link_on_load(resumed, model_info, link_note, lesson, views, opening)
+        wire_lesson_player(player, loaded, lesson, model_info, views, opening)
         wire_class_notice(demo, notice, player, model_info, loaded, views, train_start)
         dispatch, inputs, outputs = selected_view(views)
         prompt.submit(dispatch, [TAB_TRACKER[0], *inputs], outputs, api_visibility="private", **ANALYSIS)
@@ -95,7 +102,7 @@ def build_app() -> gr.Blocks:
     return demo
 
 
-def _build_tabs(resumed, model_info, prompt, drop):
+def _build_tabs(resumed, model_info, opening, prompt, drop):
     """Every tab, its controls registered by name; -> ({tab id: (view, inputs, outputs)} of the analysis tabs,
     each drawn when its tab is selected; what the Train tab's Start reads and writes)."""
     views, named = {}, {}
@@ -103,8 +110,8 @@ def _build_tabs(resumed, model_info, prompt, drop):
         with gr.Tab("Data", id="data"):
             data_inputs = build_data_tab()
         with gr.Tab("Train", id="train"):
-            train_arch, train_params, train_start = build_train_tab(data_inputs, model_info)
-        resumed.then(bind(param_count_view), train_arch, train_params, api_visibility="private")
+            train_counted, train_params, train_start = build_train_tab(data_inputs, model_info, opening)
+        resumed.then(bind(param_count_view), train_counted, train_params, api_visibility="private")
         for tab_id, label, build, reads_prompt in ANALYSIS_TABS:
             with gr.Tab(label, id=tab_id) as tab:
                 args = ((prompt, drop) if reads_prompt else ()) + ((model_info,) if tab_id in READS_MODEL else ())

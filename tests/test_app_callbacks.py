@@ -1,4 +1,5 @@
 """The app's callbacks without a server: each tab's view on a tiny model, bad input, training, sessions."""
+import functools
 import io
 import json
 import re
@@ -10,6 +11,9 @@ import pytest
 import torch
 
 from explorer.callbacks import attention, data, embeddings, ffn, history, models, residual, sampling, train
+from explorer.callbacks.init_model import use_untrained_model
+from explorer.callbacks.model_size import count_params
+from explorer.callbacks.presets import preset_control_values
 from explorer.common.errors import UserError, friendly
 from explorer.common.limits import LIMITS
 from explorer.figures.ffn import TOP_TOKENS_HEADERS
@@ -17,7 +21,8 @@ from explorer.figures.plain import Figure
 from explorer.state.session import Session
 from model_core import GPT, GPTConfig
 from model_core.checkpoints.checkpoint import Checkpoint
-from model_core.data.tokenization import build_tokenizer
+from model_core.data.corpora import CORPORA, load_corpus
+from model_core.data.tokenization import WordTokenizer, build_tokenizer
 from model_core.model.config import ACTIVATIONS
 from tests.helpers import (
     BLOCK,
@@ -333,14 +338,80 @@ def test_good_text_upload(session, tmp_path):
 
 # ---------------------------------------------------------------- the Train tab's controls
 
+CHOICES = ("shakespeare", "char", 512)  # the Data tab's defaults: corpus, kind, bpe_vocab
+
+
 def test_param_count_view(session):
-    assert train.param_count_view(session, *arch_values()).startswith("**")
-    bad = train.param_count_view(session, *arch_values(d_model=18, n_heads=4))
+    assert train.param_count_view(session, *CHOICES, *arch_values()).startswith("**")
+    bad = train.param_count_view(session, *CHOICES, *arch_values(d_model=18, n_heads=4))
     assert bad.startswith("⚠️") and "divisible" in bad
-    huge = train.param_count_view(session, *arch_values(n_layers=8, d_model=512, block_size=256))
+    huge = train.param_count_view(session, *CHOICES, *arch_values(n_layers=8, d_model=512, block_size=256))
     assert "over this server's limit" in huge
-    empty = train.param_count_view(session, *arch_values(d_model=None))
+    empty = train.param_count_view(session, *CHOICES, *arch_values(d_model=None))
     assert empty.startswith("⚠️") and "d_model is empty" in empty
+    too_many_words = train.param_count_view(session, "surnames", "word", 512, *arch_values())
+    assert too_many_words.startswith("⚠️") and "distinct words" in too_many_words  # as Start would refuse it
+
+
+@functools.cache
+def big_vocabulary() -> WordTokenizer:
+    return build_tokenizer("word", load_corpus("shakespeare-full"))  # 64,952 words, more than SmolLM2's 49,152
+
+
+def big_vocabulary_session() -> Session:
+    """A session inspecting a model whose vocabulary (every word of Shakespeare) is none of the choices'."""
+    tok = big_vocabulary()
+    cfg = GPTConfig(vocab_size=tok.vocab_size, block_size=8, d_model=16, n_heads=2, n_layers=1)
+    return Session(Checkpoint(GPT(cfg).eval(), tok), "inspected")
+
+
+@pytest.mark.parametrize("choices", [("first-names", "char", 512), ("welcome", "bpe", 4096),
+                                     ("toy-words", "word", 512), ("shakespeare", "bpe", 320),
+                                     ("task: modular addition", "char", 512)])
+def test_size_line_counts_the_vocabulary_start_uses(choices):
+    """Before any text is prepared and after another one was, the line counts the model Start would build."""
+    session = big_vocabulary_session()
+    for prepared_first in (None, "first-names" if choices[0] != "first-names" else "welcome"):
+        if prepared_first:
+            data.data_view(session, prepared_first, None, "char", 512, "none")
+        line = train.param_count_view(session, *choices, *arch_values())
+        use_untrained_model(session, *choices, *arch_values(), "none")  # Start's data and model path
+        cfg = session.model.cfg
+        assert f"**{session.model.num_params():,} parameters**" in line and f"vocabulary {cfg.vocab_size})" in line
+        assert cfg.vocab_size != big_vocabulary().vocab_size
+
+
+def test_size_line_of_the_classroom_preset_after_a_big_vocabulary(session):
+    """The walk's case: after a model with a large vocabulary, the classroom preset on characters is in bounds."""
+    arch = preset_control_values("classroom")
+    line = train.param_count_view(big_vocabulary_session(), *CHOICES, *[arch[k] for k in train.ARCH_FIELDS])
+    cfg = train.model_config(session, {k: arch[k] for k in train.ARCH_FIELDS}, big_vocabulary().vocab_size)
+    assert count_params(cfg) > LIMITS.max_params  # what the line said when it counted the inspected vocabulary
+    assert "vocabulary 64)" in line and "over this server's limit" not in line  # Shakespeare's 64 characters
+
+
+def test_size_line_counts_an_uploaded_text(session, tmp_path):
+    path = tmp_path / "mine.txt"
+    path.write_text("the cat sat on the mat. " * 40)
+    data.data_view(session, "shakespeare", str(path), "word", 512)
+    line = train.param_count_view(session, "first-names", "char", 512, *arch_values())
+    use_untrained_model(session, "first-names", "char", 512, *arch_values())  # the upload stays
+    assert session.data.name == "mine.txt" and session.model.cfg.vocab_size == session.data.tokenizer.vocab_size
+    assert f"**{session.model.num_params():,} parameters**" in line
+    assert f"vocabulary {session.data.tokenizer.vocab_size})" in line
+
+
+def test_choices_vocabulary_is_the_prepared_tokenizers():
+    """choices_vocab_size never tokenizes a long corpus: it must still agree with the tokenizer prepared."""
+    for corpus in CORPORA:
+        for kind, bpe_vocab in (("char", 512), ("word", 512), ("bpe", 4096), ("bpe", 512)):
+            try:
+                prepared = data.prepared(corpus, kind, bpe_vocab)[0].vocab_size
+            except ValueError as err:
+                with pytest.raises(ValueError, match=re.escape(str(err))):
+                    data.choices_vocab_size(corpus, kind, bpe_vocab)
+                continue
+            assert data.choices_vocab_size(corpus, kind, bpe_vocab) == prepared, (corpus, kind, bpe_vocab)
 
 
 def test_start_training_refuses_bad_settings(session, monkeypatch):
@@ -486,3 +557,30 @@ def test_friendly_on_a_real_callback(session):
     with pytest.raises(gr.Error, match="Type a prompt"):
         friendly(attention.attention_view)(session, "", 0, 0, -1)
     assert friendly(models.model_summary)(session).startswith("Inspecting")
+
+
+def test_a_pretrained_models_first_open_is_announced_by_every_way_in(session):
+    """SmolLM2's first open showed only Gradio's timers for 8-23 s: the Use button, a link and a lesson step that
+    open it show a sentence first; a model already open here, or a checkpoint of ours, none."""
+    from explorer.callbacks import lessons, links, models
+    from explorer.state import shipped
+    from explorer.ui import build_app
+
+    build_app()  # registers the controls a lesson's settings name
+    smollm2 = models.opening_note(session, "smollm2-135m")
+    if shipped.is_open("smollm2-135m"):  # another test of this process opened it: it opens at once now
+        assert not smollm2.visible
+    else:
+        assert smollm2.visible and smollm2.value.startswith("**Opening SmolLM2-135M** (135 million parameters")
+        assert "about 10 s the first time" in smollm2.value
+    assert links.opening_for_link(session, {"model": "smollm2-135m", "tab": "attention"}).value == smollm2.value
+    assert lessons.opening_for_lesson(session, "a-real-model").value == smollm2.value  # its step 1 opens it
+    last = len(lessons.load_lesson("who-wrote-the-answer").steps) - 1
+    step = {"lesson": "who-wrote-the-answer", "step": last - 1}
+    assert lessons.opening_for_step(session, step, +1).value == smollm2.value  # Next onto "A real model"
+    assert not lessons.opening_for_step(session, step, -1).visible  # Back: the Shakespeare model's steps
+    assert not lessons.opening_for_step(session, None, +1).visible  # no lesson open: move() says so itself
+    for name in ("first-names", "", None, "no-such-model"):
+        assert not models.opening_note(session, name).visible, name
+    shipped.load_shipped("first-names")
+    assert shipped.is_open("first-names")

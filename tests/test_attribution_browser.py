@@ -53,3 +53,31 @@ def test_smollm2_logit_split_labels_every_layers_row(page, app_url):
     chart.scroll_into_view_if_needed()
     SCREENSHOTS.mkdir(exist_ok=True)
     chart.screenshot(path=str(SCREENSHOTS / "logit-split-smollm2.png"))
+
+
+# whether an element's text is cut off: its content wider than its box
+CLIPPED = "(e) => e.scrollWidth > e.clientWidth + 1"
+
+
+def test_patch_choices_read_in_full_and_the_layer_slider_shows_only_where_it_applies(page):
+    """The walk: 'What to patch' cut its choices off, and its layer slider showed for sweeps that ignore it."""
+    page.get_by_role("tab", name="Experiments").click()
+    kind = page.locator("#te-patch-kind")
+    slider = page.get_by_text("Layer (for head × position)", exact=True)
+    kind.scroll_into_view_if_needed()
+    assert not slider.is_visible()  # the residual stream: every layer
+    kind.locator("input").click()
+    options = page.get_by_role("option")
+    names = [o.inner_text().strip(" ✓\n") for o in options.all()]
+    assert len(names) == 4 and "each head × position, in one layer" in names
+    assert not any(o.evaluate(CLIPPED) for o in options.all())
+    page.keyboard.press("Escape")
+    for name in reversed(names):  # the first (the residual stream) last: the slider hides again
+        kind.locator("input").click()
+        option = page.get_by_role("option", name=name)
+        option.wait_for(state="visible")
+        option.dispatch_event("mousedown")  # Gradio's dropdown picks on mousedown (a click may land as it re-renders)
+        assert not kind.locator("input").evaluate(CLIPPED), name
+        expect_visible = name == "each head × position, in one layer"
+        slider.wait_for(state="visible" if expect_visible else "hidden")
+    screenshot(page, "experiments-patch-choices")

@@ -279,7 +279,13 @@ class Player:
         self.demo, self.state = demo, None
 
     def _event(self, block, trigger: str):
-        return next(f for f in self.demo.fns.values() if (block._id, trigger) in [tuple(t) for t in f.targets])
+        """The event that moves the player: the trigger's own, or the one after the note it shows first (a step
+        that opens a pretrained model says so before the move, explorer.tabs.opening_note)."""
+        fns = self.demo.fns.values()
+        first = next(f for f in fns if (block._id, trigger) in [tuple(t) for t in f.targets])
+        if [o.elem_id for o in first.outputs] != ["te-opening-note"]:
+            return first
+        return next(f for f in fns if f.trigger_after == first._id and len(f.outputs) > 1)
 
     def _run(self, block, trigger: str, *inputs) -> dict:
         event = self._event(block, trigger)

@@ -196,3 +196,14 @@ def test_layer_and_head_typed_in_quick_succession_end_in_the_chart(browser, app_
     assert page.evaluate(SELECTED_HEAD_TITLE) == "Layer 1 · head 3 attention pattern"  # and nothing redrew it after
     assert (layer_box.input_value(), head_box.input_value()) == ("1", "3")
     page.context.close()
+
+
+def test_the_default_prompts_head_and_bars_draw_all_sixty_labels_apart(browser, app_url):
+    """The walk: the default prompt's head heatmap drew every second (queries) and every third (keys) label."""
+    page = open_app(browser, app_url, width=1280)
+    for title, axis in (("attention pattern$", "x"), ("attention pattern$", "y"), ("^Where .* looks", "x")):
+        drawn = page.evaluate(f"() => ({DRAWN_TICKS})(['{title}', '{axis}'])")
+        texts = [t["text"] for t in drawn]
+        assert [t.split(":")[0] for t in texts] == [str(i) for i in range(60)], (title, axis, texts)
+        assert_every_label_drawn_apart(drawn, texts, axis)
+    page.context.close()

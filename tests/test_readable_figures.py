@@ -9,6 +9,7 @@ from explorer.figures.attention import attention_overview_figure
 from explorer.figures.attribution import PART_SERIES, attribution_figure, head_source_figure, patching_figure
 from explorer.figures.circuits import composition_figure, copying_figure, token_circuit_figure
 from explorer.figures.common import (
+    CHART_WIDTH,
     SLANT_PITCH,
     SMALL_FONT,
     TICK_PITCH,
@@ -18,6 +19,7 @@ from explorer.figures.common import (
     axis_categories,
     axis_length,
     index_labels,
+    label_step,
     visible_tick,
 )
 from explorer.figures.compare import character_bits_figure, next_token_pair_figure
@@ -25,7 +27,8 @@ from explorer.figures.experiments import loss_change_figure, next_token_change_f
 from explorer.figures.features import logit_effects_figure
 from explorer.figures.grokking import logit_fourier_figure
 from explorer.figures.plain import AXIS, props
-from explorer.figures.roles import role_map_figure
+from explorer.figures.roles import role_map_figure, role_scores_over_steps_figure
+from explorer.teaching import captions
 from explorer.teaching.captions_attribution import attribution_caption
 from tests.helpers import assert_plotly_would_send_the_same
 
@@ -106,6 +109,9 @@ def index_token_axes() -> list[tuple[str, object, str, list[str]]]:
     ]
 
 
+ACROSS_THE_PAGE = ("attention_head_figure", "query_attention_bars_figure")  # drawn at the page's width
+
+
 def test_index_token_axes_label_every_position_and_hover_keeps_them_whole():
     """Every index:token axis lists its labels itself (Plotly skips none), an x axis turns them to the first angle
     at which none overlap (autotickangles, ending upright; 45° only where it keeps them apart), no axis pins an angle, margins grow to fit them, and
@@ -115,7 +121,7 @@ def test_index_token_axes_label_every_position_and_hover_keeps_them_whole():
         assert axis["type"] == "category" and axis["automargin"] and "tickangle" not in axis, name
         assert axis["tickmode"] == "array" and list(axis["tickvals"]) == labels, name
         if key.startswith("x"):  # 45° only where slanted labels stay apart, else straight to upright
-            spacing = axis_length(fig, key) / len(labels)
+            spacing = axis_length(fig, key, WIDE_CHART if name in ACROSS_THE_PAGE else CHART_WIDTH) / len(labels)
             slant = spacing >= SLANT_PITCH * axis["tickfont"]["size"]
             assert list(axis["autotickangles"]) == ([0, -45, -90] if slant else [0, -90]), name
         trace = fig.data[0]
@@ -180,7 +186,7 @@ def test_a_very_long_axis_shows_evenly_spaced_labels_that_fit_and_hover_names_ev
         shown = list(fig.layout[key].tickvals)
         step = labels.index(shown[1])
         assert 1 < step and shown == labels[::step], key  # every step-th label, from the first
-        assert axis_length(fig, key) / len(labels) * step >= TICK_PITCH * fig.layout[key].tickfont.size
+        assert axis_length(fig, key, WIDE_CHART) / len(labels) * step >= TICK_PITCH * fig.layout[key].tickfont.size
     assert list(fig.data[0].x) == labels and "%{x}" in fig.data[0].hovertemplate
 
 
@@ -256,3 +262,60 @@ def test_titles_sit_below_the_toolbar():
         title = fig.layout.title
         assert title.yref == "container" and title.y == 1 and title.yanchor == "top", title.text
         assert title.pad.t >= TOOLBAR_PX and fig.layout.margin.t >= TITLE_BAND, title.text
+
+
+DEFAULT_PROMPT_TOKENS = list("First␣Citizen:⏎Before␣we␣proceed␣any␣further,␣hear␣me␣speak.")  # the app's, 60 characters
+
+
+def test_the_default_prompts_head_and_bars_label_every_position_and_the_steps_every_row():
+    """The walk: the default prompt's head heatmap showed every second label, its four narrow panels every third."""
+    T = len(DEFAULT_PROMPT_TOKENS)
+    P = np.tril(np.ones((T, T))) / np.arange(1, T + 1)[:, None]
+    labels = index_labels(DEFAULT_PROMPT_TOKENS)
+    head = F.attention_head_figure(P, DEFAULT_PROMPT_TOKENS, 0, 0)
+    bars = F.query_attention_bars_figure(P, DEFAULT_PROMPT_TOKENS, T - 1)
+    for fig, key in ((head, "xaxis"), (head, "yaxis"), (bars, "xaxis")):
+        assert list(fig.layout[key].tickvals) == labels, (fig.layout.title.text, key)
+        assert axis_length(fig, key, WIDE_CHART) / T >= TICK_PITCH * fig.layout[key].tickfont.size
+        assert label_step(fig, key) == 1
+    assert captions.labels_shown(head, {"xaxis": "key position", "yaxis": "query position"}) == ""
+    steps = F.attention_steps_figure(P, P, P, rng.normal(size=(T, 8)), DEFAULT_PROMPT_TOKENS, 0, 0)
+    assert list(steps.layout.yaxis.tickvals) == labels  # every query row
+    step = label_step(steps, "xaxis")  # too narrow for 60 keys: every step-th, said in the caption
+    assert step > 1 and list(steps.layout.xaxis.tickvals) == labels[::step]
+    assert axis_length(steps, "xaxis", WIDE_CHART) / T * step >= TICK_PITCH * SMALL_FONT
+    note = captions.labels_shown(steps, {"yaxis": "query position", "xaxis": "key position"})
+    assert note == f" Too many to label each: labelled are every {step}th key position (hover for any one)."
+
+
+def test_a_short_prompts_steps_label_every_key_and_the_caption_says_nothing_of_labels():
+    tokens = DEFAULT_PROMPT_TOKENS[:12]
+    P = np.tril(np.ones((12, 12))) / np.arange(1, 13)[:, None]
+    steps = F.attention_steps_figure(P, P, P, rng.normal(size=(12, 4)), tokens, 0, 0)
+    for key in ("xaxis", "xaxis2", "xaxis3", "yaxis"):
+        assert list(steps.layout[key].tickvals) == index_labels(tokens), key
+    assert captions.labels_shown(steps, {"xaxis": "key position", "yaxis": "query position"}) == ""
+
+
+def test_circuits_of_forty_long_tokens_label_every_token_on_both_axes():
+    """SmolLM2's first 40 tokens are long special tokens: each still has its tick on both axes."""
+    names = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<repo_name>", "<jupyter_output>"] * 8
+    names = [f"{n}{i}" for i, n in enumerate(names)]
+    for fig in (token_circuit_figure(rng.normal(size=(40, 40)), names, names, "OV", "attended", "output", "logit"),):
+        for key in ("xaxis", "yaxis"):
+            assert list(fig.layout[key].tickvals) == index_labels(names), key
+            assert fig.layout[key].tickfont.size >= SMALL_FONT
+
+
+def test_the_role_scores_loss_axis_labels_a_tick_beside_each_score_gridline():
+    """The right axis's ticks were Plotly's own, thinned and between the grid lines: one per score gridline now."""
+    loss = np.array([4.17, 2.23, 2.0, 1.9, 1.64, np.nan])
+    fig = role_scores_over_steps_figure(np.arange(6) * 200, {"self": rng.uniform(0, 1, 6)}, 0, 0, loss)
+    left, right = fig.layout.yaxis, fig.layout.yaxis2
+    assert len(right.tickvals) == len(left.tickvals) == len(right.ticktext)
+    low, top = right.range
+    at = [(v - low) / (top - low) * left.range[1] for v in right.tickvals]  # where each sits on the score axis
+    np.testing.assert_allclose(at, left.tickvals, atol=1e-9)
+    assert right.tickvals[0] == np.nanmin(loss) and abs(right.tickvals[-1] - np.nanmax(loss)) < 1e-9
+    assert right.ticktext[0] == "1.64" and right.ticktext[-1] == "4.17"
+    assert "tickvals" not in role_scores_over_steps_figure([0, 1], {"self": [0.1, 0.2]}, 0, 0).layout.yaxis2

@@ -143,7 +143,8 @@ def test_statquest_lesson_in_the_app(tmp_path):
     assert (f"Loss on the training text fell from {evals[0]['train_loss']:.2f} (step 0) to "
             f"{evals[-1]['train_loss']:.2f} (step {evals[-1]['step']})") in status
     assert "1 layer × 1 head," in models.model_summary(session)
-    assert "(d_head 2, no FFN, vocabulary 5)" in train.param_count_view(session, *[values[k] for k in train.ARCH_FIELDS])
+    line = train.param_count_view(session, values["corpus"], values["kind"], 512, *[values[k] for k in train.ARCH_FIELDS])
+    assert "(d_head 2, no FFN, vocabulary 5)" in line
     figure = json.loads(shown["loss"])
     assert "evaluated on the training text" in figure["layout"]["title"]["text"]
     assert {t["name"] for t in figure["data"]} == {"train loss (each batch)", "train loss (evaluated)"}
@@ -158,7 +159,8 @@ def test_seed_001_size_is_explained_not_trained():
     values = control_values("seed-001")
     note = presets.preset_note(session, "seed-001")
     assert "needs a GPU" in note and "classroom" in note and "8 layers x 8 heads, d_model 512" in note
-    assert "over this server's limit" in train.param_count_view(session, *values[:len(train.ARCH_FIELDS)])
+    assert "over this server's limit" in train.param_count_view(session, "shakespeare", "char", 512,
+                                                                 *values[:len(train.ARCH_FIELDS)])
     with pytest.raises(UserError, match=r"parameters; the limit here is 5,000,000, so it needs a GPU") as err:
         train.start_training(session, "shakespeare", "char", 512, *values)
     assert "classroom" in str(err.value) and "hours" in str(err.value)

@@ -38,14 +38,19 @@ def attention_view(session: Session, prompt: str, layer, head, query, drop_unkno
             else attention_grid_figure(patterns, a.labels, selected=(layer, head)))
     roles, role_scores = prompt_roles(patterns, a.ids)
     n_heads = session.config.n_heads
+    big, bars = attention_head_figure(pattern, a.labels, layer, head), query_attention_bars_figure(pattern, a.labels,
+                                                                                                   query)
+    keys, queries = {"xaxis": "key position"}, {"yaxis": "query position"}
     caption = captions.chart_captions({
         "All heads": captions_roles.prompt_roles_caption(roles, role_scores)
         + (" " + captions.overview_caption(stats, layer) if large else ""),
-        "Selected head": captions_roles.head_on_prompt_caption(roles[layer * n_heads + head], role_scores, len(a.ids)),
-        "Where one query looks": captions.query_attention_caption(pattern, a.labels, query),
-        "How the pattern is made": captions.attention_steps_caption(scores[1], pattern, a.labels)})
-    return (grid, attention_head_figure(pattern, a.labels, layer, head), steps,
-            query_attention_bars_figure(pattern, a.labels, query), head_statistics_table(stats), caption)
+        "Selected head": captions_roles.head_on_prompt_caption(roles[layer * n_heads + head], role_scores, len(a.ids))
+        + captions.labels_shown(big, {**keys, **queries}),
+        "Where one query looks": captions.query_attention_caption(pattern, a.labels, query)
+        + captions.labels_shown(bars, keys),
+        "How the pattern is made": captions.attention_steps_caption(scores[1], pattern, a.labels)
+        + captions.labels_shown(steps, {**queries, "xaxis": "key position of the three narrow score panels"})})
+    return grid, big, steps, bars, head_statistics_table(stats), caption
 
 
 def attention_page_view(session: Session, prompt: str, layer, head, query, drop_unknown: bool = False):

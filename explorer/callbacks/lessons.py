@@ -4,6 +4,7 @@ from pathlib import Path
 import gradio as gr
 
 from explorer.callbacks.links import apply_link
+from explorer.callbacks.models import opening_note
 from explorer.common import app_state
 from explorer.common.errors import UserError
 from explorer.state.session import Session
@@ -55,6 +56,27 @@ def move(session: Session, state, delta: int) -> dict:
     lesson = load_lesson(state["lesson"])
     index = min(max(state["step"] + delta, 0), len(lesson.steps) - 1)
     return _step_view(session, state["lesson"], lesson, index, opening=False)
+
+
+def opening_for_step(session: Session, state, delta: int):
+    """Before Back or Next: the note saying a pretrained model opens, when the step moved to names one (see
+    models.opening_note); hidden otherwise."""
+    return opening_note(session, _step_model(state["lesson"], state["step"] + delta) if state else None)
+
+
+def opening_for_lesson(session: Session, key: str):
+    """Before the picker opens lesson key on its first step: the same note for the model that step names."""
+    return opening_note(session, _step_model(key, 0) if key else None)
+
+
+def _step_model(key: str, index: int):
+    """The model step index (kept within the lesson) of lesson key opens, or None (also for a lesson that fails
+    to load: opening it says why)."""
+    try:
+        steps = load_lesson(key).steps
+    except UserError:
+        return None
+    return steps[min(max(index, 0), len(steps) - 1)].settings.get("model")
 
 
 def lesson_for_page(session: Session, requested: str) -> dict:

@@ -1,5 +1,5 @@
 """Opening a link: its query (?tab=residual&prompt=...&layer=2) applied to a session and to the page's controls."""
-from explorer.callbacks.models import model_summary, pick_shipped, slider_maxima
+from explorer.callbacks.models import model_summary, opening_note, pick_shipped, slider_maxima
 from explorer.callbacks.presets import preset_settings
 from explorer.common.controls import SLIDER_MAX
 from explorer.state.session import Session
@@ -49,6 +49,11 @@ def fit_to_model(session: Session, values: dict) -> list[str]:
                          f"{maxima[name]}.")
             values[name] = maxima[name]
     return notes
+
+
+def opening_for_link(session: Session, query: dict):
+    """Before a link's model opens: the note saying a pretrained one takes a while the first time."""
+    return opening_note(session, dict(query).get("model"))
 
 
 def shipped_name(session: Session) -> str:

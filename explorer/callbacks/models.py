@@ -2,11 +2,15 @@
 from dataclasses import replace
 from pathlib import Path
 
+import gradio as gr
+
 from explorer.common.errors import UserError
 from explorer.common.limits import LIMITS
+from explorer.common.shipped_list import PRETRAINED
 from explorer.common.tempfiles import new_temp_dir
 from explorer.common.wording import model_shape
 from explorer.state.session import Session, refuse_pretrained
+from explorer.state.shipped import is_open
 from model_core.analysis.scale import analysis_tokens
 from model_core.checkpoints.checkpoint import CheckpointError, load_checkpoint_zip, save_checkpoint_zip
 from model_core.checkpoints.load_limits import UPLOAD_LIMITS, LoadLimits
@@ -39,6 +43,17 @@ def slider_maxima(session: Session) -> dict[str, int]:
     cfg = session.config
     return {"layer": cfg.n_layers - 1, "hidden": cfg.n_layers, "head": cfg.n_heads - 1,
             "query": analysis_tokens(cfg) - 1}  # a large model's analysis reads at most 256 tokens
+
+
+def opening_note(session: Session, name) -> gr.Markdown:
+    """The note shown while a pretrained model opens for the first time on this server (8-23 s measured on 2
+    loaded cores, docs/lessons.md), hidden otherwise: Gradio's timers alone say nothing about the wait."""
+    entry = PRETRAINED.get(name) if isinstance(name, str) else None
+    if entry is None or is_open(name) or session.shared_key == f"shipped:{name}":
+        return gr.Markdown("", visible=False)
+    return gr.Markdown(f"**Opening {entry.short_title}** ({entry.millions} million parameters, read from its "
+                       f"4-bit file): about 10 s the first time on this server, up to half a minute while a class is "
+                       "busy; afterwards it opens at once.", visible=True)
 
 
 def pick_shipped(session: Session, name: str) -> str:

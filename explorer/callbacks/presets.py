@@ -2,12 +2,13 @@
 import gradio as gr
 
 from explorer.callbacks.model_size import count_params, gpu_explanation
-from explorer.callbacks.train import model_config
+from explorer.callbacks.train import model_config, start_vocab_size
 from explorer.callbacks.train_fields import FIELD_RULES
 from explorer.common.controls import ARCH_FIELDS, CONTROL_NAMES, OPTIM_FIELDS, mlp_ratio_of
 from explorer.common.errors import UserError
 from explorer.common.limits import LIMITS
 from explorer.state.session import Session
+from model_core.data.tokenization import BPE_DEFAULT_VOCAB
 from model_core.training.presets import PRESETS, get_preset
 
 DATA_FIELDS = ("corpus", "kind", "bpe_vocab", "val_split")  # the Data-tab controls a preset may set
@@ -32,12 +33,18 @@ def preset_control_values(name: str) -> dict:
     return values
 
 
-def preset_note(session: Session, name: str) -> str:
-    """Markdown: what the preset is, and for one over this server's limit, why it needs a GPU."""
+def preset_note(session: Session, name: str, corpus: str = "shakespeare", kind: str = "char",
+                bpe_vocab=BPE_DEFAULT_VOCAB) -> str:
+    """Markdown: what the preset is, and for one over this server's limit, why it needs a GPU. Its size is
+    counted for the data Start would use: the preset's own, else the Data tab's choices (corpus, kind, bpe_vocab)."""
     preset = get_preset(name)
     text = f"**{name}**: {preset.description}"
-    values = preset_control_values(name)
-    n = count_params(model_config(session, {k: values[k] for k in ARCH_FIELDS}))
+    values = {"corpus": corpus, "kind": kind, "bpe_vocab": bpe_vocab, **preset_control_values(name)}
+    try:
+        vocab_size = start_vocab_size(session, values["corpus"], values["kind"], values["bpe_vocab"])
+    except ValueError:  # data Start would refuse: the size line under the controls says why
+        return text
+    n = count_params(model_config(session, {k: values[k] for k in ARCH_FIELDS}, vocab_size))
     if n > LIMITS.max_params:
         train = preset.train_config()
         text += (f"\n\n**{n:,} parameters**, over this server's limit of {LIMITS.max_params:,}: "

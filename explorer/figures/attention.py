@@ -27,8 +27,9 @@ from explorer.figures.plain import Figure, bar, heatmap, subplots
 
 PAIR_HOVER = "query %{y} → key %{x}<br>weight %{z:.3f}"
 PERCENT_HOVER = "query %{y} → key %{x}<br>weight %{z}%"
-HEAD_MAP_MAX_HEIGHT = 900  # px: a head's heatmap labels every row up to ~50 tokens; longer prompts every k-th
-STEPS_MAX_HEIGHT = 700  # px: the four steps label every row up to ~35 tokens
+HEAD_MAP_MAX_HEIGHT = 1200  # px: a head's heatmap (across the page) labels every row and column up to ~62 tokens
+# (the default prompt's 60); longer prompts every k-th, as the caption says
+STEPS_MAX_HEIGHT = 1200  # px: the four steps label every row up to ~70 tokens (their narrow key axes: every k-th)
 STEP_TITLES = ("Scores before mask", "Scores after causal mask", "Attention weights (softmax)", "Head output z")
 
 
@@ -167,7 +168,7 @@ def attention_head_figure(pattern, tokens: list[str], layer: int, head: int) -> 
     fig.update_yaxes(**position_axis("query position (looking)"), autorange="reversed")
     title = f"Layer {layer} · head {head} attention pattern"
     height = int(np.clip(labelled_rows_height(n, labels, bottom=90), 440, HEAD_MAP_MAX_HEIGHT))
-    return style_figure(fig, title, height=height, margin=dict(l=90, b=90))
+    return style_figure(fig, title, height=height, chart_width=WIDE_CHART, margin=dict(l=90, b=90))
 
 
 def attention_steps_figure(scores_unmasked, scores_masked, pattern, z, tokens: list[str],
@@ -176,7 +177,7 @@ def attention_steps_figure(scores_unmasked, scores_masked, pattern, z, tokens: l
     labels, scores = index_labels(tokens), compact(scores_unmasked, 3)
     z = compact(z, 3)
     fig = subplots(rows=1, cols=4, subplot_titles=STEP_TITLES, shared_yaxes=True,
-                        horizontal_spacing=0.105, column_widths=[1, 1, 1, 0.8])
+                        horizontal_spacing=0.09, column_widths=[1, 1, 1, 0.6])  # colour bars in the gaps
     panels = [
         (scores, labels, "coloraxis", PAIR_HOVER.replace("weight", "score")),
         (masked_to_nan(scores_masked), labels, "coloraxis",
@@ -228,4 +229,5 @@ def query_attention_bars_figure(pattern, tokens: list[str], query: int,
     fig.update_xaxes(**position_axis("key position"))
     fig.update_yaxes(title_text="attention weight", range=[0, 1.05])
     where = f" (layer {layer}, head {head})" if layer is not None and head is not None else ""
-    return style_figure(fig, f"Where {labels[query]} looks{where}", height=380, margin=dict(b=80))
+    return style_figure(fig, f"Where {labels[query]} looks{where}", height=380, chart_width=WIDE_CHART,
+                        margin=dict(b=80))

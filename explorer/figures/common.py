@@ -203,6 +203,14 @@ def label_every_category(fig: Figure, chart_width: int = CHART_WIDTH) -> Figure:
     return fig
 
 
+def label_step(fig: Figure, key: str) -> int:
+    """Every how many categories the layout axis key ('xaxis2') is labelled: 1 when each has its label."""
+    shown, categories = fig.layout[key].get("tickvals"), axis_categories(fig, key)
+    if shown is None or len(shown) < 2 or not categories:
+        return 1
+    return categories.index(shown[1]) - categories.index(shown[0])
+
+
 def axis_categories(fig: Figure, key: str) -> list:
     """The categories along a layout axis ('xaxis2'), in Plotly's order: its categoryarray, else first appearance
     in its traces; [] unless it is a category axis (set, or text that Plotly would make one)."""

@@ -112,6 +112,21 @@ def film_strip_figure(patterns, step_labels: list[str], tokens: list[str], layer
                              height=max(260, 230 * rows))
 
 
+SCORE_TOP, SCORE_TICKS = 1.02, (0, 0.2, 0.4, 0.6, 0.8, 1)  # the role scores' axis and its gridlines
+
+
+def loss_ticks(loss) -> dict:
+    """The loss axis's range and one labelled tick beside each of the score axis's gridlines, from the smallest
+    loss (at 0) to the largest (at 1): every label drawn, level with a grid line (Plotly's own thinned them)."""
+    finite = loss[np.isfinite(loss)]
+    low, high = float(finite.min()), float(finite.max())
+    span = high - low if high > low else max(abs(high), 1.0) * 0.1
+    values = [low + span * t for t in SCORE_TICKS]
+    decimals = max(0, 2 - int(np.floor(np.log10(span))))  # about three figures of the span
+    return dict(range=[low, low + span * SCORE_TOP], tickmode="array", tickvals=values,
+                ticktext=[f"{v:.{decimals}f}" for v in values])
+
+
 def role_scores_over_steps_figure(steps, scores: dict, layer: int, head: int, val_loss=None) -> Figure:
     """scores {name: [S]} of one head over training steps, with the validation loss on a second axis."""
     fig = Figure()
@@ -119,12 +134,16 @@ def role_scores_over_steps_figure(steps, scores: dict, layer: int, head: int, va
         fig.add_trace(scatter(x=steps, y=compact(values, 3), mode="lines+markers", name=name,
                                  line=dict(color=PALETTE[i % len(PALETTE)]),
                                  hovertemplate=f"{name}<br>step %{{x}}<br>score %{{y:.2f}}<extra></extra>"))
-    if val_loss is not None and np.isfinite(np.asarray(val_loss, dtype=float)).any():
+    loss = np.asarray([] if val_loss is None else val_loss, dtype=float)
+    has_loss = bool(np.isfinite(loss).any())
+    if has_loss:
         fig.add_trace(scatter(x=steps, y=val_loss, mode="lines", name="validation loss (right axis)", yaxis="y2",
                                  line=dict(color="black", dash="dot"), connectgaps=True,
                                  hovertemplate="step %{x}<br>val loss %{y:.2f}<extra></extra>"))
-    fig.update_layout(yaxis=dict(title_text="score (share of attention)", range=[0, 1.02]),
-                      yaxis2=dict(title_text="loss", overlaying="y", side="right", showgrid=False))
+    fig.update_layout(yaxis=dict(title_text="score (share of attention)", range=[0, SCORE_TOP], tickmode="array",
+                                 tickvals=SCORE_TICKS, ticktext=[f"{v:g}" for v in SCORE_TICKS]),
+                      yaxis2=dict(title_text="loss", overlaying="y", side="right", showgrid=False,
+                                  **(loss_ticks(loss) if has_loss else {})))
     fig.update_xaxes(title_text="training step")
     return style_figure(fig, f"Role scores of {head_label(layer, head)} over training", height=400,
                         legend=top_legend(), margin=dict(t=110, r=60))

@@ -36,12 +36,23 @@ _PICKERS: list[threading.Thread] = []  # the threads that choose them
 _STOPPING = threading.Event()  # the process is ending: the pickers stop
 
 
+_OPENED: set[str] = set()  # the shipped models this process has loaded (a second open takes no time)
+
+
 @functools.lru_cache(maxsize=8)
 def _loaded(name: str) -> Checkpoint:
     check_model_name(name)
     if name in PRETRAINED:
-        return load_pretrained(name)
-    return load_checkpoint(MODELS_DIR / name) if name in shipped_models() else untrained_default()
+        ckpt = load_pretrained(name)
+    else:
+        ckpt = load_checkpoint(MODELS_DIR / name) if name in shipped_models() else untrained_default()
+    _OPENED.add(name)
+    return ckpt
+
+
+def is_open(name: str) -> bool:
+    """Whether this process has loaded the shipped model already (its template is kept: opening it is instant)."""
+    return name in _OPENED
 
 
 def models_loaded() -> int:

@@ -34,9 +34,8 @@ def build_attention_tab(prompt, drop):
     gr.Markdown("**All heads (layer × head)**: click one to select it. A large model shows an overview of every "
                 "head (click a cell) and the selected layer's heads.")
     grid = live_plot(400, clickable=True, elem_id="attention-grid")
-    with gr.Row():
-        big = gr.Plot(label="Selected head")
-        bars = gr.Plot(label="Where one query looks")
+    big = gr.Plot(label="Selected head")  # across the page: the default prompt's 60 positions each labelled
+    bars = gr.Plot(label="Where one query looks")
     gr.Markdown("**How the pattern is made**, left to right: the raw scores, the scores after the causal mask, the "
                 "softmax weights, and the head output z. " + words_note(["causal mask", "softmax", "value vectors"]))
     steps = gr.Plot(label="How the pattern is made")

@@ -1,7 +1,7 @@
 """Experiments tab, "Who wrote the answer?": direct logit attribution and activation patching."""
 import gradio as gr
 
-from explorer.common.controls import PATCH_CHOICES
+from explorer.common.controls import PATCH_CHOICES, PATCH_WITH_LAYER
 from explorer.tabs.binding import bind
 from explorer.tabs.common import API, HEAVY, caption, clear_when_changed, model_slider, run_button
 from explorer.tabs.export_button import data_button
@@ -56,9 +56,11 @@ def build_attribution_section(prompt, drop, model_info) -> dict:
     with gr.Row():
         clean = gr.Textbox(DEFAULT_PAIR[0], label="Clean prompt", lines=2, max_lines=4)
         corrupted = gr.Textbox(DEFAULT_PAIR[1], label="Corrupted prompt", lines=2, max_lines=4)
-    with gr.Row():
-        kind = RawDropdown(KINDS, value=KINDS[0], label="What to patch")
+    with gr.Row():  # wide enough for the longest choice in full (about 40 characters)
+        kind = RawDropdown(KINDS, value=KINDS[0], label="What to patch", scale=2, min_width=380,
+                           elem_id="te-patch-kind")
         layer = model_slider("layer", "Layer (for head × position)")
+        layer.visible = KINDS[0] == PATCH_WITH_LAYER
         example = gr.Button("Use the example pair for this model")
         patch = run_button("Patch")
     pair_note = gr.Markdown()
@@ -68,6 +70,7 @@ def build_attribution_section(prompt, drop, model_info) -> dict:
     for name, component in (("answer", target), ("against", baseline), ("clean", clean), ("corrupted", corrupted),
                             ("patch", kind)):
         register_control(name, component)  # links and lessons: ?tab=experiments&clean=...&corrupted=...
+    kind.change(layer_applies, kind, layer, api_visibility="private", concurrency_limit=None)  # set by hand or a step
     example.click(bind(example_pair), None, [clean, corrupted, pair_note], api_visibility="private")
     patching = bind(activation_patching_view, heavy=True)
     patch.click(patching, patch_inputs, [restored, patch_note], api_name="activation_patching", **API, **HEAVY)
@@ -75,3 +78,8 @@ def build_attribution_section(prompt, drop, model_info) -> dict:
     clear_when_changed([*patch_inputs, model_info], [restored, patch_note], "Patch")
     data_button("patching", [restored, patch_note], patch_inputs)
     return {"layer": layer}
+
+
+def layer_applies(kind: str):
+    """The patching layer slider shows only for the one sweep that reads it (head × position, in one layer)."""
+    return gr.update(visible=kind == PATCH_WITH_LAYER)

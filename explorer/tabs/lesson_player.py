@@ -12,11 +12,12 @@ from explorer.tabs.binding import bind, outputs_of
 from explorer.tabs.common import ADVANCED_CLASS, ANALYSIS, HEAVY
 from explorer.tabs.lazy import callbacks
 from explorer.tabs.links import chosen_views, selected_view
+from explorer.tabs.opening_note import announced, hidden_after
 from explorer.teaching import view_params
 from explorer.teaching.lessons import NO_LESSON, lesson_choices
 
-lesson_for_page, move, open_lesson, step_presses = callbacks("lessons", "lesson_for_page", "move", "open_lesson",
-                                                             "step_presses")
+lesson_for_page, move, open_lesson, opening_for_lesson, opening_for_step, step_presses = callbacks(
+    "lessons", "lesson_for_page", "move", "open_lesson", "opening_for_lesson", "opening_for_step", "step_presses")
 send_answer, set_name = callbacks("classroom", "send_answer", "set_name")
 
 # Simple view: a class on <body> and one CSS rule (added here, so the app's stylesheet needs no entry). A
@@ -82,7 +83,7 @@ def build_lesson_player() -> LessonPlayer:
 
 
 def wire_lesson_player(player: LessonPlayer, page_load, requested: gr.State, model_info: gr.Markdown,
-                       views: dict) -> list:
+                       views: dict, opening: gr.Markdown) -> list:
     """Connect the player to every registered control. page_load: the event that applied the page's link,
     which put its ?lesson= slug (or None) into requested; views {tab id: (view, inputs, outputs)} redraw the
     selected tab once a step is applied. -> the player's events (page load, picker, Back, Next)."""
@@ -96,10 +97,14 @@ def wire_lesson_player(player: LessonPlayer, page_load, requested: gr.State, mod
     p.send.click(bind(send_answer), [p.state, p.choice, p.free], p.sent, **quiet)
     for event in (p.name.submit, p.name.blur):
         event(bind(set_name), p.name, p.name, **quiet)
+    # a step that opens a pretrained model says so first (opening: the note under the header)
+    picked = announced(p.picker.input, opening_for_lesson, p.picker, opening)
+    back, forward = (announced(p.back.click, _opening_back, p.state, opening),
+                     announced(p.next.click, _opening_next, p.state, opening))
     events = [page_load.then(bind(lesson_for_page, fields=fields), requested, outputs, **quiet),
-              p.picker.input(bind(open_lesson, fields=fields), p.picker, outputs, **quiet),
-              p.back.click(bind(_back, fields=fields), p.state, outputs, **quiet),
-              p.next.click(bind(_next, fields=fields), p.state, outputs, **quiet)]
+              hidden_after(picked.then(bind(open_lesson, fields=fields), p.picker, outputs, **quiet), opening),
+              hidden_after(back.then(bind(_back, fields=fields), p.state, outputs, **quiet), opening),
+              hidden_after(forward.then(bind(_next, fields=fields), p.state, outputs, **quiet), opening)]
     redraw_after(events, p, views)
     return events
 
@@ -131,6 +136,14 @@ def redraw_after(events: list, player: LessonPlayer, views: dict, always: bool =
                            api_visibility="private", **ANALYSIS)
         if buttons:
             drawn.then(press, [player.state, *button_inputs], pressed, api_visibility="private", **HEAVY)
+
+
+def _opening_back(session, state):
+    return opening_for_step(session, state, -1)
+
+
+def _opening_next(session, state):
+    return opening_for_step(session, state, +1)
 
 
 def _back(session, state):

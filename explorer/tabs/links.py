@@ -7,9 +7,10 @@ import gradio as gr
 from explorer.tabs.binding import bind, by_name, outputs_of
 from explorer.tabs.common import ANALYSIS
 from explorer.tabs.lazy import callbacks
+from explorer.tabs.opening_note import hidden_after
 from explorer.teaching import view_params
 
-apply_link, shipped_name = callbacks("links", "apply_link", "shipped_name")
+apply_link, opening_for_link, shipped_name = callbacks("links", "apply_link", "opening_for_link", "shipped_name")
 
 # (tab, model name, *control values) -> the link, also written to the clipboard. SPEC: [name, tab id or null
 # (shown in every tab, like the prompt), initial value] per control value; only the selected tab's controls
@@ -68,10 +69,14 @@ def _initial(component):
     return value if isinstance(value, (str, int, float, bool, list, type(None))) else None
 
 
-def wire_link_on_load(start, model_info, note, lesson: gr.State, views: dict):
-    """After the page-load event start: apply the link's query (model first), then draw the selected tab's
-    view with it. views {tab id: (view, inputs, outputs)}. -> the last event (further steps chain on it)."""
+def wire_link_on_load(start, model_info, note, lesson: gr.State, views: dict, opening: gr.Markdown):
+    """After the page-load event start: apply the link's query (model first; opening: the note shown meanwhile
+    when that is a pretrained model's first open), then draw the selected tab's view with it.
+    views {tab id: (view, inputs, outputs)}. -> the last event (further steps chain on it)."""
     fields = {"model_info": model_info, "note": note, "lesson": lesson}
+
+    def opening_note(request: gr.Request):
+        return bind(opening_for_link)(request, dict(request.query_params or {}))
 
     def on_load(request: gr.Request):
         summary, notes, values = bind(apply_link)(request, dict(request.query_params or {}))
@@ -80,9 +85,10 @@ def wire_link_on_load(start, model_info, note, lesson: gr.State, views: dict):
 
     dispatch, inputs, outputs = selected_view(views)
     tracker = view_params.TAB_TRACKER[0]
-    return start.then(on_load, None, outputs_of(fields),
-                     api_visibility="private", **ANALYSIS).then(
-        dispatch, [tracker, *inputs], outputs, api_visibility="private", **ANALYSIS)
+    announced = start.then(opening_note, None, opening, api_visibility="private", concurrency_limit=None)
+    applied = hidden_after(announced.then(on_load, None, outputs_of(fields), api_visibility="private", **ANALYSIS),
+                           opening)
+    return applied.then(dispatch, [tracker, *inputs], outputs, api_visibility="private", **ANALYSIS)
 
 
 def selected_view(views: dict):

@@ -10,6 +10,7 @@ from explorer.tabs.common import API
 from explorer.tabs.export_button import data_button
 from explorer.tabs.lazy import callbacks
 from explorer.tabs.live_plot import live_plot
+from explorer.tabs.opening_note import announced, hidden_after
 from explorer.tabs.raw_inputs import RawDropdown, RawFile, RawNumber, RawSlider
 from explorer.teaching.view_params import register_control
 from model_core.model.config import ACTIVATIONS, POSITIONALS
@@ -20,8 +21,8 @@ use_untrained_model = callbacks("init_model", "use_untrained_model")
 apply_preset, preset_note = callbacks("presets", "apply_preset", "preset_note")
 control, param_count_view, poll, start_training = callbacks("train", "control", "param_count_view", "poll",
                                                            "start_training")
-model_summary, pick_shipped, save_zip, load_zip = callbacks("models", "model_summary", "pick_shipped", "save_zip",
-                                                            "load_zip")
+model_summary, opening_note, pick_shipped, save_zip, load_zip = callbacks(
+    "models", "model_summary", "opening_note", "pick_shipped", "save_zip", "load_zip")
 
 CLASSROOM = get_preset("classroom")
 DATA_FIELDS = ("corpus", "kind", "bpe_vocab")  # the Data tab's choices, named as in /data
@@ -98,8 +99,9 @@ def _preset_row():
     return preset, note
 
 
-def build_train_tab(data_inputs, model_info) -> tuple[list, gr.Markdown, TrainStart]:
-    """-> (the architecture controls, their parameter count, what Start reads and writes)."""
+def build_train_tab(data_inputs, model_info, opening) -> tuple[list, gr.Markdown, TrainStart]:
+    """-> (the controls the parameter count reads: data choices, architecture; that count; what Start reads and
+    writes)."""
     gr.Markdown("Set the model's shape and the optimiser, then watch it learn. The other tabs inspect the "
                 "trained model once you pause or it finishes.")
     corpus, _, kind, bpe_vocab, val_split = data_inputs
@@ -112,7 +114,7 @@ def build_train_tab(data_inputs, model_info) -> tuple[list, gr.Markdown, TrainSt
     # settings win), so only the note follows every change of the dropdown.
     quiet = dict(api_visibility="private", concurrency_limit=None)
     preset.input(bind(apply_preset), preset, [*arch, *optim, corpus, kind, bpe_vocab, val_split], **quiet)
-    preset.change(bind(preset_note), preset, note, **quiet)
+    preset.change(bind(preset_note), [preset, corpus, kind, bpe_vocab], note, **quiet)
     with gr.Row():
         start = gr.Button("Start", variant="primary", elem_id="te-train-start")
         pause, resume, stop = gr.Button("Pause"), gr.Button("Resume"), gr.Button("Stop", variant="stop")
@@ -131,9 +133,9 @@ def build_train_tab(data_inputs, model_info) -> tuple[list, gr.Markdown, TrainSt
     progress_note = gr.Markdown("Progress measures appear here at each evaluation.", elem_classes=["te-caption"])
     sample = gr.Textbox(label="Latest sample from the model", lines=6, interactive=False)
 
-    count = bind(param_count_view)
-    for c in arch:
-        c.change(count, arch, params, api_visibility="private", concurrency_limit=None)
+    count, counted = bind(param_count_view), [corpus, kind, bpe_vocab, *arch]  # the vocabulary Start would use
+    for c in counted:
+        c.change(count, counted, params, api_visibility="private", concurrency_limit=None)
     starts = TrainStart([corpus, kind, bpe_vocab, *arch, *optim, val_split], [status, timer])
     start.click(bind(start_training, names=START_NAMES), starts.inputs, status, api_name="train_start", **API,
                 **START_QUEUE).success(lambda: gr.Timer(active=True), None, timer, api_visibility="private")
@@ -150,8 +152,8 @@ def build_train_tab(data_inputs, model_info) -> tuple[list, gr.Markdown, TrainSt
     gr.Button("Refresh progress", size="sm").click(bind(_progress, fields=progress), None, list(progress.values()),
                                                    api_name="train_status", **API)
     data_button("train", [loss, live, progress_chart], [*arch, *optim])
-    _model_controls(model_info)
-    return arch, params, starts
+    _model_controls(model_info, opening)
+    return counted, params, starts
 
 
 def _progress(session):
@@ -167,7 +169,7 @@ def _poll_for_ui(session):
     return {**shown, "running": gr.Timer(active=shown["running"]), "model_info": model_summary(session)}
 
 
-def _model_controls(model_info):
+def _model_controls(model_info, opening):
     with gr.Accordion("Models: pick a shipped one, save yours, load a saved one", open=True):
         with gr.Row():
             shipped = RawDropdown(shipped_models(), value=(shipped_models() or [None])[0], label="Shipped models")
@@ -175,6 +177,7 @@ def _model_controls(model_info):
             save = gr.Button("Save inspected model as .zip")
             download = gr.File(label="Download", interactive=False)
             upload = RawFile(label="Load a .zip checkpoint", file_types=[".zip"], type="filepath")
-    use.click(bind(pick_shipped), shipped, model_info, api_name="use_shipped_model", **API)
+    hidden_after(announced(use.click, opening_note, shipped, opening).then(
+        bind(pick_shipped), shipped, model_info, api_name="use_shipped_model", **API), opening)
     save.click(bind(save_zip), None, download, api_name="save_model", **API)
     upload.upload(bind(load_zip), upload, model_info, api_name="load_model", **API)

@@ -6,7 +6,7 @@ from collections import Counter
 
 import numpy as np
 
-from explorer.figures.common import head_label, index_labels, stream_labels
+from explorer.figures.common import head_label, index_labels, label_step, stream_labels
 from explorer.figures.sampling import SEED_LOGITS, softmax
 
 SINK_THRESHOLD = 0.5  # a head putting more than this on the first token is a "sink" head
@@ -26,6 +26,18 @@ def _pct(x: float) -> str:
 def chart_captions(captions: dict[str, str]) -> str:
     """{chart name: caption} -> one markdown line per chart ('- **Selected head:** Head L1·H2 puts ...')."""
     return "\n".join(f"- **{chart}:** {text}" for chart, text in captions.items() if text)
+
+
+def labels_shown(fig, axes: dict[str, str]) -> str:
+    """' Labelled: every 3rd key position (hover a cell for its own).' for the axes {layout key: what its
+    categories are} that label only every k-th category (explorer.figures.common.label_step); '' when all do."""
+    thinned = [f"every {_ordinal(step)} {what}" for what, step in
+               {what: label_step(fig, key) for key, what in axes.items()}.items() if step > 1]
+    return f" Too many to label each: labelled are {' and '.join(thinned)} (hover for any one)." if thinned else ""
+
+
+def _ordinal(n: int) -> str:
+    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
 
 
 def attention_steps_caption(scores_masked, pattern, tokens: list[str]) -> str:
