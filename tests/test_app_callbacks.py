@@ -365,7 +365,7 @@ def big_vocabulary_session() -> Session:
     """A session inspecting a model whose vocabulary (every word of Shakespeare) is none of the choices'."""
     tok = big_vocabulary()
     cfg = GPTConfig(vocab_size=tok.vocab_size, block_size=8, d_model=16, n_heads=2, n_layers=1)
-    return Session(Checkpoint(GPT(cfg).eval(), tok), "inspected")
+    return Session(Inspected(Checkpoint(GPT(cfg).eval(), tok), "inspected"))
 
 
 @pytest.mark.parametrize("choices", [("first-names", "char", 512), ("welcome", "bpe", 4096),
