@@ -29,6 +29,7 @@ from explorer.figures.attention import (
     query_attention_bars_figure,
 )
 from explorer.figures.heads import head_statistics_table  # noqa: E402
+from explorer.state.inspected import Inspected
 from explorer.state.session import Session  # noqa: E402
 from explorer.state.shipped import load_shipped  # noqa: E402
 from explorer.state.training_run import TrainingRun  # noqa: E402
@@ -59,7 +60,7 @@ def median_ms(fn, runs: int = RUNS) -> float:
 
 def full_block_prompt(session: Session) -> str:
     """A prompt exactly block_size tokens long, from the model's own training text where possible."""
-    tok, block = session.tokenizer, session.model.cfg.block_size
+    tok, block = session.inspected.tokenizer, session.inspected.model.cfg.block_size
     text = tok.strip_unknown(load_corpus("shakespeare")[:20_000])
     ids = tok.encode(text)[:block]
     assert len(ids) == block, f"could not build a {block}-token prompt"
@@ -69,9 +70,9 @@ def full_block_prompt(session: Session) -> str:
 def attention_rows(session: Session) -> list[list]:
     prompt = full_block_prompt(session)
     layer, head = 0, 0
-    ids = session.tokenizer.encode(prompt)
-    labels = [session.tokenizer.token_label(i) for i in ids]
-    a = session.analysis(prompt, ids, labels)  # the cached activations the parts below start from
+    ids = session.inspected.tokenizer.encode(prompt)
+    labels = [session.inspected.tokenizer.token_label(i) for i in ids]
+    a = session.inspected.analysis(prompt, ids, labels)  # the cached activations the parts below start from
     patterns = a.cache.stack("pattern")[:, 0].numpy()
     stats = head_statistics(patterns)
     pattern = patterns[layer, head]
@@ -85,10 +86,10 @@ def attention_rows(session: Session) -> list[list]:
     }
 
     def forward_with_cache():
-        session.model.run_with_cache(torch.tensor([a.ids]))
+        session.inspected.model.run_with_cache(torch.tensor([a.ids]))
 
     def whole_view():
-        session._analysis.clear()  # a new prompt: the forward pass is part of the cost
+        session.inspected.caches.analysis.clear()  # a new prompt: the forward pass is part of the cost
         out = attention_view(session, prompt, layer, head, -1)
         for fig in out[:4]:
             fig.to_json()
@@ -138,9 +139,9 @@ def cli_run(steps: int) -> float:
 def app_run(steps: int) -> float:
     """TrainingRun (training in a child process), with the page's once-a-second poll running alongside, as in the app."""
     job = classroom_job(steps)
-    session = Session(load_shipped("shakespeare"), "bench")
-    session.run = TrainingRun(job, "shakespeare", sample_every=max(50, job.cfg.eval_interval),
-                              adopt=session.adopt_training_model)
+    session = Session(Inspected(load_shipped("shakespeare"), "bench"))
+    session.workspace.run = TrainingRun(job, "shakespeare", sample_every=max(50, job.cfg.eval_interval),
+                              adopt=session.inspected.adopt_training_model)
     done = threading.Event()
 
     def poller():
@@ -149,15 +150,15 @@ def app_run(steps: int) -> float:
             done.wait(1.0)
 
     start = time.perf_counter()
-    session.run.start()
+    session.workspace.run.start()
     thread = threading.Thread(target=poller, daemon=True)
     thread.start()
-    session.run.thread.join()
+    session.workspace.run.thread.join()
     seconds = time.perf_counter() - start
     done.set()
     thread.join()
-    assert session.run.progress.error is None, session.run.progress.error
-    return tokens_per_second(job, session.run.progress.step, seconds)
+    assert session.workspace.run.progress.error is None, session.workspace.run.progress.error
+    return tokens_per_second(job, session.workspace.run.progress.step, seconds)
 
 
 def training_rows() -> list[Row]:
@@ -182,10 +183,10 @@ def shown(rows: list[Row], digits: int) -> list[list]:
 def measure(argv=None) -> list[Row]:
     argparse.ArgumentParser(prog="python -m bench.app", description=__doc__.splitlines()[0]).parse_args(argv)
     torch.manual_seed(0)
-    session = Session(load_shipped("shakespeare"), "shakespeare")
-    cfg = session.model.cfg
-    print(f"model: {session.model_name} ({cfg.n_layers}L x {cfg.n_heads}H, d_model {cfg.d_model}, block {cfg.block_size})"
-          f"; torch threads {torch.get_num_threads()}")
+    session = Session(Inspected(load_shipped("shakespeare"), "shakespeare"))
+    cfg = session.inspected.model.cfg
+    print(f"model: {session.inspected.name} ({cfg.n_layers}L x {cfg.n_heads}H, d_model {cfg.d_model}, "
+          f"block {cfg.block_size}); torch threads {torch.get_num_threads()}")
     attention = attention_rows(session)
     print_table(f"(a) Attention tab, {cfg.block_size}-token prompt, median of {RUNS} (target <= {ATTENTION_TARGET_MS} ms)",
                 ["part", "ms", "verdict"], shown(attention, 1))

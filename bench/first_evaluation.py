@@ -60,7 +60,7 @@ def warm_forkserver() -> float:
 def timeline(session, began: float, until: int, timeout: float) -> list[tuple[float, str, tuple]]:
     """(seconds since Start, what arrived, its key such as ("eval", 10)) until the evaluation at step `until`,
     polling the run's record."""
-    run, seen, events = session.run, set(), []
+    run, seen, events = session.workspace.run, set(), []
 
     def note(key, text):
         if key not in seen:
@@ -100,8 +100,8 @@ def cpu_parts(preset: str, until: int) -> list[tuple[str, float]]:
 
     session = new_session()
     start_training(session, *start_values(preset))  # the app's own data and config; its child is stopped at once
-    session.stop_training()
-    d, p = session.data, session.run.progress
+    session.workspace.stop_training()
+    d, p = session.workspace.data, session.workspace.run.progress
     torch.manual_seed(p.cfg.seed)
     job = RemoteTrainer(TrainJob(GPT(p.model.cfg), d.train, val_or_none(d.val), p.cfg, d.tokenizer)).job
     parts = []
@@ -167,8 +167,8 @@ def measure(argv=None) -> list[Row]:
         for seconds, text, _ in events:
             print(f"{seconds:6.2f} s  {text}")
     finally:
-        session.stop_training()
-        while session.run.active:
+        session.workspace.stop_training()
+        while session.workspace.run.active:
             time.sleep(0.05)
     print(load())
     return timeline_rows(events, started)

@@ -19,6 +19,7 @@ from bench.results import Row, at_most, check, info, run_main
 from bench.timing import print_table, timed
 from explorer.callbacks.sampling import comparison_view
 from explorer.common.controls import DEFAULT_COMPARISON
+from explorer.state.inspected import Inspected
 from explorer.state.session import Session
 from explorer.state.shipped import load_shipped
 from model_core.model.kv_cache import KVCache
@@ -101,7 +102,7 @@ def generation_rows(session, prompt: str, n: int, settings: list[SamplingSetting
                     rounds: int) -> tuple[list[list], list[Row]]:
     """(the table's rows, the result rows): the targets judge the app's paths (cached, and the callback) at
     TARGET_TOKENS tokens; the uncached path is the yardstick."""
-    model, ids = session.model, session.tokenizer.encode(prompt)
+    model, ids = session.inspected.model, session.inspected.tokenizer.encode(prompt)
     contenders = generation_contenders(model, ids, n, settings)
     contenders["/compare callback, cached"] = lambda: comparison_view(session, prompt, DEFAULT_COMPARISON, n, 0)
     contenders[f"/compare callback, {WORKERS} generation workers (wall)"] = in_workers(
@@ -130,8 +131,8 @@ def measure(argv=None) -> list[Row]:
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds; medians are reported")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
-    session = Session(load_shipped("shakespeare"), "shakespeare")
-    model, cfg, n = session.model.eval(), session.model.cfg, args.tokens
+    session = Session(Inspected(load_shipped("shakespeare"), "shakespeare"))
+    model, cfg, n = session.inspected.model.eval(), session.inspected.model.cfg, args.tokens
     settings = [SamplingSettings(t, k or None, p, m) for t, k, p, m in DEFAULT_COMPARISON]
     load = os.getloadavg()
     sampling_workers.WORKERS = WORKERS

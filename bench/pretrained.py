@@ -52,7 +52,7 @@ def opening_seconds() -> dict:
     shipped_template(MODEL)
     loaded = time.perf_counter()
     session = new_session(MODEL)
-    session.model  # noqa: B018  (its first use: the session's copy, hook points only)
+    session.inspected.model  # noqa: B018  (its first use: the session's copy, hook points only)
     return {"import": imported - began, "cold": loaded - imported, "next_session": time.perf_counter() - loaded,
             "session": session}
 
@@ -62,10 +62,10 @@ def chat_answer(session) -> str:
     from explorer.callbacks.sampling import model_text, stop_token
     from model_core.model.sampling import generate
 
-    tok = session.tokenizer
+    tok = session.inspected.tokenizer
     chat = tok.encode(model_text(session, QUESTION, True))
-    return tok.decode([s.token for s in generate(session.model, chat, 40, 0.0, stop_token=stop_token(tok, True),
-                                                 keep_distributions=False)]).strip()
+    return tok.decode([s.token for s in generate(session.inspected.model, chat, 40, 0.0,
+                                                 stop_token=stop_token(tok, True), keep_distributions=False)]).strip()
 
 
 def generation_rows(session, template, args) -> tuple[list[list], list[Row]]:
@@ -90,7 +90,7 @@ def generation_rows(session, template, args) -> tuple[list[list], list[Row]]:
                  for width, ms in choice.ms_per_token.items())]]
     results = [info("generation path chosen when it opened, for one row", one),
                info("generation path chosen when it opened, for Compare's rows", batch)]
-    twins, ids = path_twins(template.model), session.tokenizer.encode(PROMPT)
+    twins, ids = path_twins(template.model), session.inspected.tokenizer.encode(PROMPT)
     race = side_by_side(twins, ids, args.tokens, args.rounds)
     speed, theirs = race["tokens_per_s"], race["tokens_per_s"][THEIRS]
     for name, value in speed.items():
@@ -101,12 +101,13 @@ def generation_rows(session, template, args) -> tuple[list[list], list[Row]]:
         results.append(info(label, value, "tokens/s"))
         if mark:
             results.append(at_least(f"{label} / transformers", value / theirs, "x", TARGETS["vs_transformers"]))
-    seconds = compare_against_one(session.model, ids, args.compare_tokens, args.rounds)
+    seconds = compare_against_one(session.inspected.model, ids, args.compare_tokens, args.rounds)
     single, four = seconds.values()
     label = f"Compare, 4 settings x {args.compare_tokens} tokens / one generation"
     rows.append([label, f"{four / single:.2f}x", "<= 1.5x", f"{four:.2f} s vs {single:.2f} s"])
     results.append(at_most(label, four / single, "x", TARGETS["compare_x"]))
-    found = agreement(template.model, twins, session.tokenizer, args.agreement_tokens, stop_token(session.tokenizer, True))
+    tok = session.inspected.tokenizer
+    found = agreement(template.model, twins, tok, args.agreement_tokens, stop_token(tok, True))
     table, judged = agreement_rows(found, one, args.agreement_tokens)
     rows, results = rows + table, results + judged
     answer = chat_answer(session)

@@ -82,25 +82,26 @@ def measure(argv=None) -> list[Row]:
     torch.set_num_threads(args.threads)
     from explorer.callbacks.experiments import importance_view
     from explorer.callbacks.heads import heads_report_view
+    from explorer.state.inspected import Inspected
     from explorer.state.session import Session
 
-    session = Session(None, "none")
+    session = Session(Inspected(None, "none"))
     start = time.perf_counter()
-    session.use_shipped(MODEL)
+    session.inspected.use_shipped(MODEL)
     print(f"{MODEL} loaded in {time.perf_counter() - start:.1f} s")
-    prompt = prompt_of(session.tokenizer)
+    prompt = prompt_of(session.inspected.tokenizer)
     measured = []
     for name, (fn, view_args) in views().items():
         fn(session, prompt, *view_args)  # warm the code path
         runs = []
         for _ in range(args.repeats):
-            session._analysis.clear()
+            session.inspected.caches.analysis.clear()
             runs.append(timed(fn, session, prompt, *view_args))
         measured.append(row(name, statistics.median(t for t, _ in runs), runs[-1][1]))
-    session._analysis.clear()
+    session.inspected.caches.analysis.clear()
     views()["attention"][0](session, prompt, 12, 3, -1)
-    kept = sum(t.nbytes for a in session._analysis.values() for t in a.cache.store.values())
-    kept += sum(a.logits.nbytes for a in session._analysis.values())
+    kept = sum(t.nbytes for a in session.inspected.caches.analysis.values() for t in a.cache.store.values())
+    kept += sum(a.logits.nbytes for a in session.inspected.caches.analysis.values())
     measured.append(row("heads report", *timed(heads_report_view, session)))
     measured.append(row("importance map", *timed(importance_view, session, "mean")))
     print_table(f"{MODEL}, {TOKENS}-token prompt, {args.threads} torch thread(s), load {os.getloadavg()[0]:.2f}",

@@ -155,12 +155,12 @@ def in_process(args) -> dict:
                 if i:
                     time.sleep(args.stagger)
                 if i == 1 and args.pause:
-                    sessions[0].run.control(Command.PAUSE)
+                    sessions[0].workspace.run.control(Command.PAUSE)
                 start_training(session, *start_values)
             if args.pause:
                 time.sleep(1.0)
-                sessions[0].run.control(Command.RESUME)
-            runs = [s.run for s in sessions]
+                sessions[0].workspace.run.control(Command.RESUME)
+            runs = [s.workspace.run for s in sessions]
             _wait(lambda: all(r.progress.step > 0 for r in runs), 120)
             time.sleep(1.0)  # past the second child's first steps
             before = [(time.perf_counter(), r.progress.step) for r in runs]
@@ -170,10 +170,10 @@ def in_process(args) -> dict:
             after = [(time.perf_counter(), r.progress.step) for r in runs]
         finally:
             for s in sessions:
-                s.stop_training()
+                s.workspace.stop_training()
             for s in sessions:
-                if s.run is not None:
-                    s.run.thread.join(timeout=30)
+                if s.workspace.run is not None:
+                    s.workspace.run.thread.join(timeout=30)
     rates = [(a[1] - b[1]) / (a[0] - b[0]) for a, b in zip(after, before)]
     return dict(rates=rates, facts=facts, analysis=analysts.summary())
 

@@ -59,7 +59,7 @@ def measure_view(session, fn, args, repeats: int) -> tuple[float, int]:
     """Median seconds of callback + serialisation with an empty activation cache, and the payload bytes."""
     times, size = [], 0
     for _ in range(repeats):
-        session._analysis.clear()
+        session.inspected.caches.analysis.clear()
         start = time.perf_counter()
         size = len(serialised(fn(session, PROMPT, *args)).encode())
         times.append(time.perf_counter() - start)
@@ -69,11 +69,11 @@ def measure_view(session, fn, args, repeats: int) -> tuple[float, int]:
 def forward_seconds(session, repeats: int) -> float:
     from explorer.callbacks.prompting import encode_prompt
 
-    ids = torch.tensor([encode_prompt(session.tokenizer, PROMPT, session.model.cfg.block_size, False)])
+    ids = torch.tensor([encode_prompt(session.inspected.tokenizer, PROMPT, session.inspected.config.block_size, False)])
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
-        session.model.run_with_cache(ids)
+        session.inspected.model.run_with_cache(ids)
         times.append(time.perf_counter() - start)
     return statistics.median(times)
 

@@ -131,7 +131,7 @@ def next_logits(view: LessonView) -> torch.Tensor:
 
 
 def top_token(view: LessonView) -> str:
-    return view.session.tokenizer.decode([int(next_logits(view).argmax())])
+    return view.session.inspected.tokenizer.decode([int(next_logits(view).argmax())])
 
 
 def filtered(view: LessonView) -> torch.Tensor:
@@ -150,27 +150,27 @@ def tokens_kept(view: LessonView) -> int:
 
 
 def greedy_continuation(view: LessonView) -> str:
-    steps = generate(view.session.model, view.ids(), GREEDY_TOKENS, temperature=0.0, keep_distributions=False)
-    return view.session.tokenizer.decode([s.token for s in steps])
+    steps = generate(view.session.inspected.model, view.ids(), GREEDY_TOKENS, temperature=0.0, keep_distributions=False)
+    return view.session.inspected.tokenizer.decode([s.token for s in steps])
 
 
 def most_repetitive_column(view: LessonView) -> str:
     table = parse_table(DEFAULT_COMPARISON)
-    columns = compare(view.session.model, view.ids(), table, COMPARE_TOKENS, seed=int(view.values["seed"]))
+    columns = compare(view.session.inspected.model, view.ids(), table, COMPARE_TOKENS, seed=int(view.values["seed"]))
     top = max(columns, key=lambda column: column.repetition_rate)
     top_p = f" with top-p {top.settings.top_p:g}" if top.settings.top_p < 1 else ""
     return f"temperature {top.settings.temperature:g}{top_p}"
 
 
 def patterns(view: LessonView):
-    n_layers = view.session.config.n_layers
+    n_layers = view.session.inspected.config.n_layers
     a = analyse(view.session, view.prompt, view.values.get("drop_unknown", False), names=all_layers(n_layers, "pattern"))
     return a.cache.stack("pattern")[:, 0].float().numpy(), a.ids  # [L, H, T, T]
 
 
 def head_of(view: LessonView, head: str) -> tuple[int, int]:
     layer, index = (int(x) for x in head.split("."))
-    cfg = view.session.config
+    cfg = view.session.inspected.config
     if not (layer < cfg.n_layers and index < cfg.n_heads):
         raise UserError(f"{view.model} has no head {head} ({cfg.n_layers} layers of {cfg.n_heads} heads)")
     return layer, index
@@ -180,7 +180,7 @@ def head_role(view: LessonView, head: str):
     """The roles.HeadRole the Attention tab's caption names for the head on the step's prompt."""
     layer, index = head_of(view, head)
     pattern, ids = patterns(view)
-    return prompt_roles(pattern, ids)[0][layer * view.session.config.n_heads + index]
+    return prompt_roles(pattern, ids)[0][layer * view.session.inspected.config.n_heads + index]
 
 
 def heads_with_role(view: LessonView, label: str) -> int:
@@ -192,7 +192,8 @@ def bits_per_char(view: LessonView, name: str) -> float:
     """Bits per character of shipped model name on the prompt, read as Compare A and B reads it beside the
     inspected model."""
     other = shipped_template(name)
-    text = readable_text(view.prompt, [view.session.checkpoint, other], view.values.get("drop_unknown", False))
+    inspected = view.session.inspected.checkpoint
+    text = readable_text(view.prompt, [inspected, other], view.values.get("drop_unknown", False))
     nats, chars, _, _ = scored(other, text)
     return bits_per_character(nats, chars)
 
@@ -222,7 +223,7 @@ def split(view: LessonView):
     v = view.values
     target, baseline = view.token(v["answer"], "Answer"), view.token(v["against"], "Against")
     return view.once(("split", view.prompt, target, baseline),
-                     lambda: logit_attribution(view.session.model, view.ids(), -1, target, baseline))
+                     lambda: logit_attribution(view.session.inspected.model, view.ids(), -1, target, baseline))
 
 
 def split_logit(view: LessonView) -> float:
@@ -254,11 +255,12 @@ def sweep(view: LessonView):
     """The PatchingResult of the step's Patch button: its clean and corrupted prompts, what to patch, its layer."""
     v = view.values
     kind = PATCH_CHOICES[v["patch"]]
-    layer = min(int(v["layer"]), view.session.config.n_layers - 1)
+    layer = min(int(v["layer"]), view.session.inspected.config.n_layers - 1)
     clean, corrupted = view.ids(v["clean"]), view.ids(v["corrupted"])
     target, baseline = view.token(v["answer"], "Answer"), view.token(v["against"], "Against")
     key = ("patch", tuple(clean), tuple(corrupted), kind, layer if kind == "z_pos" else None, target, baseline)
-    return view.once(key, lambda: patching_sweep(view.session.model, clean, corrupted, kind, layer, target, baseline))
+    return view.once(key, lambda: patching_sweep(view.session.inspected.model, clean, corrupted, kind, layer, target,
+                                                 baseline))
 
 
 def restored(view: LessonView, cell: str) -> float:
@@ -277,18 +279,19 @@ def most_restored(view: LessonView) -> str:
 
 def loss_rise(view: LessonView, head: str) -> float:
     session, ablation = view.session, Ablation(heads=(head_of(view, head),))
-    windows, means = evaluation_set(session)["windows"], means_for(session, "mean")
-    return validation_loss(session.model, windows, ablation, means) - validation_loss(session.model, windows)
+    windows, means = evaluation_set(session).windows, means_for(session, "mean")
+    model = session.inspected.model
+    return validation_loss(model, windows, ablation, means) - validation_loss(model, windows)
 
 
 def vocabulary_size(view: LessonView) -> int:
     prepare_controls_data(view.session, *(view.values[k] for k in ("corpus", "tokenizer", "bpe_vocab", "val_split")))
-    return view.session.data.tokenizer.vocab_size
+    return view.session.workspace.data.tokenizer.vocab_size
 
 
 def text_tokens(view: LessonView) -> int:
     vocabulary_size(view)
-    data = view.session.data
+    data = view.session.workspace.data
     if is_examples(data.train):
         raise UserError(f"{view.values['corpus']!r} is a task of examples, not a text: claim 'training examples'")
     return len(data.train) + len(data.val)
@@ -297,9 +300,9 @@ def text_tokens(view: LessonView) -> int:
 def training_examples(view: LessonView) -> int:
     """Examples of a task the model trains on (the rest are its test examples)."""
     vocabulary_size(view)
-    if not is_examples(view.session.data.train):
+    if not is_examples(view.session.workspace.data.train):
         raise UserError(f"{view.values['corpus']!r} is a text, not a task of examples: claim 'text tokens'")
-    return len(view.session.data.train)
+    return len(view.session.workspace.data.train)
 
 
 def train_config(view: LessonView):
@@ -314,7 +317,7 @@ def parameters(view: LessonView) -> int:
 
 
 def untrained_loss(view: LessonView) -> float:
-    cfg, data = train_config(view), view.session.data
+    cfg, data = train_config(view), view.session.workspace.data
     torch.manual_seed(TrainConfig().seed)  # as Start seeds it
     model = GPT(cfg).eval()
     text = data.val if len(data.val) > 1 else data.train

@@ -12,7 +12,7 @@ from model_core.features.readout import prompt_activations
 def neuron_of(view, neuron: str) -> tuple[int, int]:
     """'2.89' -> (2, 89), checked against the step's model."""
     layer, index = (int(x) for x in neuron.split("."))
-    cfg = view.session.config
+    cfg = view.session.inspected.config
     if cfg.attn_only or not (layer < cfg.n_layers and index < cfg.d_mlp):
         raise UserError(f"{view.model} has no FFN neuron {neuron} ({cfg.n_layers} layers of "
                         f"{0 if cfg.attn_only else cfg.d_mlp} neurons)")
@@ -46,7 +46,7 @@ def feature_of(view, feature: str) -> int:
 
 def prompt_features(view):
     """[T, d_sae] feature activations of the prompt, as the Features tab computes them."""
-    return prompt_activations(view.session.model, sae_choice(view).sae, view.ids())
+    return prompt_activations(view.session.inspected.model, sae_choice(view).sae, view.ids())
 
 
 def feature_activation(view, feature: str, position: str) -> float:
@@ -74,7 +74,7 @@ def feature_top_token(view, feature: str) -> str:
 
 def promoted_token(view, feature: str) -> str:
     _, up, _ = logit_ranking(view.session, sae_choice(view), feature_of(view, feature))
-    return view.session.tokenizer.token_label(int(up[0]))
+    return view.session.inspected.tokenizer.token_label(int(up[0]))
 
 
 def table_rows(view, feature: str) -> list[list]:
@@ -100,7 +100,7 @@ def neuron_correlation(view, neuron: str, feature: str) -> float:
 
 def top_contexts(view, feature: str) -> list[tuple[str, str]]:
     """(the text shown before, the text shown after) the highlighted token of each of the feature's top contexts."""
-    stats, decode = sae_choice(view).stats, view.session.tokenizer.decode
+    stats, decode = sae_choice(view).stats, view.session.inspected.tokenizer.decode
     out = []
     for pos, value in zip(stats.top_positions[feature_of(view, feature)].tolist(),
                           stats.top_values[int(feature)].tolist()):

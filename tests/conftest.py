@@ -86,10 +86,10 @@ def training_sessions():
 
     yield make
     for s in made:
-        s.stop_training()
-        if s.run is not None:
-            s.run.thread.join(timeout=30)
-            assert not s.run.active, "a training thread did not stop"
+        s.workspace.stop_training()
+        if s.workspace.run is not None:
+            s.workspace.run.thread.join(timeout=30)
+            assert not s.workspace.run.active, "a training thread did not stop"
 
 
 @pytest.fixture

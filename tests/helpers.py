@@ -13,7 +13,9 @@ import numpy as np
 import torch
 
 from bench.server_process import free_port, wait_for_app  # noqa: F401 - the tests' way to launch an app
-from explorer.state.session import DataChoice, Session
+from explorer.state.inspected import Inspected
+from explorer.state.session import Session
+from explorer.state.workspace import DataChoice
 from model_core import GPT, GPTConfig
 from model_core.checkpoints.checkpoint import Checkpoint
 from model_core.data.dataset import token_tensor, train_val_split
@@ -134,7 +136,7 @@ def tiny_session(seed: int = 0, name: str = "tiny") -> Session:
     torch.manual_seed(seed)
     model = GPT(GPTConfig(vocab_size=tokenizer.vocab_size, block_size=BLOCK, d_model=16, n_heads=N_HEADS,
                           n_layers=N_LAYERS))
-    return Session(Checkpoint(model.eval(), tokenizer), name)
+    return Session(Inspected(Checkpoint(model.eval(), tokenizer), name))
 
 
 HEADS_TEXT = "First Citizen:\nBefore we proceed any further, hear me speak.\nAll:\nSpeak, speak.\n" * 4
@@ -148,10 +150,10 @@ def data_session(attn_only: bool = False, with_data: bool = True, snapshots: boo
     model = GPT(GPTConfig(vocab_size=tokenizer.vocab_size, block_size=16, d_model=16, n_heads=2, n_layers=2,
                           attn_only=attn_only)).eval()
     snaps = [take_snapshot(model, tokenizer.encode("First Citizen"), step) for step in (0, 10)] if snapshots else []
-    session = Session(Checkpoint(model, tokenizer, snapshots=snaps), "tiny")
+    session = Session(Inspected(Checkpoint(model, tokenizer, snapshots=snaps), "tiny"))
     if with_data:
         train, val = train_val_split(token_tensor(tokenizer.encode(HEADS_TEXT)), 0.7)
-        session.data = DataChoice("tiny text", HEADS_TEXT[:20], len(HEADS_TEXT), tokenizer, train, val)
+        session.workspace.data = DataChoice("tiny text", HEADS_TEXT[:20], len(HEADS_TEXT), tokenizer, train, val)
     return session
 
 

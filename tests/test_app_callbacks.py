@@ -18,6 +18,7 @@ from explorer.common.errors import UserError, friendly
 from explorer.common.limits import LIMITS
 from explorer.figures.ffn import TOP_TOKENS_HEADERS
 from explorer.figures.plain import Figure
+from explorer.state.inspected import Inspected
 from explorer.state.session import Session
 from model_core import GPT, GPTConfig
 from model_core.checkpoints.checkpoint import Checkpoint
@@ -37,7 +38,7 @@ from tests.trainer_helpers import arch_values, train_values, wait_for_state, wai
 
 
 def weights(session: Session) -> dict:
-    return {k: v.detach().clone() for k, v in session.model.state_dict().items()}
+    return {k: v.detach().clone() for k, v in session.inspected.model.state_dict().items()}
 
 
 def same_weights(a: dict, b: dict) -> bool:
@@ -109,17 +110,19 @@ def test_ffn_view_names_every_activation(activation):
     tokenizer = build_tokenizer("char", TEXT)
     model = GPT(GPTConfig(vocab_size=tokenizer.vocab_size, block_size=BLOCK, d_model=16, n_heads=N_HEADS,
                           n_layers=N_LAYERS, activation=activation))
-    hist = ffn.ffn_view(Session(Checkpoint(model.eval(), tokenizer), "tiny"), PROMPT, 0, 0)[0]
+    hist = ffn.ffn_view(Session(Inspected(Checkpoint(model.eval(), tokenizer), "tiny")), PROMPT, 0, 0)[0]
     assert f"after {ffn.ACTIVATION_NAMES[activation]}" in json.dumps(hist.to_plotly_json()["layout"])
 
 
 def test_model_summary_names_the_last_loss_and_where_it_was_measured(session):
-    split = Checkpoint(session.model, session.tokenizer, evals=[{"step": 9, "train_loss": 2.5, "val_loss": 2.75}])
-    no_split = Checkpoint(session.model, session.tokenizer, evals=[{"step": 9, "train_loss": 0.25, "val_loss": None}])
-    assert models.model_summary(Session(split, "a")).endswith("val loss 2.750 (its training's evaluation at step 9).")
-    assert models.model_summary(Session(no_split, "b")).endswith(
+    model, tok = session.inspected.model, session.inspected.tokenizer
+    split = Checkpoint(model, tok, evals=[{"step": 9, "train_loss": 2.5, "val_loss": 2.75}])
+    no_split = Checkpoint(model, tok, evals=[{"step": 9, "train_loss": 0.25, "val_loss": None}])
+    assert models.model_summary(Session(Inspected(split, "a"))).endswith(
+        "val loss 2.750 (its training's evaluation at step 9).")
+    assert models.model_summary(Session(Inspected(no_split, "b"))).endswith(
         "loss on the training text 0.250 (its training's evaluation at step 9; no validation split).")
-    assert "loss" not in models.model_summary(Session(Checkpoint(session.model, session.tokenizer), "c"))
+    assert "loss" not in models.model_summary(Session(Inspected(Checkpoint(model, tok), "c")))
 
 
 def test_next_token_distribution(session):
@@ -128,7 +131,7 @@ def test_next_token_distribution(session):
     for fig in (dist, temp):
         assert_plotly_would_send_the_same(fig)
     before = np.asarray(dist.data[0].y, dtype=float)
-    assert len(before) == session.tokenizer.vocab_size
+    assert len(before) == session.inspected.tokenizer.vocab_size
     assert before.sum() == pytest.approx(1.0, abs=1e-3)
     assert "kept" in caption.lower() or "token" in caption.lower()
 
@@ -158,8 +161,8 @@ def test_steps_view_running_logprob(session):
 def test_data_view_outputs(session):
     summary, vocab, sample, fig, split, batch = data.data_view(session, "first-names", None, "char", 512)
     assert "first-names" in summary and "tokens" in summary
-    assert session.data.name == "first-names"
-    assert len(vocab) == session.data.tokenizer.vocab_size and len(vocab[0]) == 3
+    assert session.workspace.data.name == "first-names"
+    assert len(vocab) == session.workspace.data.tokenizer.vocab_size and len(vocab[0]) == 3
     assert sample and isinstance(fig, Figure)
     assert "Training split" in split
     assert len(batch) == data.BATCH_SHOWN * data.WINDOW_SHOWN
@@ -299,13 +302,13 @@ def corrupt_zips(tmp_path):
 
 
 def test_corrupt_checkpoint_upload_leaves_model_alone(session, tmp_path):
-    before, version = weights(session), session.version
-    model = session.model
+    before, version = weights(session), session.inspected.version
+    model = session.inspected.model
     for path in corrupt_zips(tmp_path):
         with pytest.raises(ValueError) as err:
             models.load_zip(session, str(path))
         assert "Traceback" not in str(err.value) and len(str(err.value)) > 20, str(err.value)
-        assert session.model is model and session.version == version
+        assert session.inspected.model is model and session.inspected.version == version
     assert same_weights(weights(session), before)
     with pytest.raises(UserError, match="Choose a .zip"):
         models.load_zip(session, None)
@@ -321,7 +324,7 @@ def test_bad_text_uploads_on_data_tab(session, tmp_path, monkeypatch):
     for path, message in ((empty, "empty"), (binary, "binary"), (latin1, "UTF-8")):
         with pytest.raises(ValueError, match=message):
             data.data_view(session, "shakespeare", str(path), "char", 512)
-    assert session.data is None
+    assert session.workspace.data is None
     monkeypatch.setattr(LIMITS, "max_upload_mb", 0.0001)
     big = tmp_path / "big.txt"
     big.write_text("to be or not to be " * 100)
@@ -333,7 +336,7 @@ def test_good_text_upload(session, tmp_path):
     path = tmp_path / "mine.txt"
     path.write_text("the cat sat on the mat. " * 20)
     summary, *_ = data.data_view(session, "shakespeare", str(path), "word", 512)
-    assert "mine.txt" in summary and session.data.tokenizer.vocab_size == 5  # the cat sat on mat.
+    assert "mine.txt" in summary and session.workspace.data.tokenizer.vocab_size == 5  # the cat sat on mat.
 
 
 # ---------------------------------------------------------------- the Train tab's controls
@@ -362,7 +365,7 @@ def big_vocabulary_session() -> Session:
     """A session inspecting a model whose vocabulary (every word of Shakespeare) is none of the choices'."""
     tok = big_vocabulary()
     cfg = GPTConfig(vocab_size=tok.vocab_size, block_size=8, d_model=16, n_heads=2, n_layers=1)
-    return Session(Checkpoint(GPT(cfg).eval(), tok), "inspected")
+    return Session(Inspected(Checkpoint(GPT(cfg).eval(), tok), "inspected"))
 
 
 @pytest.mark.parametrize("choices", [("first-names", "char", 512), ("welcome", "bpe", 4096),
@@ -376,9 +379,9 @@ def test_size_line_counts_the_vocabulary_start_uses(choices):
             data.data_view(session, prepared_first, None, "char", 512, "none")
         line = train.param_count_view(session, *choices, *arch_values())
         use_untrained_model(session, *choices, *arch_values(), "none")  # Start's data and model path
-        cfg = session.model.cfg
-        assert f"**{session.model.num_params():,} parameters**" in line and f"vocabulary {cfg.vocab_size})" in line
-        assert cfg.vocab_size != big_vocabulary().vocab_size
+        model = session.inspected.model
+        assert f"**{model.num_params():,} parameters**" in line and f"vocabulary {model.cfg.vocab_size})" in line
+        assert model.cfg.vocab_size != big_vocabulary().vocab_size
 
 
 def test_size_line_of_the_classroom_preset_after_a_big_vocabulary(session):
@@ -396,9 +399,10 @@ def test_size_line_counts_an_uploaded_text(session, tmp_path):
     data.data_view(session, "shakespeare", str(path), "word", 512)
     line = train.param_count_view(session, "first-names", "char", 512, *arch_values())
     use_untrained_model(session, "first-names", "char", 512, *arch_values())  # the upload stays
-    assert session.data.name == "mine.txt" and session.model.cfg.vocab_size == session.data.tokenizer.vocab_size
-    assert f"**{session.model.num_params():,} parameters**" in line
-    assert f"vocabulary {session.data.tokenizer.vocab_size})" in line
+    text, model = session.workspace.data, session.inspected.model
+    assert text.name == "mine.txt" and model.cfg.vocab_size == text.tokenizer.vocab_size
+    assert f"**{model.num_params():,} parameters**" in line
+    assert f"vocabulary {text.tokenizer.vocab_size})" in line
 
 
 def test_choices_vocabulary_is_the_prepared_tokenizers():
@@ -429,7 +433,7 @@ def test_start_training_refuses_bad_settings(session, monkeypatch):
     monkeypatch.setattr(LIMITS, "max_steps", 10)
     with pytest.raises(UserError, match="more than this server allows"):
         train.start_training(session, "first-names", "char", 512, *train_values())
-    assert session.run is None
+    assert session.workspace.run is None
 
 
 def test_controls_without_a_run(session):
@@ -459,7 +463,7 @@ def test_training_runs_to_the_end_and_is_adopted(training_sessions):
     assert live.startswith("{") and '"data"' in live  # the live attention figure as JSON
     summary = models.model_summary(s)
     assert "trained on first-names (30 steps)" in summary and "val loss" in summary
-    assert s.model.cfg.block_size == 8 and s.tokenizer is s.data.tokenizer
+    assert s.inspected.model.cfg.block_size == 8 and s.inspected.tokenizer is s.workspace.data.tokenizer
     out = attention.attention_view(s, "anna", 0, 0, -1)  # the adopted model answers on the other tabs
     assert len([t for t in out[0].data if t.type == "heatmap"]) == 2
     grid, caption = history.snapshot_view(s, 1.0)
@@ -474,22 +478,22 @@ def test_pause_resume_stop_from_another_thread(training_sessions):
     wait_for_steps(s, 3)
     assert "Pausing" in train.control(s, "pause")
     wait_for_state(s, "paused")
-    steps = s.run.progress.step
+    steps = s.workspace.run.progress.step
     status = train.poll(s)["status"]
     assert "paused" in status and steps > 0
     assert f"({steps} steps)" in models.model_summary(s)  # a copy of the paused model is inspected
-    assert s.model is not s.run.progress.model
+    assert s.inspected.model is not s.workspace.run.progress.model
     paused_copy = weights(s)
-    assert same_weights(paused_copy, {k: v for k, v in s.run.progress.model.state_dict().items()})
+    assert same_weights(paused_copy, {k: v for k, v in s.workspace.run.progress.model.state_dict().items()})
     for _ in range(20):  # really paused: polling does not move it, the status keeps the step
-        assert f"step **{steps:,} /" in train.poll(s)["status"] and s.run.progress.step == steps
+        assert f"step **{steps:,} /" in train.poll(s)["status"] and s.workspace.run.progress.step == steps
     assert train.control(s, "resume") == "Resumed."
     wait_for_steps(s, steps + 1)
     assert "Stopping" in train.control(s, "stop")
     status = wait_until_done(s)["status"]
-    final = s.run.progress.step
+    final = s.workspace.run.progress.step
     assert "stopped" in status and steps < final < 20_000
-    assert [m["step"] for m in s.run.progress.history] == list(range(1, final + 1))  # no step lost or unseen
+    assert [m["step"] for m in s.workspace.run.progress.history] == list(range(1, final + 1))  # no step lost or unseen
     assert not same_weights(paused_copy, weights(s))  # the inspected model is now the stopped one
 
 
@@ -498,12 +502,12 @@ def test_two_sessions_are_independent(training_sessions):
     b_before = weights(b)
     b_view = attention.attention_view(b, PROMPT, 1, 1, -1)[1].data[0].z
     train.start_training(a, "first-names", "char", 512, *train_values())
-    assert b.run is None and "No training run" in train.poll(b)["status"]
+    assert b.workspace.run is None and "No training run" in train.poll(b)["status"]
     wait_until_done(a)
     assert "trained" in models.model_summary(a) and "trained" not in models.model_summary(b)
     assert same_weights(weights(b), b_before)
     assert np.array_equal(attention.attention_view(b, PROMPT, 1, 1, -1)[1].data[0].z, b_view)
-    assert b.data is None
+    assert b.workspace.data is None
 
 
 def test_server_wide_trainer_limit(training_sessions, monkeypatch):
@@ -512,7 +516,7 @@ def test_server_wide_trainer_limit(training_sessions, monkeypatch):
     train.start_training(a, "first-names", "char", 512, *train_values(max_steps=20_000))
     with pytest.raises(UserError, match="The training slot of this server is in use"):
         train.start_training(b, "first-names", "char", 512, *train_values())
-    assert b.run is None
+    assert b.workspace.run is None
     train.control(a, "stop")
     wait_until_done(a)
     train.start_training(b, "first-names", "char", 512, *train_values())  # the slot is free again

@@ -110,11 +110,12 @@ def test_the_shipped_classic_model_still_loads():
                                               ("none", "no positional embedding")])
 def test_embeddings_view_explains_missing_position_vectors(positional, says):
     from explorer.callbacks.embeddings import embeddings_view
+    from explorer.state.inspected import Inspected
     from explorer.state.session import Session
     from model_core.data.tokenization import build_tokenizer
 
     tokenizer = build_tokenizer("char", "abcdefghijk")  # 11 characters: the tiny models' vocabulary
-    session = Session(Checkpoint(tiny_model(positional=positional, qk_norm=True), tokenizer), "tiny")
+    session = Session(Inspected(Checkpoint(tiny_model(positional=positional, qk_norm=True), tokenizer), "tiny"))
     figures = embeddings_view(session, "abcde", "2", 1)
     position_pca, heatmap = figures[1], figures[4]
     for fig in (position_pca, heatmap):

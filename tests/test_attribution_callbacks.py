@@ -23,7 +23,7 @@ def test_the_parts_sum_to_the_logit_and_the_caption_says_so(session):
     for fig in (parts, sources):
         assert_plotly_would_send_the_same(fig)
     heads = parts.data[0]["z"]
-    assert len(heads) == session.config.n_layers and len(heads[0]) == session.config.n_heads
+    assert len(heads) == session.inspected.config.n_layers and len(heads[0]) == session.inspected.config.n_heads
     logit, total = (float(line.split("|")[2]) for line in numbers.splitlines()[2:4])
     assert total == pytest.approx(logit, abs=1e-3)
     assert f"{logit:.2f}" in note and "with the largest part, up or down" in note
@@ -52,7 +52,7 @@ def test_the_example_pair_restores_the_answer_where_the_prompts_differ(session):
 def test_every_kind_of_patch_draws_its_grid(session, kind):
     fig, note = activation_patching_view(session, CLEAN, CORRUPTED, kind, 1, "", "", False)
     rows, cols = len(fig.data[0]["z"]), len(fig.data[0]["z"][0])
-    cfg = session.config
+    cfg = session.inspected.config
     expected = {"resid_pre": (cfg.n_layers, len(CLEAN)), "mlp_out": (cfg.n_layers, len(CLEAN)),
                 "z": (cfg.n_layers, cfg.n_heads), "z_pos": (cfg.n_heads, len(CLEAN))}[PATCH_CHOICES[kind]]
     assert (rows, cols) == expected

@@ -10,6 +10,7 @@ from explorer.callbacks import circuits as C
 from explorer.callbacks import grokking as G
 from explorer.callbacks.train import progress_json
 from explorer.common.errors import UserError
+from explorer.state.inspected import Inspected
 from explorer.state.session import Session
 from model_core.analysis.circuits import copying_scores
 from model_core.checkpoints.checkpoint import Checkpoint
@@ -24,11 +25,12 @@ from tests.helpers import assert_plotly_would_send_the_same, data_session
 def test_head_circuits_show_the_tokens_asked_for_and_the_copying_score():
     session = data_session()
     ov, qk, positional, rows, caption = C.head_circuits_view(session, 1, 0, "Citizen", 3)
-    labels = [session.tokenizer.token_label(i) for i in dict.fromkeys(session.tokenizer.encode("Citizen"))]
+    tok = session.inspected.tokenizer
+    labels = [tok.token_label(i) for i in dict.fromkeys(tok.encode("Citizen"))]
     assert len(rows) == len(labels) and [r[0] for r in rows] == labels
     assert all(len(r[1].split(") ")) == 3 for r in rows)  # three outputs per token
     assert ov.data[0].z.shape == (len(labels), len(labels)) and positional is not None
-    score = copying_scores(session.model)[1, 0]
+    score = copying_scores(session.inspected.model)[1, 0]
     assert f"{score:+.2f}" in caption
     for fig in (ov, qk, positional):
         assert_plotly_would_send_the_same(fig)
@@ -58,7 +60,7 @@ def grokking_session(p=7, steps=40) -> Session:
                       task=task.spec())
     trainer = Trainer(model, train, test, cfg, task.tokenizer())
     trainer.run()
-    return Session(Checkpoint.from_trainer(trainer, "task:modular-addition"), "grokking")
+    return Session(Inspected(Checkpoint.from_trainer(trainer, "task:modular-addition"), "grokking"))
 
 
 def test_the_grokking_lab_reads_a_modular_addition_model():
@@ -67,8 +69,8 @@ def test_the_grokking_lab_reads_a_modular_addition_model():
     assert len(embedding.data[0].y) == 3  # frequencies 1..3 of p = 7
     assert neuron.data[0].z.shape == (7, 7) and logits.data[0].z.shape == (7, 7)
     assert {t.name for t in phases.data} >= {"train loss", "test loss", "restricted loss", "excluded loss"}
-    acc = G.pair_accuracy(session.model, 7)
-    mask = make_task(session.checkpoint.train_config.task).train_mask().reshape(7, 7)
+    acc = G.pair_accuracy(session.inspected.model, 7)
+    mask = make_task(session.inspected.checkpoint.train_config.task).train_mask().reshape(7, 7)
     assert f"{acc[~mask].double().mean().item():.1%}" in caption  # the test accuracy it states
     with pytest.raises(UserError, match="Neuron"):
         G.grokking_view(session, 10_000)

@@ -55,7 +55,7 @@ class FakeRun:
 
 def student(name, run=None):
     session = new_session()
-    session.display_name, session.run = name, run
+    session.member.display_name, session.workspace.run = name, run
     return session
 
 
@@ -127,19 +127,19 @@ def test_a_copy_token_works_once_and_expires():
 
 def test_the_teacher_opens_a_copy_the_student_never_sees_change():
     ana, own = student("Ana"), student("")
-    ana.use(ana.checkpoint, "Ana's trained model")
-    before = {k: v.clone() for k, v in ana.model.state_dict().items()}
-    url = teacher.open_student_model([ana, own], ana.student_id)["url"]
+    ana.inspected.use(ana.inspected.checkpoint, "Ana's trained model")
+    before = {k: v.clone() for k, v in ana.inspected.model.state_dict().items()}
+    url = teacher.open_student_model([ana, own], ana.member.student_id)["url"]
     token = url.split("open=")[1]
     from explorer.callbacks.links import apply_link
 
     summary, notes, _ = apply_link(own, {"open": token})
-    assert notes == [] and "Ana's model, a read-only copy" in summary and own.teacher
+    assert notes == [] and "Ana's model, a read-only copy" in summary and own.member.teacher
     with torch.no_grad():
-        for p in own.model.parameters():
+        for p in own.inspected.model.parameters():
             p.zero_()  # the teacher's experiments reach only the copy
-    assert all(torch.equal(v, ana.model.state_dict()[k]) for k, v in before.items())
-    assert not any(p.requires_grad for p in own.model.parameters())
+    assert all(torch.equal(v, ana.inspected.model.state_dict()[k]) for k, v in before.items())
+    assert not any(p.requires_grad for p in own.inspected.model.parameters())
     _, notes, _ = apply_link(own, {"open": token})  # used once
     assert "used already or has expired" in notes[0]
     with pytest.raises(UserError, match="gone"):
@@ -154,13 +154,13 @@ def test_rows_leaderboard_and_curves_of_a_class():
     other = student("Cy", FakeRun([5.0, 4.0], val=[(2, 1.5)], corpus="names.txt"))
     idle = student("")  # on the shipped model, never trained
     for s in (ana, ben, other):
-        s.shared_key = None
+        s.inspected.shared_key = None
     view = teacher.class_view([ana, ben, other, idle])
     rows = {r["name"]: r for r in view["students"]}
     assert rows["Ana"]["run"]["state"] == "running" and rows["Ana"]["run"]["step"] == 3
     assert rows["Ana"]["model"]["val_loss"] == pytest.approx(2.6) and rows["Ana"]["run"]["tokens_per_sec"]
     assert rows["Ben"]["run"]["tokens_per_sec"] is None  # not running: no speed to show
-    assert rows[f"(no name) #{idle.student_id}"]["run"] is None
+    assert rows[f"(no name) #{idle.member.student_id}"]["run"] is None
     boards = {b["corpus"]: [r["name"] for r in b["rows"]] for b in view["leaderboard"]}
     assert boards == {"shakespeare, char tokens (11)": ["Ben", "Ana"], "names.txt, char tokens (11)": ["Cy"]}
     assert [r["val_step"] for b in view["leaderboard"] for r in b["rows"]] == [2, 2, 3]  # when each was measured
@@ -170,7 +170,7 @@ def test_rows_leaderboard_and_curves_of_a_class():
     assert figure["layout"]["xaxis2"]["matches"] == "x" and figure["layout"]["yaxis3"]["matches"] == "y"
     again = teacher.class_view([ana, ben, other, idle], figure_key=view["figure_key"])
     assert again["figure"] is None and again["figure_key"] == view["figure_key"]  # nothing new: not resent
-    ana.run.progress.history.append({"step": 4, "loss": 2.4, "tokens_per_sec": 1.0})
+    ana.workspace.run.progress.history.append({"step": 4, "loss": 2.4, "tokens_per_sec": 1.0})
     assert teacher.class_view([ana, ben, other, idle], view["figure_key"])["figure"] is not None
 
 
@@ -178,11 +178,11 @@ def test_a_loss_reported_by_an_uploaded_file_never_ranks_above_a_measured_one():
     from model_core.checkpoints.checkpoint import Checkpoint
 
     ana = student("Ana", FakeRun([4.0, 3.0, 2.5], val=[(0, 4.2), (3, 2.6)]))
-    ana.shared_key = None
+    ana.inspected.shared_key = None
     eve = student("Eve")  # uploads a .zip whose evals claim a loss nobody reaches on this text
     claim = Checkpoint(tiny_model(), CharTokenizer("abcdefghijk"), evals=[{"step": 9000, "val_loss": 0.01}],
                        corpus="shakespeare")
-    eve.use(claim, "uploaded best.zip")
+    eve.inspected.use(claim, "uploaded best.zip")
     board = teacher.class_view([eve, ana])["leaderboard"]
     assert [(r["name"], r["val_source"], r["val_step"]) for r in board[0]["rows"]] == [
         ("Ana", "measured", 3), ("Eve", "file", 9000)]  # Ana's latest evaluation, not her step-0 one
@@ -206,7 +206,7 @@ def test_loss_figure_cells_share_axes_and_label_only_the_outer_ticks():
 def test_student_rows_name_nobody_elses_secret_and_leaderboard_skips_shipped_models():
     session = student("Ana")
     row = student_row(session)
-    assert session.student_id in json.dumps(row)
+    assert session.member.student_id in json.dumps(row)
     assert all(secret not in json.dumps(row) for secret in ("shared_key", "lock"))
     assert leaderboard([row]) == []  # the shipped model: not the student's own
     assert clean_name("  Ana\n\x07 María  " + "x" * 60) == ("Ana María " + "x" * 60)[:40]
@@ -225,7 +225,7 @@ def test_go_there_starts_no_run_unless_the_push_is_a_class_run_and_nothing_is_as
     session = new_session()
     assert start_class_run(session, False, "", "shakespeare", "char", 512) == (gr.skip(), gr.skip())
     assert start_class_run(session, True, "Open it anyway?", "shakespeare", "char", 512) == (gr.skip(), gr.skip())
-    assert session.run is None
+    assert session.workspace.run is None
 
 
 def test_go_there_opens_the_pushed_step_and_applies_a_pushed_link():
@@ -248,20 +248,20 @@ def test_a_pushed_step_asks_before_it_replaces_the_students_own_model():
 
     session = new_session()
     own = Checkpoint(tiny_model(), CharTokenizer("abcdefghijk"))
-    session.use(own, "trained on my poems (400 steps)")
+    session.inspected.use(own, "trained on my poems (400 steps)")
     step = str(teacher.push_step("attention-basics", 0)["push"]["id"])  # the step names model: shakespeare
     outputs = apply_push(session, step)
     assert ("opens the shipped model shakespeare in place of the model you are inspecting now (trained on my poems "
             "(400 steps)), which is kept nowhere else") in outputs["ask"]
     assert list(outputs) == ["ask"]  # the player, the model and the controls stay as they were
-    assert session.held is own and session.model_name == "trained on my poems (400 steps)"
+    assert session.inspected.held is own and session.inspected.name == "trained on my poems (400 steps)"
     view = str(teacher.push_link("?tab=attention&model=first-names&layer=0")["push"]["id"])
     assert apply_push(session, view)["ask"].startswith("This view opens the shipped model first-names")
     no_model = str(teacher.push_link("?tab=residual&layer=1")["push"]["id"])
-    assert apply_push(session, no_model)["ask"] == "" and session.held is own  # a view of the same model: no question
+    assert apply_push(session, no_model)["ask"] == "" and session.inspected.held is own  # the same model: no question
     outputs = apply_push(session, step, replace_model=True)  # "Open it anyway"
     assert outputs["ask"] == "" and outputs["state"] == {"lesson": "attention-basics", "step": 0}
-    assert session.model_name == "shakespeare" and session.held is not own
+    assert session.inspected.name == "shakespeare" and session.inspected.held is not own
 
 
 def test_answers_are_checked_kept_with_the_session_and_replaced():
@@ -274,8 +274,8 @@ def test_answers_are_checked_kept_with_the_session_and_replaced():
     set_name(session, "  Ana  ")
     assert send_answer(session, state, "just left of the diagonal", "").startswith(
         "**Right.** Sent to your teacher as **Ana**")
-    kept = session.answers[("attention-basics", 0)]
-    assert (kept.name, kept.answer, kept.student) == ("Ana", "just left of the diagonal", session.student_id)
+    kept = session.member.answers[("attention-basics", 0)]
+    assert (kept.name, kept.answer, kept.student) == ("Ana", "just left of the diagonal", session.member.student_id)
     groups = teacher.class_view([session])["answers"]
     assert groups[0]["tally"] == {"on the diagonal (the character itself)": 0, "just left of the diagonal": 1}
     with pytest.raises(UserError, match="Open a lesson"):

@@ -8,6 +8,7 @@ import pytest
 from explorer.common.limits import LIMITS
 from explorer.server.gradio_sessions import keep_pages_state
 from explorer.state.eviction import BLANK_PER_ADDRESS, holds_work
+from explorer.state.inspected import Evaluation
 from explorer.state.session import SessionRegistry, new_session
 from explorer.state.shipped import load_shipped
 
@@ -24,20 +25,21 @@ def page_with_work(registry, page: str):
     """A browser page (its key sent) whose student changed the model."""
     registry.resume(page, None)
     session = registry.get(page, "10.0.0.1")
-    session.use(load_shipped("first-names"), "my model")
+    session.inspected.use(load_shipped("first-names"), "my model")
     return session
 
 
 def test_what_counts_as_work():
     session = new_session()
     assert not holds_work(session)
-    for change in (lambda s: setattr(s, "display_name", "Ana"), lambda s: s.answers.update({("l", 0): "x"}),
-                   lambda s: s.use(load_shipped("first-names"), "first-names"),
-                   lambda s: s.experiments.update(model_b=object())):
+    for change in (lambda s: setattr(s.member, "display_name", "Ana"),
+                   lambda s: s.member.answers.update({("l", 0): "x"}),
+                   lambda s: s.inspected.use(load_shipped("first-names"), "first-names"),
+                   lambda s: setattr(s.workspace, "model_b", object())):
         other = new_session()
         change(other)
         assert holds_work(other)
-    session.experiments["eval"] = {"means": None}  # a cache is not work
+    session.inspected.caches.evaluation = Evaluation("text", None, None)  # a cache is not work
     assert not holds_work(session)
 
 
@@ -45,13 +47,13 @@ def test_any_number_of_fresh_api_sessions_never_push_out_a_page_with_work(regist
     mine = page_with_work(registry, "page")
     for i in range(200):  # each asks once from its own script and never comes back
         registry.get(f"api-{i}", f"10.0.1.{i % 250}")
-    assert registry.get("page") is mine and mine.model_name == "my model"
+    assert registry.get("page") is mine and mine.inspected.name == "my model"
     assert len(registry) <= LIMITS.max_sessions
 
 
 def test_scripts_never_push_out_a_scripts_work_or_a_paused_page_either(registry):
     script = registry.get("script", "10.0.0.2")
-    script.display_name = "a script with a name"
+    script.member.display_name = "a script with a name"
     page = page_with_work(registry, "page")
     for i in range(50):
         registry.get(f"api-{i}", "10.0.0.3")
@@ -67,12 +69,12 @@ def test_a_newcomer_that_cannot_be_kept_is_served_and_told(registry):
 
 def test_a_new_page_pushes_out_the_least_recently_used_work_and_its_user_is_told(registry):
     script = registry.get("script", "10.0.0.2")
-    script.use(load_shipped("first-names"), "script's model")
+    script.inspected.use(load_shipped("first-names"), "script's model")
     first = page_with_work(registry, "page-0")
     for i in range(1, LIMITS.max_sessions - 1):
         page_with_work(registry, f"page-{i}")
     registry.resume("new-page", None)
-    registry.get("new-page", "10.0.0.5").display_name = "Ben"  # over capacity: a script's work goes first
+    registry.get("new-page", "10.0.0.5").member.display_name = "Ben"  # over capacity: a script's work goes first
     assert script not in registry.sessions() and first in registry.sessions()
     registry.resume("another-page", None)
     registry.get("another-page", "10.0.0.6")  # then the least recently used page's
@@ -85,7 +87,7 @@ def test_blank_sessions_of_one_address_are_capped_and_recycled_silently(monkeypa
     monkeypatch.setattr(LIMITS, "max_sessions", 64)
     registry = SessionRegistry()
     mine = registry.get("work", "10.0.0.7")
-    mine.display_name = "Ana"
+    mine.member.display_name = "Ana"
     for i in range(30):
         registry.get(f"blank-{i}", "10.0.0.7")
     others = registry.get("elsewhere", "10.0.0.8")

@@ -7,7 +7,6 @@ import pytest
 import torch
 
 from explorer.callbacks.compare import (
-    SecondModel,
     compare_view,
     copy_inspected_as_b,
     load_nanogpt_as_b,
@@ -17,7 +16,9 @@ from explorer.callbacks.compare import (
 from explorer.callbacks.experiments import ablation_view, evaluation_set, importance_view, top_head_inputs
 from explorer.common.errors import friendly
 from explorer.figures.plain import Figure
-from explorer.state.session import DataChoice, Session
+from explorer.state.inspected import Inspected
+from explorer.state.session import Session
+from explorer.state.workspace import DataChoice, SecondModel
 from explorer.teaching.captions_experiments import ablation_caption
 from model_core import GPT, GPTConfig
 from model_core.checkpoints.checkpoint import Checkpoint
@@ -35,10 +36,10 @@ def tiny_session(attn_only: bool = False, with_data: bool = True) -> Session:
     torch.manual_seed(0)
     model = GPT(GPTConfig(vocab_size=tokenizer.vocab_size, block_size=16, d_model=16, n_heads=N_HEADS,
                           n_layers=N_LAYERS, attn_only=attn_only))
-    session = Session(Checkpoint(model.eval(), tokenizer), "tiny")
+    session = Session(Inspected(Checkpoint(model.eval(), tokenizer), "tiny"))
     if with_data:
         train, val = train_val_split(token_tensor(tokenizer.encode(TEXT)), 0.7)
-        session.data = DataChoice("tiny text", TEXT[:20], len(TEXT), tokenizer, train, val)
+        session.workspace.data = DataChoice("tiny text", TEXT[:20], len(TEXT), tokenizer, train, val)
     return session
 
 
@@ -83,14 +84,6 @@ def test_zero_and_mean_ablation_give_different_validation_losses():
 def test_same_seed_gives_the_same_continuations():
     session = tiny_session()
     assert run(session, seed=5)[2] == run(session, seed=5)[2]
-
-
-def test_evaluation_set_is_fixed_until_the_model_changes():
-    session = tiny_session()
-    first = evaluation_set(session)["windows"]
-    assert torch.equal(first, evaluation_set(session)["windows"]) and evaluation_set(session) is evaluation_set(session)
-    session.use(session.checkpoint, "again")
-    assert evaluation_set(session)["key"][0] == session.version
 
 
 def test_importance_view_names_the_head_with_the_largest_increase():
@@ -141,12 +134,12 @@ def test_a_model_without_known_validation_text_asks_for_data():
 
 def test_a_model_trained_on_a_built_in_corpus_is_evaluated_on_its_validation_split():
     session = tiny_session(with_data=False)
-    session.checkpoint.corpus = "welcome"  # a tiny built-in corpus; the tokenizer drops what it does not know
+    session.inspected.checkpoint.corpus = "welcome"  # a tiny built-in corpus; the tokenizer drops what it does not know
     evaluation = evaluation_set(session)
-    known = session.tokenizer.strip_unknown("Welcome to the world of AI")
-    val = session.tokenizer.encode(known[int(len(known) * 0.9):])
-    assert evaluation["name"] == "welcome"
-    assert all(w.tolist() == val for w in evaluation["windows"])  # the short split gives one possible window
+    known = session.inspected.tokenizer.strip_unknown("Welcome to the world of AI")
+    val = session.inspected.tokenizer.encode(known[int(len(known) * 0.9):])
+    assert evaluation.name == "welcome"
+    assert all(w.tolist() == val for w in evaluation.windows)  # the short split gives one possible window
 
 
 # ---------------------------------------------------------------- comparing with a second model (B)
@@ -171,7 +164,8 @@ def test_a_copy_of_the_inspected_model_scores_the_same_and_stays_frozen():
     assert np.allclose(a, b) and np.allclose(diff, 0) and "they predict it equally well" in note
     assert "heads attend alike here (no head's weights differ by more than 0.000" in note
     with torch.no_grad():
-        session.model.embed.weight.add_(torch.randn_like(session.model.embed.weight))  # A changes (as training would); B keeps the weights it copied
+        weight = session.inspected.model.embed.weight
+        weight.add_(torch.randn_like(weight))  # A changes (as training would); B keeps the weights it copied
     _, _, _, note, _ = compare_view(session, PROMPT)
     assert "equally well" not in note
 
@@ -179,7 +173,7 @@ def test_a_copy_of_the_inspected_model_scores_the_same_and_stays_frozen():
 def test_char_and_bpe_models_are_compared_in_bits_per_character():
     session = tiny_session()
     bpe = bpe_checkpoint()
-    session.experiments["model_b"] = SecondModel(bpe, "bpe model")
+    session.workspace.model_b = SecondModel(bpe, "bpe model")
     text = "Speak, speak."
     bits, nxt, numbers, note, grids = compare_view(session, text)
     a, b, _ = (np.asarray(t.y, dtype=float) for t in bits.data)
@@ -202,14 +196,15 @@ def test_char_and_bpe_models_are_compared_in_bits_per_character():
 def test_attention_grids_show_both_models_patterns_and_name_the_head_that_differs_most():
     session = tiny_session()
     torch.manual_seed(5)  # B: the same shape and tokenizer, other weights
-    other = GPT(session.model.cfg).eval()
+    other = GPT(session.inspected.model.cfg).eval()
     with torch.no_grad():  # sharper attention than the near-uniform patterns of a fresh tiny model
         for block in other.blocks:
             block.attn.W_qkv.weight.mul_(8)
-    session.experiments["model_b"] = SecondModel(Checkpoint(other, session.tokenizer), "other")
+    session.workspace.model_b = SecondModel(Checkpoint(other, session.inspected.tokenizer), "other")
     *_, note, grids = compare_view(session, PROMPT)
-    ids = torch.tensor([session.tokenizer.encode(PROMPT)])
-    patterns = [model.run_with_cache(ids)[1].stack("pattern")[:, 0] for model in (session.model, other)]  # [L, H, T, T]
+    ids = torch.tensor([session.inspected.tokenizer.encode(PROMPT)])
+    models = (session.inspected.model, other)
+    patterns = [model.run_with_cache(ids)[1].stack("pattern")[:, 0] for model in models]  # [L, H, T, T]
     panels = N_LAYERS * N_HEADS
     for half, pattern in enumerate(patterns):  # A's panels first, then B's; weights shown as whole percents
         shown = np.stack([np.asarray(t.z, dtype=float) for t in grids.data[half * panels:(half + 1) * panels]])
@@ -226,7 +221,7 @@ def test_attention_grids_show_both_models_patterns_and_name_the_head_that_differ
 def test_model_b_that_cannot_read_the_prompt_gets_a_message():
     session = tiny_session()
     narrow = build_tokenizer("char", "abc ")
-    session.experiments["model_b"] = SecondModel(Checkpoint(GPT(GPTConfig(vocab_size=4, block_size=8, d_model=8,
+    session.workspace.model_b = SecondModel(Checkpoint(GPT(GPTConfig(vocab_size=4, block_size=8, d_model=8,
                                                                           n_heads=2, n_layers=1)).eval(), narrow), "abc")
     with pytest.raises(gr.Error, match="Model B cannot read this text"):
         friendly(compare_view)(session, PROMPT)
@@ -259,10 +254,10 @@ def test_shipped_model_as_b_and_bad_name():
 def test_swap_inspects_model_b_and_keeps_a_as_b():
     session = tiny_session()
     bpe = bpe_checkpoint()
-    session.experiments["model_b"] = SecondModel(bpe, "bpe model")
-    version = session.version
+    session.workspace.model_b = SecondModel(bpe, "bpe model")
+    version = session.inspected.version
     summary, status = swap_models(session)
-    assert session.checkpoint is bpe and session.version == version + 1 and "bpe model" in summary
+    assert session.inspected.checkpoint is bpe and session.inspected.version == version + 1 and "bpe model" in summary
     assert "Model B: **tiny**" in status
     with pytest.raises(gr.Error, match="Choose model B first"):
         friendly(swap_models)(tiny_session())

@@ -101,7 +101,8 @@ def test_train_tab_zip_holds_the_run_history():
     session = tiny_session()
     history = [{"step": s, "loss": 4.0 - s / 10, "lr": 0.01, "tokens_per_sec": 100.0} for s in range(1, 6)]
     evals = [{"step": 5, "train_loss": 3.5, "val_loss": 3.7}]
-    session.use(Checkpoint(session.model, session.tokenizer, history=history, evals=evals), "tiny")
+    model, tok = session.inspected.model, session.inspected.tokenizer
+    session.inspected.use(Checkpoint(model, tok, history=history, evals=evals), "tiny")
     tables, about = read_zip(data_zip(session, "train", [], ["Layers"], 2))
     assert [float(r["loss"]) for r in tables["loss_per_step"]] == [m["loss"] for m in history]
     assert set(tables["loss_per_step"][0]) == {"step", "loss", "lr", "tokens_per_sec"}

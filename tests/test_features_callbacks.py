@@ -27,7 +27,8 @@ def session():
 
 def test_listing_by_activation_is_the_active_features_at_the_token_strongest_first(session):
     rows, density_fig, caption = F.features_list(session, PROMPT, F.ORDERS[0], 5)
-    acts = prompt_activations(session.model, current_sae(session).sae, session.tokenizer.encode(PROMPT))[5]
+    ids = session.inspected.tokenizer.encode(PROMPT)
+    acts = prompt_activations(session.inspected.model, current_sae(session).sae, ids)[5]
     assert [r[0] for r in rows] == [int(f) for f in torch.argsort(-acts, stable=True)[:len(rows)]]
     assert len(rows) == int((acts > 0).sum()) and all(r[1] > 0 for r in rows)
     assert "5:" in caption and f"feature {rows[0][0]}" in caption
@@ -89,7 +90,7 @@ def test_an_uploaded_sae_replaces_the_shipped_one_until_the_model_changes(tmp_pa
     assert choice.stats.density.shape == (64,) and choice.stats.n_tokens > 10_000
     rows, _, _ = F.features_list(session, PROMPT, "density")
     assert all(0 <= r[0] < 64 for r in rows)
-    session.use_shipped("shakespeare")  # another model (version): the upload no longer applies
+    session.inspected.use_shipped("shakespeare")  # another model (version): the upload no longer applies
     assert current_sae(session).source == "shipped with the app"
 
 
@@ -115,7 +116,8 @@ def test_a_model_without_an_sae_says_how_to_get_one():
 
 
 def test_feature_minus_one_is_the_strongest_at_the_chosen_token(session):
-    acts = prompt_activations(session.model, current_sae(session).sae, session.tokenizer.encode(PROMPT))
+    ids = session.inspected.tokenizer.encode(PROMPT)
+    acts = prompt_activations(session.inspected.model, current_sae(session).sae, ids)
     caption = F.feature_view(session, PROMPT, -1, 3)[-1]
     assert f"Feature {int(acts[3].argmax())} fires on" in caption
 

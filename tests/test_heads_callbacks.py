@@ -22,20 +22,12 @@ def test_report_card_has_one_row_per_head_and_a_role_map():
     assert isinstance(role_map, Figure) and isinstance(loss, Figure) and isinstance(stripe, Figure)
     for fig in (role_map, loss, stripe):
         assert_plotly_would_send_the_same(fig)
-    cfg = session.model.cfg
+    cfg = session.inspected.model.cfg
     assert len(rows) == cfg.n_layers * cfg.n_heads and all(len(r) == len(REPORT_HEADERS) for r in rows)
     assert np.shape(role_map.data[0].z) == (cfg.n_layers, cfg.n_heads)
     assert "tiny text" in note and "shortened to 8 random tokens" in note  # block size 16 < 64
     assert "second copy" in induction_note
     assert "no induction head yet" in induction_note  # an untrained model
-
-
-def test_the_report_is_computed_once_per_model_version():
-    session = data_session()
-    first = H.report_of(session)
-    assert H.report_of(session) is first
-    session.use(session.checkpoint, "again")  # a new model version
-    assert H.report_of(session) is not first
 
 
 def test_without_validation_text_the_report_says_so_and_examples_refuse():

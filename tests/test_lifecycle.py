@@ -50,10 +50,10 @@ def test_a_paused_run_expires_after_the_idle_ttl_and_frees_its_slot(training_ses
     with pytest.raises(UserError, match="frees in about"):  # the paused run's remaining TTL is known
         train.start_training(b, "first-names", "char", 512, *train_values())
     training_run.expire_idle_runs()
-    assert a.run.progress.requested == "paused"  # paused for less than the TTL
+    assert a.workspace.run.progress.requested == "paused"  # paused for less than the TTL
     training_run.expire_idle_runs(now=time.monotonic() + 61.0)  # paused for longer than the TTL
     assert "stopped this run because it was paused" in wait_until_done(a)["status"]
-    assert a.model_name.startswith("trained on first-names") and a.run.progress.state == "stopped"
+    assert a.inspected.name.startswith("trained on first-names") and a.workspace.run.progress.state == "stopped"
     train.start_training(b, "first-names", "char", 512, *train_values())  # the slot was given back
     wait_until_done(b)
 
@@ -91,14 +91,14 @@ def test_start_is_atomic_per_session_double_click(training_sessions):
 
 def test_a_crashed_run_keeps_the_previous_model_and_says_why(training_sessions):
     session = training_sessions()
-    name, before = session.model_name, session.version
+    name, before = session.inspected.name, session.inspected.version
     train.start_training(session, "first-names", "char", 512, *train_values(max_steps=20_000))
     wait_for_steps(session, 3)
-    os.kill(session.run.remote.process.pid, signal.SIGKILL)
+    os.kill(session.workspace.run.remote.process.pid, signal.SIGKILL)
     status = wait_until_done(session)["status"]
     assert "error at step" in status and "ended unexpectedly" in status
     assert f"still inspect **{name}**" in status
-    assert session.model_name == name and session.version == before
+    assert session.inspected.name == name and session.inspected.version == before
 
 
 def test_concurrent_calls_of_one_session_equal_their_sequential_results(training_sessions):
@@ -138,7 +138,7 @@ def test_concurrent_calls_of_one_session_equal_their_sequential_results(training
         assert not errors
         for (name, _), result in results.items():
             assert result == sequential[name], name
-        assert all(not hp._forward_hooks for hp in session.model.modules() if hasattr(hp, "_forward_hooks")
+        assert all(not hp._forward_hooks for hp in session.inspected.model.modules() if hasattr(hp, "_forward_hooks")
                    and type(hp).__name__ == "HookPoint")
     finally:
         REGISTRY._sessions.pop("concurrent", None)
@@ -152,11 +152,11 @@ def test_eviction_of_a_session_with_a_paused_run_is_told_when_its_user_returns(t
     wait_for_steps(first, 1)
     train.control(first, "pause")
     wait_for_state(first, "paused")
-    registry.get("second").display_name = "Bo"  # work of its own: not the one to go
+    registry.get("second").member.display_name = "Bo"  # work of its own: not the one to go
     registry.resume("third", None)  # a browser page arrives
     registry.get("third")  # over capacity: "first" is the least recently used session with work
     assert len(registry) == 2
-    wait_for(lambda: not first.run.active, "the evicted session's run to stop")
+    wait_for(lambda: not first.workspace.run.active, "the evicted session's run to stop")
     back = registry.get("first")
     assert back is not first and len(back.notices) == 1
     assert "paused run (step" in back.notices[0] and "was stopped" in back.notices[0]
@@ -172,7 +172,7 @@ def test_shipped_model_results_are_shared_but_a_trained_model_never_sees_them():
         b = view(SimpleNamespace(session_hash="shared-b"), "emma", 0, 0, -1, False)
         assert SHARED.hits == hits + 1 and b is a  # the second student gets the first one's result
         other = REGISTRY.get("shared-b")
-        other.use(load_shipped("first-names"), "first-names")  # not marked shared: its own results
+        other.inspected.use(load_shipped("first-names"), "first-names")  # not marked shared: its own results
         c = view(SimpleNamespace(session_hash="shared-b"), "emma", 0, 0, -1, False)
         assert SHARED.hits == hits + 1
         assert a[1].type == "plotly" and a[1].plot != c[1].to_json()  # shared figures are stored serialised

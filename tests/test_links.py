@@ -27,17 +27,17 @@ def test_a_link_opens_the_named_shipped_model_before_checking_layers():
     name = shipped_models()[-1]
     session = tiny_session()
     summary, notes, values = apply_link(session, {"model": name, "layer": "63", "head": "0", "tab": "attention"})
-    assert session.model_name == name and shipped_name(session) == name and name in summary
-    last = session.model.cfg.n_layers - 1
+    assert session.inspected.name == name and shipped_name(session) == name and name in summary
+    last = session.inspected.model.cfg.n_layers - 1
     assert values == {"model": name, "layer": last, "head": 0, "tab": "attention"}
     assert notes == [f"layer=63 is past this model's last layer ({last}): showing {last}."]
 
 
 def test_a_link_without_a_model_keeps_the_session_model():
     session = tiny_session()
-    model = session.model
+    model = session.inspected.model
     summary, notes, values = apply_link(session, {"head": "5", "prompt": PROMPT, "zoom": "3"})
-    assert session.model is model and shipped_name(session) == ""  # a model of this session, not a shipped one
+    assert session.inspected.model is model and shipped_name(session) == ""  # this session's model, not a shipped one
     assert values == {"head": N_HEADS - 1, "prompt": PROMPT}
     assert len(notes) == 2 and "zoom" in notes[0] and "head=5" in notes[1]
 
@@ -49,9 +49,9 @@ def test_gradios_own_parameters_are_left_to_gradio():
 
 def test_the_same_shipped_model_is_not_reloaded():
     session = new_session(shipped_models()[0])
-    model = session.model
+    model = session.inspected.model
     apply_link(session, {"model": shipped_models()[0]})
-    assert session.model is model
+    assert session.inspected.model is model
 
 
 def test_a_preset_fills_its_controls_and_settings_beside_it_win():

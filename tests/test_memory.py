@@ -25,9 +25,9 @@ def own_model(session) -> weakref.ref:
     """Give the session a model of its own and an analysis of it (its activation cache); -> a weak reference."""
     tokenizer = build_tokenizer("char", TEXT)
     model = GPT(GPTConfig(vocab_size=tokenizer.vocab_size, block_size=16, d_model=16, n_heads=2, n_layers=1))
-    session.use(Checkpoint(model, tokenizer), "tiny")
+    session.inspected.use(Checkpoint(model, tokenizer), "tiny")
     ids = tokenizer.encode("the cat")
-    session.analysis("the cat", ids, [str(i) for i in ids])
+    session.inspected.analysis("the cat", ids, [str(i) for i in ids])
     return weakref.ref(model)
 
 

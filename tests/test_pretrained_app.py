@@ -31,10 +31,10 @@ def sessions():
 
 def test_sessions_share_the_weights_but_not_the_hook_points(sessions):
     a, b = sessions
-    assert a.model is not b.model
+    assert a.inspected.model is not b.inspected.model
     for name in ("embed.weight", "blocks.0.attn.W_qkv.weight", "blocks.29.mlp.W_out.weight"):
-        assert a.model.get_parameter(name).data_ptr() == b.model.get_parameter(name).data_ptr()
-    hook_a, hook_b = a.model.blocks[3].attn.hook_pattern, b.model.blocks[3].attn.hook_pattern
+        assert a.inspected.model.get_parameter(name).data_ptr() == b.inspected.model.get_parameter(name).data_ptr()
+    hook_a, hook_b = a.inspected.model.blocks[3].attn.hook_pattern, b.inspected.model.blocks[3].attn.hook_pattern
     assert hook_a is not hook_b
     with a.lock:
         handle = hook_a.add_hook(lambda tensor, hook: tensor)
@@ -46,7 +46,7 @@ def test_sessions_share_the_weights_but_not_the_hook_points(sessions):
 
 def test_a_deep_copy_shares_the_frozen_weights(sessions):
     """Experiments' "copy the inspected model as model B" deep-copies it: 540 MB would be copied per click."""
-    model = sessions[0].model
+    model = sessions[0].inspected.model
     clone = copy.deepcopy(model)
     assert clone.embed.weight.data_ptr() == model.embed.weight.data_ptr() and clone.frozen
     assert clone.blocks[0].attn.hook_pattern is not model.blocks[0].attn.hook_pattern
@@ -63,9 +63,9 @@ def test_training_and_saving_it_are_refused_with_a_sentence(sessions):
     assert str(caught.value) == read_only_sentence("Saving it as a .zip")
     data = torch.randint(0, 49152, (2000,))
     with pytest.raises(ValueError) as refused:
-        Trainer(a.model, data, None, TrainConfig(max_steps=1, batch_size=1, device="cpu"))
+        Trainer(a.inspected.model, data, None, TrainConfig(max_steps=1, batch_size=1, device="cpu"))
     assert str(refused.value) == FROZEN_MODEL
-    assert a.model.frozen  # nothing thawed it
+    assert a.inspected.model.frozen  # nothing thawed it
 
 
 def test_chat_format_answers_the_capital_question_and_stops_at_its_end(sessions):

@@ -14,10 +14,11 @@ PROMPT = ("The cat sat on the mat. The dog sat on the log. When the cat saw the 
 
 @pytest.fixture(scope="module")
 def session():
+    from explorer.state.inspected import Inspected
     from explorer.state.session import Session
 
-    s = Session(None, "none")
-    s.use_shipped("smollm2-135m")
+    s = Session(Inspected(None, "none"))
+    s.inspected.use_shipped("smollm2-135m")
     return s
 
 
@@ -28,7 +29,7 @@ def trace_count(fig, kind: str) -> int:
 def test_the_model_gets_the_compact_views(session):
     from model_core.analysis.scale import analysis_tokens, is_large
 
-    assert is_large(session.config) and analysis_tokens(session.config) == 256
+    assert is_large(session.inspected.config) and analysis_tokens(session.inspected.config) == 256
 
 
 def test_attention_overview_and_one_layer(session):
@@ -41,7 +42,7 @@ def test_attention_overview_and_one_layer(session):
     assert [t["name"] for t in panels] == [f"L3·H{h}" for h in range(9)]  # the selected layer's heads only
     assert len(table) == 270 and "270 heads" in caption
     assert clicked_head("overview: itself", "H4", "L17") == (17, 4)
-    a = session._analysis[next(iter(session._analysis))]
+    a = session.inspected.caches.analysis[next(iter(session.inspected.caches.analysis))]
     pattern = a.cache["pattern", 3][0].float().numpy()
     np.testing.assert_allclose(pattern.sum(-1), 1.0, atol=2e-3)  # kept in float16
     assert sum(t.nbytes for t in a.cache.store.values()) < 3_000_000  # a bounded cache per session

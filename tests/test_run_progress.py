@@ -9,6 +9,7 @@ import torch
 from explorer.callbacks import train
 from explorer.common.limits import LIMITS
 from explorer.state import training_run
+from explorer.state.inspected import Inspected
 from explorer.state.session import Session
 from explorer.state.training_run import TrainingRun
 from model_core.checkpoints.checkpoint import Checkpoint
@@ -85,11 +86,11 @@ def test_the_eta_follows_the_pace_of_the_latest_steps():
 def untrained_session() -> tuple[Session, TrainingRun, list]:
     """A session, its run (not started: the messages below stand in for its child's) and the commands sent to it."""
     job = make_job(max_steps=100)
-    session = Session(Checkpoint(make_job(seed=1).model, job.tokenizer), "before")
-    session.run = TrainingRun(job, "tiny text", adopt=session.adopt_training_model)
+    session = Session(Inspected(Checkpoint(make_job(seed=1).model, job.tokenizer), "before"))
+    session.workspace.run = TrainingRun(job, "tiny text", adopt=session.inspected.adopt_training_model)
     sent = []
-    session.run.remote.commands = SimpleNamespace(send=sent.append)
-    return session, session.run, sent
+    session.workspace.run.remote.commands = SimpleNamespace(send=sent.append)
+    return session, session.workspace.run, sent
 
 
 def test_a_confirmed_pause_hands_the_session_a_copy_before_the_state_says_paused():
@@ -98,26 +99,28 @@ def test_a_confirmed_pause_hands_the_session_a_copy_before_the_state_says_paused
     run.adopt = lambda r, final: states.append(r.progress.state) or adopt(r, final)
     for message in (Confirmed("running"), Steps([step(1), step(2), step(3)]), filled(run.progress.model)):
         assert not run.remote.receive(message)
-    assert session.model_name == "before"  # steps, and polling, never change the inspected model
+    assert session.inspected.name == "before"  # steps, and polling, never change the inspected model
     run.remote.receive(Confirmed("paused"))
     assert states == ["running"] and run.progress.state == "paused"  # adopted first, then told
-    assert session.model_name == "trained on tiny text (3 steps)" and session.model is not run.progress.model
-    assert all(torch.all(v == 0.25) for v in session.model.state_dict().values())
-    version = session.version
+    assert session.inspected.name == "trained on tiny text (3 steps)"
+    assert session.inspected.model is not run.progress.model
+    assert all(torch.all(v == 0.25) for v in session.inspected.model.state_dict().values())
+    version = session.inspected.version
     run.remote.receive(Confirmed("running"))
     run.remote.receive(Confirmed("paused"))  # paused again at the same step: nothing new to adopt
-    assert session.version == version and states == ["running"]
+    assert session.inspected.version == version and states == ["running"]
     run.remote.receive(Steps([step(4)]))
     assert run.remote.receive(Done("finished"))
-    assert session.model_name == "trained on tiny text (4 steps)" and session.held.model is run.progress.model
-    assert [m["step"] for m in session.checkpoint.history] == [1, 2, 3, 4]
+    assert session.inspected.name == "trained on tiny text (4 steps)"
+    assert session.inspected.held.model is run.progress.model
+    assert [m["step"] for m in session.inspected.checkpoint.history] == [1, 2, 3, 4]
 
 
 def test_a_failed_run_is_never_adopted():
     session, run, _ = untrained_session()
     run.remote.receive(Steps([step(1), step(2)]))
     assert run.remote.receive(Failed("the training process ended unexpectedly (exit code -9); start the run again."))
-    assert session.model_name == "before" and session.version == 0 and run.progress.state == "error"
+    assert session.inspected.name == "before" and session.inspected.version == 0 and run.progress.state == "error"
 
 
 def test_an_unwatched_or_long_paused_run_is_stopped_and_its_page_told_why(monkeypatch):

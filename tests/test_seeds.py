@@ -25,6 +25,7 @@ from explorer.callbacks.train_fields import checked_field
 from explorer.common.errors import UserError
 from explorer.common.limits import LIMITS
 from explorer.figures.plain import Figure
+from explorer.state.inspected import Inspected
 from explorer.state.session import Session
 from model_core import GPT
 from model_core.checkpoints.checkpoint import Checkpoint
@@ -51,7 +52,7 @@ def preset_session(name: str) -> Session:
     """A session inspecting an untrained model of the preset, its data prepared as the preset says."""
     values = {"corpus": "shakespeare", "kind": "char", "val_split": "10%", **presets.preset_control_values(name)}
     tok = build_tokenizer(values["kind"], load_corpus(values["corpus"]))
-    session = Session(Checkpoint(GPT(get_preset(name).model_config(tok.vocab_size)).eval(), tok), "start")
+    session = Session(Inspected(Checkpoint(GPT(get_preset(name).model_config(tok.vocab_size)).eval(), tok), "start"))
     init_model.use_untrained_model(session, values["corpus"], values["kind"], 512,
                                    *[values[k] for k in train.ARCH_FIELDS], values["val_split"])
     return session
@@ -64,7 +65,7 @@ def control_values(name: str) -> list:
 
 
 def wait_for_run(session: Session, timeout: float = 120) -> None:
-    wait_for(lambda: not session.run.active, "the run finishing", timeout, interval=0.05)
+    wait_for(lambda: not session.workspace.run.active, "the run finishing", timeout, interval=0.05)
 
 
 # ---------------------------------------------------------------- seed 002: StatQuest
@@ -83,7 +84,7 @@ def test_statquest_preset_learns_awesome_eos(one_thread):
     assert trainer.evals[-1]["val_loss"] is None and trainer.evals[-1]["train_loss"] < 0.3
     for prompt in STATQUEST_PROMPTS:
         assert greedy_until_eos(trainer.model, tok, prompt) == "awesome <EOS>"
-    session = Session(Checkpoint(trainer.model.eval(), tok), "statquest")
+    session = Session(Inspected(Checkpoint(trainer.model.eval(), tok), "statquest"))
     rows, _ = sampling.steps_view(session, STATQUEST_PROMPTS[0], 0, 0, 1.0, 0.0, 50, 0)
     assert [row[1] for row in rows] == ["awesome", "<EOS>"]  # step-by-step generation stops at <EOS>
 
@@ -126,7 +127,7 @@ def test_statquest_lesson_in_the_app(tmp_path):
     chosen = lesson_settings("seed-002-statquest")
     assert (chosen["corpus"], chosen["tokenizer"], chosen["val_split"]) == ("toy-words", "word", "none")
     session = preset_session(chosen["preset"])
-    assert "untrained" in session.model_name and session.model.cfg.d_model == 2
+    assert "untrained" in session.inspected.name and session.inspected.model.cfg.d_model == 2
     values = presets.preset_control_values(chosen["preset"])
     values["val_split"] = chosen["val_split"]
     message = train.start_training(session, chosen["corpus"], chosen["tokenizer"], 512,
@@ -135,11 +136,11 @@ def test_statquest_lesson_in_the_app(tmp_path):
     try:
         wait_for_run(session)
     finally:
-        session.stop_training()
+        session.workspace.stop_training()
     shown = train.poll(session)
     status = shown["status"]
     assert "evaluated on the training text" in status and "val loss" not in status
-    evals = session.run.progress.evals  # the chart's bold curve: the status starts where it starts
+    evals = session.workspace.run.progress.evals  # the chart's bold curve: the status starts where it starts
     assert (f"Loss on the training text fell from {evals[0]['train_loss']:.2f} (step 0) to "
             f"{evals[-1]['train_loss']:.2f} (step {evals[-1]['step']})") in status
     assert "1 layer × 1 head," in models.model_summary(session)
@@ -148,8 +149,9 @@ def test_statquest_lesson_in_the_app(tmp_path):
     figure = json.loads(shown["loss"])
     assert "evaluated on the training text" in figure["layout"]["title"]["text"]
     assert {t["name"] for t in figure["data"]} == {"train loss (each batch)", "train loss (evaluated)"}
-    assert greedy_until_eos(session.model, session.tokenizer, chosen["prompt"]) == "awesome <EOS>"
-    assert greedy_until_eos(session.model, session.tokenizer, STATQUEST_PROMPTS[1]) == "awesome <EOS>"
+    model, tok = session.inspected.model, session.inspected.tokenizer
+    assert greedy_until_eos(model, tok, chosen["prompt"]) == "awesome <EOS>"
+    assert greedy_until_eos(model, tok, STATQUEST_PROMPTS[1]) == "awesome <EOS>"
 
 
 # ---------------------------------------------------------------- seed 001: too big for this CPU
@@ -166,18 +168,19 @@ def test_seed_001_size_is_explained_not_trained():
     assert "classroom" in str(err.value) and "hours" in str(err.value)
     with pytest.raises(UserError, match="classroom"):
         init_model.use_untrained_model(session, "shakespeare", "char", 512, *values[:len(train.ARCH_FIELDS)])
-    assert session.run is None and session.model_name.startswith("untrained")
+    assert session.workspace.run is None and session.inspected.name.startswith("untrained")
 
 
 # ---------------------------------------------------------------- seed 003: the untrained walk-through
 
 def test_untrained_walkthrough_model_shows_on_every_analysis_tab():
     session = preset_session("seed-003-walkthrough")
-    cfg = session.model.cfg
-    assert (cfg.n_layers, cfg.n_heads, cfg.d_model, session.tokenizer.vocab_size) == (2, 4, 16, 15)
+    cfg = session.inspected.model.cfg
+    assert (cfg.n_layers, cfg.n_heads, cfg.d_model, session.inspected.tokenizer.vocab_size) == (2, 4, 16, 15)
     torch.manual_seed(init_model.INIT_SEED)  # the weights Start would begin from
     fresh = GPT(cfg)
-    assert all(torch.equal(a, b) for a, b in zip(fresh.state_dict().values(), session.model.state_dict().values()))
+    trained = session.inspected.model.state_dict().values()
+    assert all(torch.equal(a, b) for a, b in zip(fresh.state_dict().values(), trained))
     views = {
         "attention": attention.attention_view(session, WELCOME, 0, 0, 10),
         "embeddings": embeddings.embeddings_view(session, WELCOME, "2", 0),
@@ -253,7 +256,7 @@ def test_seed_004_post_norm_sinusoidal_bpe_trains_in_the_app(monkeypatch):
         train.start_training(session, "shakespeare", "bpe", 512, *fields.values())
         wait_for_run(session, timeout=240)
     finally:
-        session.stop_training()
-    assert session.run.progress.state == "finished" and session.model.cfg.norm_placement == "post"
-    first, last = session.run.progress.evals[0], session.run.progress.evals[-1]
+        session.workspace.stop_training()
+    assert session.workspace.run.progress.state == "finished" and session.inspected.model.cfg.norm_placement == "post"
+    first, last = session.workspace.run.progress.evals[0], session.workspace.run.progress.evals[-1]
     assert last["val_loss"] < first["val_loss"]

@@ -9,6 +9,7 @@ import torch
 from explorer.callbacks.compare import snapshot_menu, use_snapshot_as_b
 from explorer.common.errors import friendly
 from explorer.common.limits import LIMITS
+from explorer.state.inspected import Inspected
 from explorer.state.session import Session
 from explorer.state.training_run import WEIGHT_SETS_KEPT, TrainingRun
 from model_core.checkpoints.checkpoint import Checkpoint
@@ -27,8 +28,8 @@ def finished_run(**train_overrides) -> tuple[TrainingRun, dict]:
 
 
 def session_with(run: TrainingRun) -> Session:
-    session = Session(Checkpoint(run.progress.model, run.progress.tokenizer), "tiny")
-    session.run = run
+    session = Session(Inspected(Checkpoint(run.progress.model, run.progress.tokenizer), "tiny"))
+    session.workspace.run = run
     return session
 
 
@@ -43,14 +44,14 @@ def test_a_run_keeps_a_few_snapshot_weights_and_step_0_is_the_untrained_model():
 
     session = session_with(run)
     assert "training snapshot at step 0 (tiny text)" in use_snapshot_as_b(session, "step 0")
-    b = session.experiments["model_b"].checkpoint
+    b = session.workspace.model_b.checkpoint
     assert b.model is not run.progress.model and b.tokenizer is run.progress.tokenizer
     for name, value in initial.items():  # exactly the weights before training
         assert torch.equal(b.model.state_dict()[name], value), name
     assert [s.step for s in b.snapshots] == [0] and b.history == []  # its record ends at its step
 
     use_snapshot_as_b(session, "step 60")
-    final = session.experiments["model_b"].checkpoint.model.state_dict()
+    final = session.workspace.model_b.checkpoint.model.state_dict()
     for name, value in run.progress.model.state_dict().items():  # the last set is the trained model
         assert torch.equal(final[name], value), name
 
@@ -85,11 +86,11 @@ def test_a_model_over_the_parameter_limit_keeps_no_weights(monkeypatch):
 
 def test_choosing_a_snapshot_without_a_run_or_a_kept_step_gets_a_message():
     job = make_job(max_steps=10, snapshot_interval=5)
-    session = Session(Checkpoint(job.model, job.tokenizer), "tiny")
+    session = Session(Inspected(Checkpoint(job.model, job.tokenizer), "tiny"))
     assert "No training run" in snapshot_menu(session).info
     with pytest.raises(gr.Error, match="Train a model on the Train tab"):
         friendly(use_snapshot_as_b)(session, "step 0")
-    session.run = TrainingRun(job, "tiny text")  # not started: nothing kept yet
+    session.workspace.run = TrainingRun(job, "tiny text")  # not started: nothing kept yet
     assert "kept no snapshot weights yet" in snapshot_menu(session).info
     with pytest.raises(gr.Error, match="no longer keeps the weights of step 5"):
         friendly(use_snapshot_as_b)(session, "step 5")

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from explorer.callbacks import presets, train
+from explorer.state.inspected import Inspected
 from explorer.state.session import Session
 from model_core.checkpoints.checkpoint import Checkpoint, load_checkpoint
 from model_core.data.tasks.choices import CHOICES
@@ -20,16 +21,16 @@ STEPS = 4
 
 def train_tab_run(preset: str, steps: int) -> Session:
     """A session after a Train-tab run of the preset of `steps` steps (its model adopted)."""
-    session = Session(Checkpoint(tiny_model(vocab_size=3), build_tokenizer("char", "abc")), "start")
+    session = Session(Inspected(Checkpoint(tiny_model(vocab_size=3), build_tokenizer("char", "abc")), "start"))
     values = presets.preset_control_values(preset) | {"max_steps": steps}
     train.start_training(session, values["corpus"], values["kind"], 512,
                          *[values[k] for k in (*train.ARCH_FIELDS, *train.OPTIM_FIELDS, "val_split")])
     try:
         # the run's child process starts torch: minutes on a loaded machine
-        wait_for(lambda: not session.run.active, "the run finishing", timeout=600, interval=0.05)
+        wait_for(lambda: not session.workspace.run.active, "the run finishing", timeout=600, interval=0.05)
         train.poll(session)  # adopts the finished model
     finally:
-        session.stop_training()
+        session.workspace.stop_training()
     return session
 
 
@@ -45,9 +46,9 @@ def test_the_train_tab_and_the_command_line_train_the_same_run(preset, tmp_path,
     assert cli_main(["--preset", preset, "--max-steps", str(STEPS), "--device", "cpu", "--out", str(tmp_path)]) == 0
     cli = load_checkpoint(tmp_path)
     session = train_tab_run(preset, STEPS)
-    tab = session.run.progress
+    tab = session.workspace.run.progress
     assert tab.step == STEPS == cli.evals[-1]["step"]
     assert tab.model.cfg == cli.model.cfg
     assert tab.cfg.to_dict() == cli.train_config.to_dict()  # schedule, optimiser, seed, task, evaluations
-    for (name, mine), theirs in zip(session.model.state_dict().items(), cli.model.state_dict().values()):
+    for (name, mine), theirs in zip(session.inspected.model.state_dict().items(), cli.model.state_dict().values()):
         torch.testing.assert_close(mine, theirs, msg=name)  # same initialisation, batches and updates

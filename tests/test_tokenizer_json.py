@@ -12,6 +12,7 @@ from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_toke
 
 from explorer.callbacks import attention
 from explorer.common.errors import friendly
+from explorer.state.inspected import Inspected
 from explorer.state.session import Session
 from model_core import GPT, GPTConfig
 from model_core.checkpoints.checkpoint import Checkpoint
@@ -137,7 +138,7 @@ def test_a_panic_in_a_callback_is_a_sentence_and_the_session_goes_on(byte_level)
     tokenizer = backtracking_tokenizer(byte_level)
     torch.manual_seed(0)
     model = GPT(GPTConfig(vocab_size=tokenizer.vocab_size, block_size=64, d_model=8, n_heads=2, n_layers=1))
-    session = Session(Checkpoint(model.eval(), tokenizer), "crafted")
+    session = Session(Inspected(Checkpoint(model.eval(), tokenizer), "crafted"))
     with pytest.raises(gr.Error) as err:
         friendly(attention.attention_view)(session, "a" * 30 + "!", 0, 0, -1)
     assert "PanicException" in err.value.message and "Traceback" not in err.value.message

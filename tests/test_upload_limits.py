@@ -19,6 +19,7 @@ from explorer.callbacks import data, models
 from explorer.common import tempfiles
 from explorer.common.errors import UserError
 from explorer.common.limits import LIMITS
+from explorer.state.inspected import Inspected
 from explorer.state.session import Session
 from model_core import GPT, GPTConfig
 from model_core.checkpoints.checkpoint import (
@@ -475,12 +476,12 @@ def test_the_sessions_data_budget_counts_the_vocabulary(tmp_path, monkeypatch):
     path = tmp_path / "words.txt"
     path.write_text(" ".join(f"w{i:06d}" for i in range(20_000)))  # 140 kB: 20,000 distinct words
     monkeypatch.setattr(LIMITS, "session_data_mb", 1.0)
-    session = Session(tiny_checkpoint(), "mine")
+    session = Session(Inspected(tiny_checkpoint(), "mine"))
     choice = data.choose_data(session, "", str(path), "char", 512)  # ~280 kB of ids, a vocabulary of 11
-    assert choice.nbytes < 1e6 and session.data is choice
+    assert choice.nbytes < 1e6 and session.workspace.data is choice
     with pytest.raises(UserError, match=r"makes \d MB of token ids and vocabulary; a session may keep 1 MB"):
         data.choose_data(session, "", str(path), "word", 512)  # 40 kB of ids, ~3 MB of vocabulary
-    assert session.data is choice
+    assert session.workspace.data is choice
 
 
 # ---------------------------------------------------------------- the app's upload button
@@ -500,29 +501,29 @@ def test_app_caps_come_from_its_flags(monkeypatch):
 
 
 def test_app_upload_over_the_servers_parameter_limit_leaves_the_session_alone(tmp_path, monkeypatch):
-    session = Session(tiny_checkpoint(seed=1), "mine")
-    model, version = session.model, session.version
+    session = Session(Inspected(tiny_checkpoint(seed=1), "mine"))
+    model, version = session.inspected.model, session.inspected.version
     path = upload_file(tmp_path, good_files())
     monkeypatch.setattr(LIMITS, "max_params", 100)
     with pytest.raises(UserError, match="parameters, more than this app's limit of 100") as err:
         models.load_zip(session, path)
     assert str(tmp_path) not in str(err.value) and "model.zip" in str(err.value)
-    assert session.model is model and session.version == version
+    assert session.inspected.model is model and session.inspected.version == version
     monkeypatch.setattr(LIMITS, "max_params", 5_000_000)
     assert "uploaded model.zip" in models.load_zip(session, path)
-    assert session.model is not model and session.version == version + 1
+    assert session.inspected.model is not model and session.inspected.version == version + 1
 
 
 def test_app_upload_with_a_long_context_is_refused(tmp_path):
     files = checkpoint_files(tiny_checkpoint(block_size=4096, positional="sinusoidal"))
-    session = Session(tiny_checkpoint(seed=1), "mine")
+    session = Session(Inspected(tiny_checkpoint(seed=1), "mine"))
     with pytest.raises(UserError, match="block_size is 4,096, more than this app's limit of 512"):
         models.load_zip(session, upload_file(tmp_path, files))
-    assert session.model_name == "mine"
+    assert session.inspected.name == "mine"
 
 
 def test_save_zip_writes_into_the_apps_swept_temp_directory():
-    session = Session(tiny_checkpoint(), "a/b model")
+    session = Session(Inspected(tiny_checkpoint(), "a/b model"))
     path = models.save_zip(session)
     assert tempfiles.temp_root() in Path(path).parents
     assert load_checkpoint_zip(path).corpus == "test"

@@ -9,6 +9,7 @@ import pytest
 
 from explorer.callbacks import data, train
 from explorer.common.errors import UserError
+from explorer.state.inspected import Inspected
 from explorer.state.session import Session
 from model_core import GPT, GPTConfig
 from model_core.checkpoints.checkpoint import Checkpoint, load_checkpoint
@@ -66,13 +67,13 @@ def test_cli_trains_a_one_sentence_corpus_with_val_fraction_0(tmp_path):
 
 def test_data_tab_none_split_says_it_evaluates_on_the_training_text():
     tok = build_tokenizer("char", "abc")
-    session = Session(Checkpoint(GPT(GPTConfig(vocab_size=tok.vocab_size, block_size=8, d_model=8, n_heads=2,
-                                               n_layers=1)).eval(), tok), "tiny")
+    session = Session(Inspected(Checkpoint(GPT(GPTConfig(vocab_size=tok.vocab_size, block_size=8, d_model=8, n_heads=2,
+                                               n_layers=1)).eval(), tok), "tiny"))
     *_, split, batch = data.data_view(session, "welcome", None, "char", 512, "none")
     assert "No validation split" in split and "on the training text" in split
-    assert len(session.data.train) == 26 and len(session.data.val) == 0 and batch
+    assert len(session.workspace.data.train) == 26 and len(session.workspace.data.val) == 0 and batch
     *_, split, _ = data.data_view(session, "first-names", None, "char", 512, "10%")
-    assert "(first 90%)" in split and len(session.data.val) > 0
+    assert "(first 90%)" in split and len(session.workspace.data.val) > 0
     *_, split, _ = data.data_view(session, "first-names", None, "char", 512)  # the old four inputs: 10%
     assert "(last 10%" in split
     with pytest.raises(UserError, match="Validation split: choose one of 10%, none"):
@@ -81,8 +82,8 @@ def test_data_tab_none_split_says_it_evaluates_on_the_training_text():
 
 def test_app_refuses_a_tiny_corpus_with_a_validation_split_and_names_the_fix():
     tok = build_tokenizer("char", "abc")
-    session = Session(Checkpoint(GPT(GPTConfig(vocab_size=tok.vocab_size, block_size=8, d_model=8, n_heads=2,
-                                               n_layers=1)).eval(), tok), "tiny")
+    session = Session(Inspected(Checkpoint(GPT(GPTConfig(vocab_size=tok.vocab_size, block_size=8, d_model=8, n_heads=2,
+                                               n_layers=1)).eval(), tok), "tiny"))
     arch = dict(n_layers=1, n_heads=2, d_model=8, block_size=8, activation="gelu", norm="layernorm",
                 norm_placement="pre", positional="learned", tie_weights=True, attn_only=False, dropout=0.0,
                 qk_norm=False, mlp_ratio=4)
@@ -91,4 +92,4 @@ def test_app_refuses_a_tiny_corpus_with_a_validation_split_and_names_the_fix():
     values = [arch[k] for k in train.ARCH_FIELDS] + [optim[k] for k in train.OPTIM_FIELDS]
     with pytest.raises(ValueError, match="Validation split 'none'"):
         train.start_training(session, "welcome", "char", 512, *values, "10%")
-    assert session.run is None
+    assert session.workspace.run is None

@@ -37,7 +37,7 @@ def test_costs_grow_with_rows_tokens_and_model_size():
 
 
 def test_a_long_smollm2_patching_is_refused_with_a_length_that_fits():
-    session = SimpleNamespace(config=SMOLLM2)
+    session = SimpleNamespace(inspected=SimpleNamespace(config=SMOLLM2))
     clean = list(range(1000, 1200))
     corrupted = [7, *clean[1:]]  # differs at the first token: every position is patched
     with pytest.raises(UserError) as refused:
@@ -51,7 +51,7 @@ def test_a_long_smollm2_patching_is_refused_with_a_length_that_fits():
 
 
 def test_the_lessons_patching_pairs_fit():
-    refuse_costly_patching(SimpleNamespace(config=SMOLLM2), list(range(10)), [0, 99, *range(2, 10)], "resid_pre", 0)
+    refuse_costly_patching(SimpleNamespace(inspected=SimpleNamespace(config=SMOLLM2)), list(range(10)), [0, 99, *range(2, 10)], "resid_pre", 0)
     shipped = new_session("shakespeare")
     for kind in PATCH_KINDS_SHOWN:
         activation_patching_view(shipped, CLEAN, CORRUPTED, kind, 1)

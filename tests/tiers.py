@@ -113,7 +113,6 @@ SLOW = {
     "test_heads_callbacks.py": {
         "test_film_strip_and_role_scores_over_training",
         "test_report_card_has_one_row_per_head_and_a_role_map",
-        "test_the_report_is_computed_once_per_model_version",
     },
     "test_hf_convert.py": {
         "test_checkpoint_round_trip_keeps_the_logits",
@@ -162,6 +161,7 @@ SLOW = {
         "test_an_evicted_session_frees_its_model_at_once",
     },
     "test_model.py": {"test_seed_architectures_run_and_learn"},
+    "test_model_caches.py": "*",
     "test_muon.py": {
         "test_each_group_follows_the_schedule_from_its_own_peak",
         "test_muon_learns_the_tiny_corpus",

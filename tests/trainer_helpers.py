@@ -109,9 +109,9 @@ def wait_until_done(session: Session, timeout: float = 180.0):
 
 
 def wait_for_state(session: Session, state: str, timeout: float = 120.0) -> None:
-    wait_for(lambda: session.run.progress.state == state,
-             lambda: f"the run to reach {state!r} (is {session.run.progress.state!r})", timeout)
+    wait_for(lambda: session.workspace.run.progress.state == state,
+             lambda: f"the run to reach {state!r} (is {session.workspace.run.progress.state!r})", timeout)
 
 
 def wait_for_steps(session: Session, steps: int, timeout: float = 120.0) -> None:
-    wait_for(lambda: session.run.progress.step >= steps, f"training to reach step {steps}", timeout)
+    wait_for(lambda: session.workspace.run.progress.step >= steps, f"training to reach step {steps}", timeout)

@@ -26,13 +26,14 @@ def worker(tokens: int) -> None:
 
     from explorer.callbacks.sampling import comparison_view
     from explorer.common.controls import DEFAULT_COMPARISON
+    from explorer.state.inspected import Inspected
     from explorer.state.session import Session
     from explorer.state.shipped import load_shipped
     from model_core.model.sampling import SamplingSettings, compare, generate
 
     torch.set_num_threads(1)
-    session = Session(load_shipped("shakespeare"), "shakespeare")
-    model, ids = session.model.eval(), session.tokenizer.encode(APP_PROMPT)
+    session = Session(Inspected(load_shipped("shakespeare"), "shakespeare"))
+    model, ids = session.inspected.model.eval(), session.inspected.tokenizer.encode(APP_PROMPT)
     settings = [SamplingSettings(t, k or None, p, m) for t, k, p, m in DEFAULT_COMPARISON]
     calls = {"generate": lambda: [st.token for st in generate(model, ids, tokens, 1.0, seed=0)],
              "compare": lambda: [c.tokens for c in compare(model, ids, settings, tokens, seed=0)],

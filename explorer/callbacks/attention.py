@@ -23,7 +23,7 @@ def attention_view(session: Session, prompt: str, layer, head, query, drop_unkno
     """-> grid, head, steps, bars figures, head-statistics rows, caption markdown. A large model's grid is an
     overview of every head and the selected layer's heads (attention_overview_figure)."""
     layer, head = clamp_layer(session, layer), clamp_head(session, head)
-    n_layers = session.config.n_layers
+    n_layers = session.inspected.config.n_layers
     a = analyse(session, prompt, drop_unknown, names=all_layers(n_layers, "pattern") + layer_names(
         layer, "attn_scores_unmasked", "attn_scores", "z"))
     query = clamp_query(query, len(a.ids))
@@ -33,11 +33,11 @@ def attention_view(session: Session, prompt: str, layer, head, query, drop_unkno
     scores = [a.cache[name, layer][0, head].float().numpy() for name in ("attn_scores_unmasked", "attn_scores")]
     steps = attention_steps_figure(*scores, pattern, a.cache["z", layer][0, :, head].float().numpy(), a.labels,
                                    layer, head)
-    large = is_large(session.config)
+    large = is_large(session.inspected.config)
     grid = (attention_overview_figure(stats, patterns[layer], a.labels, (layer, head)) if large
             else attention_grid_figure(patterns, a.labels, selected=(layer, head)))
     roles, role_scores = prompt_roles(patterns, a.ids)
-    n_heads = session.config.n_heads
+    n_heads = session.inspected.config.n_heads
     big, bars = attention_head_figure(pattern, a.labels, layer, head), query_attention_bars_figure(pattern, a.labels,
                                                                                                    query)
     keys, queries = {"xaxis": "key position"}, {"yaxis": "query position"}

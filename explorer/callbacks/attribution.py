@@ -29,16 +29,16 @@ def token_choice(session: Session, text, name: str):
         return None
     if not isinstance(text, str) or len(text) > 100:
         raise UserError(f"{name}: type the token's text, such as “ Paris” (with its leading space).")
-    ids = session.tokenizer.encode(text)
+    ids = session.inspected.tokenizer.encode(text)
     if len(ids) != 1:
-        labels = " | ".join(session.tokenizer.token_label(i) for i in ids[:8])
+        labels = " | ".join(session.inspected.tokenizer.token_label(i) for i in ids[:8])
         raise UserError(f"{name}: “{text}” is {len(ids)} tokens ({labels}), not one; type a single token, with its "
                         "leading space if it has one, or leave it empty for the model's own top token.")
     return ids[0]
 
 
 def logit_name(session: Session, target: int, baseline) -> str:
-    label = session.tokenizer.token_label
+    label = session.inspected.tokenizer.token_label
     return f"the logit of {label(target)}" + (f" minus that of {label(baseline)}" if baseline is not None else "")
 
 
@@ -59,10 +59,10 @@ def logit_attribution_view(session: Session, prompt: str, position=-1, target: s
     ids = prompt_ids(session, prompt, drop_unknown)
     position = clamp_query(position, len(ids))
     target_id, baseline_id = token_choice(session, target, "Answer"), token_choice(session, baseline, "Against")
-    attribution, run = logit_attribution(session.model, ids, position, target_id, baseline_id)
+    attribution, run = logit_attribution(session.inspected.model, ids, position, target_id, baseline_id)
     parts = attribution_parts(attribution)
     what = logit_name(session, attribution.target, attribution.baseline)
-    labels = index_labels([session.tokenizer.token_label(i) for i in ids])
+    labels = index_labels([session.inspected.tokenizer.token_label(i) for i in ids])
     layer, head = attribution.top_head()
     sources = run.head_by_source(layer, head, attribution.target, attribution.baseline)
     where = f"after {labels[position]}"
@@ -86,16 +86,16 @@ def activation_patching_view(session: Session, clean: str, corrupted: str,
     copied, rows, cols = PATCHED[sweep]
     clean_ids = prompt_ids(session, clean, drop_unknown)
     corrupted_ids = prompt_ids(session, corrupted, drop_unknown)
-    layer = min(max(validation.whole_number(layer, "Layer", default=0), 0), session.config.n_layers - 1)
+    layer = min(max(validation.whole_number(layer, "Layer", default=0), 0), session.inspected.config.n_layers - 1)
     if len(clean_ids) == len(corrupted_ids):  # else the sweep says why it cannot run, before any work
         refuse_costly_patching(session, clean_ids, corrupted_ids, sweep, layer)
-    result = patching_sweep(session.model, clean_ids, corrupted_ids, sweep, layer, token_choice(session, target, "Answer"),
-                            token_choice(session, baseline, "Against"))
-    label = session.tokenizer.token_label
+    result = patching_sweep(session.inspected.model, clean_ids, corrupted_ids, sweep, layer,
+                            token_choice(session, target, "Answer"), token_choice(session, baseline, "Against"))
+    label = session.inspected.tokenizer.token_label
     positions = index_labels([f"{label(a)}" if a == b else f"{label(a)}/{label(b)}"
                               for a, b in zip(clean_ids, corrupted_ids)])
-    axis = {"layer": [f"layer {i}" for i in range(session.config.n_layers)],
-            "head": [f"head {i}" for i in range(session.config.n_heads)], "position": positions}
+    axis = {"layer": [f"layer {i}" for i in range(session.inspected.config.n_layers)],
+            "head": [f"head {i}" for i in range(session.inspected.config.n_heads)], "position": positions}
     row, col = result.best()
     best = f"{axis[rows][row]}, {axis[cols][col]}" + (f" (layer {layer})" if sweep == "z_pos" else "")
     title = (f"Patching {copied}: share of {label(result.target)} over {label(result.baseline)} restored"
@@ -108,7 +108,7 @@ def activation_patching_view(session: Session, clean: str, corrupted: str,
 
 def refuse_costly_patching(session: Session, clean_ids: list, corrupted_ids: list, sweep: str, layer: int) -> None:
     """UserError saying how much to shorten when the sweep is over the heavy-work limit (rows x tokens x model)."""
-    cfg, T = session.config, len(clean_ids)
+    cfg, T = session.inspected.config, len(clean_ids)
     first = next((i for i, (a, b) in enumerate(zip(clean_ids, corrupted_ids)) if a != b), T - 1)
     cost = lambda n: patching_ops(cfg, n, min(first, n - 1), sweep, layer)  # noqa: E731 - the prompts cut to n
     if fits(cost(T)):
@@ -131,5 +131,5 @@ def refuse_costly_patching(session: Session, clean_ids: list, corrupted_ids: lis
 
 def example_pair(session: Session):
     """-> clean and corrupted prompts of the built-in pair for the inspected model, and what the pair shows."""
-    clean, corrupted, shows = prompt_pair(session.model_name)
+    clean, corrupted, shows = prompt_pair(session.inspected.name)
     return clean, corrupted, f"Example pair: {shows}."

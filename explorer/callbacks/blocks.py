@@ -34,7 +34,7 @@ def norm_input_output(cache, cfg, layer: int) -> tuple[np.ndarray, np.ndarray]:
 def blocks_view(session: Session, prompt: str, layer, drop_unknown: bool = False):
     """-> norm before/after figure, activation functions figure, caption markdown."""
     layer = clamp_layer(session, layer)
-    cfg = session.model.cfg
+    cfg = session.inspected.model.cfg
     a = analyse(session, prompt, drop_unknown,
                 names=layer_names(layer, "resid_pre", "attn_out", "resid_mid") + (f"blocks.{layer}.ln1.hook_normalized",))
     before, after = norm_input_output(a.cache, cfg, layer)

@@ -38,22 +38,22 @@ POSITIONS_SHOWN = 64
 def weights_of(session: Session):
     results = _results(session)
     if "circuit_weights" not in results:
-        results["circuit_weights"] = circuit_weights(session.model)
+        results["circuit_weights"] = circuit_weights(session.inspected.model)
     return results["circuit_weights"]
 
 
 def scores_of(session: Session) -> dict:
     results = _results(session)
     if "composition" not in results:
-        results["composition"] = composition_scores(session.model)
-        results["copying"] = copying_scores(session.model)
+        results["composition"] = composition_scores(session.inspected.model)
+        results["copying"] = copying_scores(session.inspected.model)
     return results
 
 
 def circuit_tokens(session: Session, tokens) -> list[int]:
     """The tokens a circuit is shown over: those of the text given (at most MAX_TOKENS, each once), else the
     whole vocabulary when it is small, else the first MAX_TOKENS token ids."""
-    tok = session.tokenizer
+    tok = session.inspected.tokenizer
     if tokens is not None and not isinstance(tokens, str):
         raise UserError("Tokens: type some text (its tokens are shown), or leave it empty.")
     text = (tokens or "")[:MAX_TEXT]
@@ -62,7 +62,7 @@ def circuit_tokens(session: Session, tokens) -> list[int]:
         if not ids:
             raise UserError("None of those tokens is in this model's vocabulary: type some of its tokens.")
         return ids
-    return list(range(min(MAX_TOKENS, session.model.cfg.vocab_size)))
+    return list(range(min(MAX_TOKENS, session.inspected.model.cfg.vocab_size)))
 
 
 def head_circuits_view(session: Session, layer, head, tokens: str = "", top_k=5):
@@ -71,7 +71,7 @@ def head_circuits_view(session: Session, layer, head, tokens: str = "", top_k=5)
     layer, head = clamp_layer(session, layer), clamp_head(session, head)
     k = validation.whole_number(top_k, "Top k", minimum=1, maximum=MAX_TOP_K, default=5)
     ids = circuit_tokens(session, tokens)
-    w, model, label = weights_of(session), session.model, session.tokenizer.token_label
+    w, model, label = weights_of(session), session.inspected.model, session.inspected.tokenizer.token_label
     names = [label(i) for i in ids]
     try:
         ov = ov_circuit_rows(model, layer, head, ids, ids, weights=w)
@@ -101,7 +101,7 @@ def composition_view(session: Session, kind: str = "k"):
     kind = validation.choice((kind or "k").lower(), "Composition", KINDS)
     results = scores_of(session)
     scores, copying = results["composition"][kind], results["copying"]
-    cfg = session.model.cfg
+    cfg = session.inspected.model.cfg
     report = report_of(session)
     prev = report.scores["previous token"]
     ind = report.scores["induction"]

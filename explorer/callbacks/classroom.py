@@ -21,18 +21,18 @@ def set_name(session: Session, name: str) -> str:
     characters, with a suffix when a classmate has it already: explorer.classroom.names)."""
     wanted = clean_name(name)
     with NAMES_LOCK:
-        taken = [s.display_name for s in REGISTRY.sessions() if s is not session]
-        session.display_name = unique_name(wanted, taken)
-    if session.display_name != wanted:
+        taken = [s.member.display_name for s in REGISTRY.sessions() if s is not session]
+        session.member.display_name = unique_name(wanted, taken)
+    if session.member.display_name != wanted:
         gr.Info(f"Someone in the class is called {wanted} already, so the teacher sees you as "
-                f"{session.display_name}.")
-    return session.display_name
+                f"{session.member.display_name}.")
+    return session.member.display_name
 
 
 def name_of(session: Session):
     """The name the session kept, for the name box once a (re)loaded page is set up; no change when it kept none,
     so a name typed while the page was still loading is not wiped (the box would then send an empty name)."""
-    return session.display_name or gr.skip()
+    return session.member.display_name or gr.skip()
 
 
 def apply_push(session: Session, push_id: str, replace_model: bool = False) -> dict:
@@ -72,11 +72,11 @@ def replacement_question(session: Session, push) -> str:
     """What to ask before a push replaces the student's own model with a shipped one; '' when nothing of theirs
     would be lost (they inspect a shipped model, or the push keeps the model)."""
     wanted = pushed_model(push)
-    if not wanted or session.shared_key is not None:  # an unmodified shipped model: nothing to lose
+    if not wanted or session.inspected.shared_key is not None:  # an unmodified shipped model: nothing to lose
         return ""
     where = "This lesson step" if push.kind == "step" else "This view"
     return (f"{where} opens the shipped model {wanted} in place of the model you are inspecting now "
-            f"({session.model_name}), which is kept nowhere else. To keep it, save it first (Train tab: “Save "
+            f"({session.inspected.name}), which is kept nowhere else. To keep it, save it first (Train tab: “Save "
             "inspected model as .zip”). Open it anyway, or keep your model?")
 
 
@@ -90,13 +90,14 @@ def send_answer(session: Session, state, choice, text) -> str:
     if question is None:
         raise UserError("This step asks no question.")
     answer = check_answer(question, choice if question.choices else text)
-    kept = Answer(session.student_id, session.display_name, lesson, step, question.text, answer, time.time())
-    session.answers[(lesson, step)] = kept
+    member = session.member
+    kept = Answer(member.student_id, member.display_name, lesson, step, question.text, answer, time.time())
+    member.answers[(lesson, step)] = kept
     later = "" if ROOM.answers.record(kept) else (" Your teacher's answers file is busy just now: your answer is kept "
                                                   "and written to it as soon as it is free.")
     said = verdict(question, answer)
-    if not session.display_name:
+    if not session.member.display_name:
         return (f"{said} Sent to your teacher. Type your name in the box above, so your teacher knows which answer is "
                 "yours." + later).strip()
-    return (f"{said} Sent to your teacher as **{session.display_name}** ({time.strftime('%H:%M')})."
+    return (f"{said} Sent to your teacher as **{session.member.display_name}** ({time.strftime('%H:%M')})."
             + ("" if said else " Change it and send again if you like.") + later).strip()

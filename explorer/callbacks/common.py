@@ -3,7 +3,8 @@ import gradio as gr
 
 from explorer.callbacks import validation
 from explorer.callbacks.prompting import encode_prompt, token_labels
-from explorer.state.session import Analysis, Session, require_model
+from explorer.state.inspected import Analysis
+from explorer.state.session import Session, require_model
 from model_core.analysis.scale import analysis_tokens, is_large
 
 
@@ -11,15 +12,16 @@ def analyse(session: Session, prompt: str, drop_unknown: bool = False, names=Non
     """The session's cached activations for this prompt. names (tuple of hook names): on a large model only
     these are kept (every view asks for what it draws); a small model keeps every hook point."""
     require_model(session)
-    tok, cfg = session.tokenizer, session.config
+    tok, cfg = session.inspected.tokenizer, session.inspected.config
     ids = prompt_ids(session, prompt, drop_unknown)
-    return session.analysis(prompt, ids, token_labels(tok, ids), names=tuple(names or ()) if is_large(cfg) else None)
+    names = tuple(names or ()) if is_large(cfg) else None
+    return session.inspected.analysis(prompt, ids, token_labels(tok, ids), names=names)
 
 
 def prompt_ids(session: Session, prompt: str, drop_unknown: bool = False) -> list[int]:
     """The prompt's token ids, cropped (with a warning) to what the analysis tabs read on this model."""
-    cfg = session.config
-    ids = encode_prompt(session.tokenizer, prompt, cfg.block_size, drop_unknown)
+    cfg = session.inspected.config
+    ids = encode_prompt(session.inspected.tokenizer, prompt, cfg.block_size, drop_unknown)
     cap = analysis_tokens(cfg)
     if len(ids) > cap:
         gr.Warning(f"The prompt is {len(ids)} tokens long; the analysis tabs read at most {cap} tokens of a model "
@@ -48,11 +50,11 @@ def clamped_index(value, name: str, last: int, default: int = 0) -> int:
 
 
 def clamp_layer(session: Session, layer) -> int:
-    return clamped_index(layer, "Layer", session.model.cfg.n_layers - 1)
+    return clamped_index(layer, "Layer", session.inspected.model.cfg.n_layers - 1)
 
 
 def clamp_head(session: Session, head) -> int:
-    return clamped_index(head, "Head", session.model.cfg.n_heads - 1)
+    return clamped_index(head, "Head", session.inspected.model.cfg.n_heads - 1)
 
 
 def clamp_query(query, n_tokens: int) -> int:

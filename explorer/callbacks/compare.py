@@ -6,7 +6,6 @@ it before training on, and compare "step 200" with "the end"), or an earlier tra
 run (the run keeps the weights of a few, explorer.state.training_run.WEIGHT_SETS_KEPT)."""
 import copy
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 import gradio as gr
@@ -21,6 +20,7 @@ from explorer.common.wording import model_shape
 from explorer.figures.compare import attention_pair_figure, character_bits_figure, next_token_pair_figure
 from explorer.state.session import Session, require_model
 from explorer.state.shipped import load_shipped, shipped_models
+from explorer.state.workspace import SecondModel
 from explorer.teaching.captions_experiments import compare_caption
 from model_core import GPT, GPTConfig
 from model_core.analysis.comparison import (
@@ -36,14 +36,8 @@ from model_core.checkpoints.nanogpt import convert_nanogpt
 from model_core.data.tokenization import UnknownTokenError, visible
 
 
-@dataclass
-class SecondModel:
-    checkpoint: Checkpoint
-    name: str
-
-
 def second_model(session: Session) -> SecondModel:
-    slot = session.experiments.get("model_b")
+    slot = session.workspace.model_b
     if slot is None:
         raise UserError("Choose model B first: a shipped model, an uploaded checkpoint, or a copy of the inspected "
                         "model.")
@@ -51,7 +45,7 @@ def second_model(session: Session) -> SecondModel:
 
 
 def slot_status(session: Session) -> str:
-    b = session.experiments.get("model_b")
+    b = session.workspace.model_b
     if b is None:
         return "No model B yet."
     cfg = b.checkpoint.model.cfg
@@ -64,7 +58,7 @@ def keep(session: Session, checkpoint: Checkpoint, name: str) -> str:
     if checkpoint.tokenizer is None:
         raise UserError(f"{name} has no tokenizer, so it cannot read text; save it with its tokenizer.")
     checkpoint.model.eval()
-    session.experiments["model_b"] = SecondModel(checkpoint, name)
+    session.workspace.model_b = SecondModel(checkpoint, name)
     return slot_status(session)
 
 
@@ -77,9 +71,9 @@ def use_shipped_as_b(session: Session, name) -> str:
 def copy_inspected_as_b(session: Session) -> str:
     """Model B := a frozen copy of the inspected model (its weights now, whatever happens to A later)."""
     require_model(session)
-    c = session.checkpoint
+    c = session.inspected.checkpoint
     return keep(session, Checkpoint(copy.deepcopy(c.model), c.tokenizer, corpus=c.corpus),
-                f"copy of {session.model_name}")
+                f"copy of {session.inspected.name}")
 
 
 def uploaded_path(upload, what: str) -> Path:
@@ -117,9 +111,10 @@ def load_nanogpt_as_b(session: Session, ckpt_upload, meta_upload) -> str:
 def snapshot_menu(session: Session) -> gr.Dropdown:
     """The dropdown of the steps whose weights the session's run keeps ("step N", newest first), its note
     saying what it offers."""
-    steps = [step for step, _ in (session.run.progress.snapshot_weights if session.run else [])][::-1]
+    run = session.workspace.run
+    steps = [step for step, _ in (run.progress.snapshot_weights if run else [])][::-1]
     labels = [f"step {step}" for step in steps]
-    if session.run is None:
+    if run is None:
         note = "No training run in this session yet: train a model on the Train tab, then refresh."
     elif not labels:
         note = ("This run has kept no snapshot weights yet (it keeps them from its first snapshot on, for models "
@@ -131,7 +126,7 @@ def snapshot_menu(session: Session) -> gr.Dropdown:
 
 def use_snapshot_as_b(session: Session, choice) -> str:
     """Model B := the session's training run's model architecture with the weights of one kept snapshot."""
-    run = session.run
+    run = session.workspace.run
     found = re.fullmatch(r"step (\d+)", choice.strip()) if isinstance(choice, str) else None
     if run is None or found is None:
         raise UserError("Train a model on the Train tab, press “Refresh snapshots” and pick a step first.")
@@ -152,9 +147,9 @@ def use_snapshot_as_b(session: Session, choice) -> str:
 def swap_models(session: Session):
     """Inspect model B in every tab, and keep the model inspected so far as model B. -> (model line, status)."""
     b = second_model(session)
-    old = SecondModel(session.checkpoint, session.model_name)
-    session.use(b.checkpoint, b.name)
-    session.experiments["model_b"] = old
+    old = SecondModel(session.inspected.checkpoint, session.inspected.name)
+    session.inspected.use(b.checkpoint, b.name)
+    session.workspace.model_b = old
     return model_summary(session), slot_status(session)
 
 
@@ -229,7 +224,7 @@ def compare_view(session: Session, prompt, drop_unknown=False):
     """-> per-character bits figure, next-token figure, numbers (markdown), caption, attention grids side by side."""
     require_model(session)
     b = second_model(session)
-    a_ckpt, b_ckpt = session.checkpoint, b.checkpoint
+    a_ckpt, b_ckpt = session.inspected.checkpoint, b.checkpoint
     text = readable_text(prompt, [a_ckpt, b_ckpt], bool(drop_unknown))
     (nats_a, chars_a, next_a, vocab_a), (nats_b, chars_b, next_b, vocab_b) = scored(a_ckpt, text), scored(b_ckpt, text)
     if chars_a.sum() == 0 or chars_b.sum() == 0:
@@ -240,7 +235,7 @@ def compare_view(session: Session, prompt, drop_unknown=False):
     # one number per model, the chart's: the mean over the n characters both predict (a BPE model's first token
     # covers characters it never predicts, so over its own characters it would score other ones than A)
     bpc = (float(bits_a[-n:].mean()), float(bits_b[-n:].mean()))
-    names = (session.model_name, b.name)
+    names = (session.inspected.name, b.name)
     rows = [("A: " + names[0], a_ckpt, nats_a, bpc[0]), ("B: " + names[1], b_ckpt, nats_b, bpc[1])]
     table = ["| model | tokenizer | tokens | loss per token (nats) | bits per character (the last "
              f"{n:,} characters, which both predict) |", "|---|---|---:|---:|---:|"]

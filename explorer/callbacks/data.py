@@ -11,7 +11,8 @@ from explorer.common.controls import DEFAULT_VAL_SPLIT
 from explorer.common.errors import UserError
 from explorer.common.limits import LIMITS
 from explorer.figures.data import token_index_figure
-from explorer.state.session import DataChoice, Session
+from explorer.state.session import Session
+from explorer.state.workspace import DataChoice
 from explorer.teaching import captions
 from model_core.data.corpora import CORPORA, load_corpus, read_user_file, validate_user_text
 from model_core.data.dataset import DEFAULT_VAL_FRACTION, compact, get_batch, split_by_val_fraction, token_tensor
@@ -109,7 +110,7 @@ def choose_data(session: Session, corpus: str, upload, kind: str, bpe_vocab,
     if choice.nbytes > LIMITS.session_data_mb * 1e6:
         raise UserError(f"{name} makes {choice.nbytes / 1e6:.0f} MB of token ids and vocabulary; a session may keep "
                         f"{LIMITS.session_data_mb:g} MB. Use a shorter text (or the char or bpe tokenizer).")
-    session.data = choice
+    session.workspace.data = choice
     return choice
 
 

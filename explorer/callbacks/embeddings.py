@@ -20,11 +20,11 @@ PCA_TOKENS = 2000  # a large vocabulary's PCA shows its first 2,000 tokens (49k 
 def embeddings_view(session: Session, prompt: str, dims, layer, drop_unknown: bool = False):
     """-> token PCA, positional PCA, token+position PCA, hidden-state PCA, positional heatmap, norms, caption."""
     k = int(validation.choice(dims or "2", "PCA dimensions", ("2", "3")))
-    layer = clamped_index(layer, "Hidden-state layer", session.model.cfg.n_layers)
-    cfg = session.config
+    layer = clamped_index(layer, "Hidden-state layer", session.inspected.model.cfg.n_layers)
+    cfg = session.inspected.config
     a = analyse(session, prompt, drop_unknown, names=("blocks.0.hook_resid_pre",) if layer == 0 else
                 layer_names(layer - 1, "resid_post"))
-    model, tok = session.model, session.tokenizer
+    model, tok = session.inspected.model, session.inspected.tokenizer
     shown = PCA_TOKENS if is_large(cfg) and cfg.vocab_size > PCA_TOKENS else cfg.vocab_size
     vocab = [tok.token_label(i) for i in range(shown)]
     has_positions = model.cfg.has_position_vectors  # rope and none add no position vectors

@@ -11,6 +11,7 @@ from explorer.callbacks.work_budget import fits, largest_fitting, refuse_unless_
 from explorer.common.errors import UserError
 from explorer.figures.common import index_labels
 from explorer.figures.experiments import importance_figure, loss_change_figure, next_token_change_figure
+from explorer.state.inspected import Evaluation
 from explorer.state.session import Session, require_model
 from explorer.teaching.captions_experiments import ablation_caption, importance_caption
 from model_core.analysis.ablation import (
@@ -84,7 +85,7 @@ def ablation_from_inputs(session: Session, heads, attn_layers, mlp_layers, neuro
     )
     if ablation.is_empty():
         raise UserError("Nothing to knock out: type a head such as 1.3 in “Heads”, or a layer or a neuron.")
-    return ablation.validate(session.model.cfg)
+    return ablation.validate(session.inspected.model.cfg)
 
 
 def ablation_mode(value) -> str:
@@ -96,31 +97,31 @@ def ablation_mode(value) -> str:
 def validation_source(session: Session) -> tuple[str, torch.Tensor]:
     """(name, validation token ids) for the inspected model: its built-in training corpus, else the text the
     Data tab prepared when its tokenizer is the model's."""
-    corpus = session.checkpoint.corpus
+    corpus = session.inspected.checkpoint.corpus
     if corpus in CORPORA:
-        return corpus, corpus_validation_ids(corpus, session.tokenizer)
-    data = session.data
-    if data is not None and data.tokenizer.to_dict() == session.tokenizer.to_dict():
+        return corpus, corpus_validation_ids(corpus, session.inspected.tokenizer)
+    data = session.workspace.data
+    if data is not None and data.tokenizer.to_dict() == session.inspected.tokenizer.to_dict():
         return data.name, data.val
-    if is_large(session.config):  # a pretrained model: any English text it was not trained on here will do
+    if is_large(session.inspected.config):  # a pretrained model: any English text it was not trained on here will do
         return (f"{FALLBACK_CORPUS} (a text this pretrained model was not trained on here)",
-                corpus_validation_ids(FALLBACK_CORPUS, session.tokenizer))
+                corpus_validation_ids(FALLBACK_CORPUS, session.inspected.tokenizer))
     raise UserError("This model's validation text is unknown (it was not trained on a built-in corpus): prepare "
                     "its text on the Data tab with the same tokenizer, then try again.")
 
 
-def evaluation_set(session: Session) -> dict:
-    """{'name', 'windows', 'means'} for the inspected model, kept until the model or the data changes."""
-    data_id = id(session.data.val) if session.data is not None else None
-    key = (session.version, data_id)
-    cached = session.experiments.get("eval")
-    if cached is None or cached["key"] != key:
+def evaluation_set(session: Session) -> Evaluation:
+    """The inspected model's evaluation windows (and what was measured on them), kept until the model or the data
+    changes."""
+    data = session.workspace.data
+    data_id = id(data.val) if data is not None else None
+    caches = session.inspected.caches
+    if caches.evaluation is None or caches.evaluation.data_id != data_id:
         name, ids = validation_source(session)
-        cfg = session.config
+        cfg = session.inspected.config
         windows = eval_windows(ids, window_tokens(cfg), LARGE_EVAL_WINDOWS if is_large(cfg) else EVAL_WINDOWS)
-        cached = {"key": key, "name": name, "windows": windows, "means": None, "maps": {}}
-        session.experiments["eval"] = cached
-    return cached
+        caches.evaluation = Evaluation(name, windows, data_id)
+    return caches.evaluation
 
 
 def means_for(session: Session, mode: str):
@@ -128,9 +129,9 @@ def means_for(session: Session, mode: str):
     if mode == "zero":
         return None
     evaluation = evaluation_set(session)
-    if evaluation["means"] is None:
-        evaluation["means"] = component_means(session.model, evaluation["windows"])
-    return evaluation["means"]
+    if evaluation.means is None:
+        evaluation.means = component_means(session.inspected.model, evaluation.windows)
+    return evaluation.means
 
 
 # ---------------------------------------------------------------- the views
@@ -142,7 +143,7 @@ def ablation_view(session: Session, prompt, heads, attn_layers, mlp_layers, neur
     ablation = ablation_from_inputs(session, heads, attn_layers, mlp_layers, neurons)
     mode, knobs = ablation_mode(mode), settings(temperature, 0, 1.0, 0.0)
     n, seed = new_tokens(max_new_tokens), validation.seed(seed)
-    model, tok = session.model, session.tokenizer
+    model, tok = session.inspected.model, session.inspected.tokenizer
     ids = prompt_ids(session, prompt, drop_unknown)
     if len(ids) < 2:
         raise UserError("Type at least two tokens: the loss at a position needs a next token to compare with.")
@@ -152,8 +153,8 @@ def ablation_view(session: Session, prompt, heads, attn_layers, mlp_layers, neur
     idx = torch.tensor([ids])
     before, after = ablated_logits(model, idx, Ablation(), None)[0], ablated_logits(model, idx, ablation, means)[0]
     loss_before, loss_after = (token_losses(lg[None, :-1], idx[:, 1:])[0].numpy() for lg in (before, after))
-    val_before = validation_loss(model, evaluation["windows"])
-    val_after = validation_loss(model, evaluation["windows"], ablation, means)
+    val_before = validation_loss(model, evaluation.windows)
+    val_after = validation_loss(model, evaluation.windows, ablation, means)
     labels = [tok.token_label(i) for i in ids]
     contexts = [visible(tok.decode(ids[max(0, t + 1 - CONTEXT_TOKENS):t + 1])) for t in range(len(ids) - 1)]
     vocab = [tok.token_label(i) for i in range(model.cfg.vocab_size)]
@@ -171,7 +172,7 @@ def ablation_view(session: Session, prompt, heads, attn_layers, mlp_layers, neur
 
 def refuse_costly_ablation(session: Session, prompt_tokens: int, new: int) -> None:
     """UserError saying how many new tokens fit when the ablation's passes are over the heavy-work limit."""
-    cfg, windows = session.config, evaluation_set(session)["windows"]
+    cfg, windows = session.inspected.config, evaluation_set(session).windows
     fixed = 2 * forward_ops(cfg, 1, prompt_tokens) + 3 * forward_ops(cfg, windows.shape[0], windows.shape[1] - 1)
     cost = lambda n: fixed + 2 * generation_ops(cfg, prompt_tokens, n)  # noqa: E731 - with n new tokens
     if fits(cost(new)):
@@ -197,15 +198,15 @@ def generations_html(tok, prompt: str, ablation: Ablation, generations: list, te
     return f"<div class='te-compare'>{''.join(cells)}</div><div class='te-metrics'>{note}</div>"
 
 
-def numbers_table(evaluation: dict, val_before: float, val_after: float, prompt_before: float,
+def numbers_table(evaluation: Evaluation, val_before: float, val_after: float, prompt_before: float,
                   prompt_after: float) -> str:
-    windows = evaluation["windows"]
+    windows = evaluation.windows
     rows = [("Validation loss (nats per token)", val_before, val_after),
             ("Loss on this prompt", prompt_before, prompt_after)]
     lines = ["| | intact | with the ablation | change |", "|---|---:|---:|---:|"]
     lines += [f"| {name} | {b:.3f} | {a:.3f} | {a - b:+.3f} |" for name, b, a in rows]
     lines.append(f"\nValidation text: {windows.shape[0]} windows of {windows.shape[1] - 1} tokens from the "
-                 f"validation split of **{html.escape(evaluation['name'])}**, chosen with a fixed seed (the same "
+                 f"validation split of **{html.escape(evaluation.name)}**, chosen with a fixed seed (the same "
                  "windows every time). The val loss in the header was measured by the model's training, on other "
                  "windows of the same split, so the intact loss here differs from it a little.")
     return "\n".join(lines)
@@ -213,12 +214,12 @@ def numbers_table(evaluation: dict, val_before: float, val_after: float, prompt_
 
 def cached_importance_map(session: Session, mode: str):
     evaluation = evaluation_set(session)
-    if mode not in evaluation["maps"]:
-        windows, cfg = evaluation["windows"], session.config
+    if mode not in evaluation.maps:
+        windows, cfg = evaluation.windows, session.inspected.config
         exact = not is_large(cfg) and fits(ablation_map_ops(cfg, windows.shape[0], windows.shape[1] - 1))
         measure = importance_map if exact else importance_estimate  # a large model's 300 real ablations: minutes
-        evaluation["maps"][mode] = measure(session.model, evaluation["windows"], mode, means_for(session, mode))
-    return evaluation["maps"][mode]
+        evaluation.maps[mode] = measure(session.inspected.model, evaluation.windows, mode, means_for(session, mode))
+    return evaluation.maps[mode]
 
 
 def importance_view(session: Session, mode):

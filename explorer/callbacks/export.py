@@ -34,8 +34,8 @@ def shown_tables(charts: list[tuple[str, str]], values: list) -> dict[str, tuple
 
 def history_tables(session: Session) -> dict[str, tuple[list, list[list]]]:
     """The training run (or the inspected model's recorded history): per-step losses, evaluations, samples."""
-    run = session.run
-    source = run.progress if run is not None else session.checkpoint
+    run = session.workspace.run
+    source = run.progress if run is not None else session.inspected.checkpoint
     history, evals = list(source.history or []), list(source.evals or [])
     tables = {}
     if history:
@@ -55,9 +55,9 @@ def data_zip(session: Session, tab: str, charts: list[tuple[str, str]], settings
     tables = shown_tables(charts, list(shown))
     if tab == "train":
         tables.update(history_tables(session))
-    about = {"tab": tab, "model": session.model_name, "settings": dict(zip(settings, chosen)),
+    about = {"tab": tab, "model": session.inspected.name, "settings": dict(zip(settings, chosen)),
              "charts": {export.slug(name).lower() + ".csv": name for name, _ in charts},
              "columns": "trace, x, y, z (a heatmap cell's value), text; one row per point or cell"}
     prompt = next((v for k, v in about["settings"].items() if k.lower().startswith("prompt")), None)
-    name = export.export_name(tab, "data", session.model_name, prompt if isinstance(prompt, str) else None)
+    name = export.export_name(tab, "data", session.inspected.name, prompt if isinstance(prompt, str) else None)
     return str(export.write_zip(Path(new_temp_dir()) / f"{name}.zip", tables, about))

@@ -45,7 +45,7 @@ def _top_token(session: Session, stats, feature: int) -> str:
     """The token at the feature's strongest place in the validation text ('' when it never fired)."""
     if stats.top_values[feature, 0] <= 0:
         return ""
-    return session.tokenizer.token_label(int(stats.text_ids[stats.top_positions[feature, 0]]))
+    return session.inspected.tokenizer.token_label(int(stats.text_ids[stats.top_positions[feature, 0]]))
 
 
 def features_list(session: Session, prompt: str, order: str = ORDERS[0], position=-1, drop_unknown: bool = False):
@@ -54,7 +54,7 @@ def features_list(session: Session, prompt: str, order: str = ORDERS[0], positio
     stats = choice.stats
     ids = prompt_ids(session, prompt, drop_unknown)
     at = clamp_query(position, len(ids))
-    here = prompt_activations(session.model, choice.sae, ids)[at].numpy()  # [d_sae]
+    here = prompt_activations(session.inspected.model, choice.sae, ids)[at].numpy()  # [d_sae]
     if order == ORDERS[0]:
         picked = [int(f) for f in np.argsort(-here, kind="stable")[:LISTED] if here[f] > 0]
     else:
@@ -62,7 +62,7 @@ def features_list(session: Session, prompt: str, order: str = ORDERS[0], positio
     rows = [[f, round(float(here[f]), 3), f"{stats.density[f]:.3%}", round(float(stats.top_values[f, 0]), 3),
              _top_token(session, stats, f)] for f in picked]
     counts, edges = _log_density(stats.density)
-    label = token_labels(session.tokenizer, [ids[at]])[0]
+    label = token_labels(session.inspected.tokenizer, [ids[at]])[0]
     dead = int((stats.density == 0).sum())
     return (rows, log_density_figure(counts, edges, dead, choice.sae.n_features),
             listing_caption(describe_choice(choice, session), order == ORDERS[0], at, label, here, stats.density,
@@ -77,7 +77,7 @@ def _log_density(density: np.ndarray, bins: int = 30):
 def context_span(session: Session, stats, pos: int) -> tuple[int, int]:
     """[start, end) of the validation text shown around the top place pos: a few tokens before and after it, within
     the window the place was seen in (it saw nothing outside it)."""
-    small = session.tokenizer.vocab_size <= 512  # characters: more of them make a readable context
+    small = session.inspected.tokenizer.vocab_size <= 512  # characters: more of them make a readable context
     before, after = (40, 10) if small else (14, 4)
     start = max(pos - before, pos // stats.window * stats.window)
     return start, min(pos + after + 1, (pos // stats.window + 1) * stats.window, len(stats.text_ids))
@@ -92,7 +92,7 @@ def _contexts(session: Session, stats, feature: int):
         start, end = context_span(session, stats, pos)
         ids = stats.text_ids[start:end].tolist()
         acts = [value if start + i == pos else 0.0 for i in range(len(ids))]
-        out.append((token_labels(session.tokenizer, ids), pos - start, acts))
+        out.append((token_labels(session.inspected.tokenizer, ids), pos - start, acts))
     return out
 
 
@@ -113,10 +113,10 @@ def feature_view(session: Session, prompt: str, feature=-1, position=-1, drop_un
     """-> (prompt HTML, examples HTML, histogram figure, logit-effects figure, neuron rows, caption markdown).
     feature -1: the strongest feature at the token `position` of the prompt."""
     choice = current_sae(session)
-    stats, tok = choice.stats, session.tokenizer
+    stats, tok = choice.stats, session.inspected.tokenizer
     ids = prompt_ids(session, prompt, drop_unknown)
     labels = token_labels(tok, ids)
-    acts = prompt_activations(session.model, choice.sae, ids)  # [T, d_sae]
+    acts = prompt_activations(session.inspected.model, choice.sae, ids)  # [T, d_sae]
     f = _feature(choice, feature, int(acts[clamp_query(position, len(ids))].argmax()))
     on_prompt = acts[:, f].numpy()  # [T]
     effects, up, down = logit_ranking(session, choice, f)
@@ -137,14 +137,14 @@ def feature_view(session: Session, prompt: str, feature=-1, position=-1, drop_un
 
 def logit_ranking(session: Session, choice, feature: int):
     """(effects [vocab], the LOGIT_TOKENS token ids it raises most, most first, those it lowers most, most first)."""
-    effects = logit_effects(session.model, choice.sae, feature).numpy()  # [vocab]
+    effects = logit_effects(session.inspected.model, choice.sae, feature).numpy()  # [vocab]
     order = np.argsort(effects, kind="stable")
     return effects, order[::-1][:LOGIT_TOKENS], order[:LOGIT_TOKENS]
 
 
 def top_place_tokens(session: Session, stats, feature: int) -> list[str]:
     """The tokens at the feature's top places, strongest first."""
-    return [session.tokenizer.token_label(int(stats.text_ids[p]))
+    return [session.inspected.tokenizer.token_label(int(stats.text_ids[p]))
             for p, v in zip(stats.top_positions[feature].tolist(), stats.top_values[feature].tolist()) if v > 0]
 
 
@@ -173,14 +173,14 @@ def steering_run(session: Session, prompt: str, feature=-1, strength=4.0, max_ne
     added at its hook, same prompt and seed (feature -1: the strongest at the prompt's last token)."""
     choice = current_sae(session)
     ids = prompt_ids(session, prompt, drop_unknown)
-    f = _feature(choice, feature, int(prompt_activations(session.model, choice.sae, ids)[-1].argmax()))
+    f = _feature(choice, feature, int(prompt_activations(session.inspected.model, choice.sae, ids)[-1].argmax()))
     s = validation.number(strength, "Strength", minimum=-MAX_STRENGTH, maximum=MAX_STRENGTH, default=4.0)
     n, seed, knobs = new_tokens(max_new_tokens), validation.seed(seed), settings(temperature, 0, 1.0, 0.0)
     peak = float(choice.stats.top_values[f, 0])
     if peak <= 0:
         raise UserError(f"Feature {f} never fires on the validation text, so it has no natural size to steer "
                         "with: pick a feature that fires.")
-    tok, model = session.tokenizer, session.model
+    tok, model = session.inspected.tokenizer, session.inspected.model
     plain, steered = (steered_generation(model, ids, choice.sae, f, amount, n, knobs, seed) for amount in (0.0, s * peak))
     texts = [tok.decode([step.token for step in steps]) for steps in (plain, steered)]
     return Steering(f, s, peak, seed, knobs.temperature, tok.decode(ids), *texts)

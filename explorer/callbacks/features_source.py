@@ -1,13 +1,13 @@
 """Which SAE the Features tab reads for the session's model: one uploaded for it (a SAELens folder as .zip),
 else the one shipped for an unmodified shipped model; and that SAE's feature statistics (shipped beside it, or
 computed once on the model's validation text and kept with the upload)."""
-from dataclasses import dataclass
 from typing import Optional
 
 from explorer.callbacks.compare import uploaded_path
 from explorer.callbacks.experiments import validation_source
 from explorer.common.errors import UserError
 from explorer.common.limits import LIMITS
+from explorer.state.inspected import SAEChoice
 from explorer.state.session import Session, require_model
 from explorer.state.shipped_features import shipped_sae, shipped_sae_names
 from model_core.analysis.scale import is_large
@@ -20,16 +20,9 @@ STATS_TOKENS = 65_536  # validation tokens an uploaded SAE's statistics read on 
 LARGE_STATS_TOKENS = 8_192  # ... on a large (pretrained) one: each token is a pass through 15 of its 30 layers
 
 
-@dataclass
-class SAEChoice:
-    sae: SparseAutoencoder
-    stats: FeatureStats
-    source: str  # "shipped with the app" or "uploaded: name.zip"
-
-
 def no_sae_sentence(session: Session) -> str:
     shipped = ", ".join(shipped_sae_names()) or "none"
-    return (f"There is no SAE for the inspected model ({session.model_name}). SAEs ship for these models: "
+    return (f"There is no SAE for the inspected model ({session.inspected.name}). SAEs ship for these models: "
             f"{shipped} (pick one on the Train tab's model list), or upload an SAE trained on this model "
             "(a .zip of a SAELens folder: cfg.json + sae_weights.safetensors; `python -m model_core.features "
             "train` makes one).")
@@ -38,30 +31,31 @@ def no_sae_sentence(session: Session) -> str:
 def current_sae(session: Session) -> SAEChoice:
     """The SAE the tab reads now; UserError saying how to get one when there is none."""
     require_model(session)
-    kept = session.features.get("upload")
-    if kept is not None and kept["version"] == session.version:
-        if kept.get("stats") is None:
-            kept["stats"] = _stats_for(session, kept["sae"])
-        return SAEChoice(kept["sae"], kept["stats"], kept.get("source") or f"uploaded: {kept['name']}")
-    key = session.shared_key or ""
+    caches = session.inspected.caches
+    if caches.sae is not None:
+        if caches.sae.stats is None:
+            caches.sae.stats = _stats_for(session, caches.sae.sae)
+        return caches.sae
+    key = session.inspected.shared_key or ""
     found = shipped_sae(key.removeprefix("shipped:")) if key.startswith("shipped:") else None
     if found is None:
         raise UserError(no_sae_sentence(session))
     sae, stats = found
-    if stats is None:  # a shipped SAE whose statistics were not built: computed once per session
-        stats = session.features.setdefault("shipped_stats", {}).get(key) or _stats_for(session, sae)
-        session.features["shipped_stats"][key] = stats
+    if stats is None:  # a shipped SAE whose statistics were not built: computed once per session and model
+        if caches.shipped_sae_stats is None:
+            caches.shipped_sae_stats = _stats_for(session, sae)
+        stats = caches.shipped_sae_stats
     return SAEChoice(sae, stats, "shipped with the app")
 
 
 def _stats_for(session: Session, sae: SparseAutoencoder) -> FeatureStats:
     name, ids = validation_source(session)
-    cfg = session.config
+    cfg = session.inspected.config
     cap = LARGE_STATS_TOKENS if is_large(cfg) else STATS_TOKENS
     window = min(cfg.block_size, 128)
     if len(ids) < window:
         raise UserError(f"The validation text ({name}) has {len(ids)} tokens, fewer than one window of {window}.")
-    return feature_stats(session.model, sae, ids[:cap], window)
+    return feature_stats(session.inspected.model, sae, ids[:cap], window)
 
 
 def load_sae_upload(session: Session, upload) -> str:
@@ -73,14 +67,13 @@ def load_sae_upload(session: Session, upload) -> str:
     except SAEFileError as err:
         raise UserError(str(err).replace(str(p), p.name)) from None
     _check_fits(session, sae)
-    session.features["upload"] = {"sae": sae.requires_grad_(False), "stats": None, "name": p.name,
-                                  "version": session.version}
+    session.inspected.caches.sae = SAEChoice(sae.requires_grad_(False), None, f"uploaded: {p.name}")
     return f"Loaded **{p.name}**: {sae.describe()}. Its feature statistics are computed on first use."
 
 
 def _check_fits(session: Session, sae: SparseAutoencoder) -> None:
     try:
-        width = check_hook(session.config, sae.cfg.hook_name)
+        width = check_hook(session.inspected.config, sae.cfg.hook_name)
     except HookError as err:
         raise UserError(f"The SAE reads {sae.cfg.hook_name or 'no named hook'}: {err}") from None
     if width != sae.cfg.d_in:

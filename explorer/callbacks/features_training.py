@@ -14,6 +14,7 @@ from explorer.common.limits import LIMITS
 from explorer.common.tempfiles import new_temp_dir
 from explorer.figures.common import figure_to_json
 from explorer.figures.features_training import PANELS, sae_training_figure
+from explorer.state.inspected import ModelCaches, SAEChoice
 from explorer.state.session import Session, require_model
 from explorer.state.training_run import TrainingRun, cores, slots_text
 from explorer.teaching.captions_features import sae_training_caption
@@ -52,7 +53,8 @@ def budget() -> SAEBudget:
 
 def _reads(session: Session) -> tuple[int, int]:
     """(evaluation tokens, statistics tokens) for the inspected model."""
-    return (LARGE_EVAL_TOKENS, LARGE_STATS_TOKENS) if is_large(session.config) else (EVAL_TOKENS, STATS_TOKENS)
+    large = is_large(session.inspected.config)
+    return (LARGE_EVAL_TOKENS, LARGE_STATS_TOKENS) if large else (EVAL_TOKENS, STATS_TOKENS)
 
 
 def default_hook(cfg) -> str:
@@ -63,7 +65,7 @@ def sae_training_setup(session: Session) -> dict:
     """The training controls for the inspected model: its hook points, 8 x d_model features, k 32, and the
     shipped budget of tokens, or as many as fit this server's time (a large model's pass is slow)."""
     require_model(session)
-    cfg, hook = session.config, default_hook(session.config)
+    cfg, hook = session.inspected.config, default_hook(session.inspected.config)
     d_sae = EXPANSION * cfg.d_model
     tokens = tokens_that_fit(cfg, hook, d_sae, 1.0, *_reads(session), budget())
     note = (f"The shipped setting ({DEFAULT_TOKENS:,} tokens) fits this server's time limit."
@@ -75,7 +77,7 @@ def sae_training_setup(session: Session) -> dict:
 
 
 def _settings(session: Session, hook, features, k, tokens) -> SAERunConfig:
-    cfg = session.config
+    cfg = session.inspected.config
     hook = validation.choice(hook or default_hook(cfg), "Hook point", sae_hook_names(cfg))
     width = cfg.d_mlp if hook.endswith("mlp.hook_post") else cfg.d_model
     d_sae = validation.whole_number(features, "Features", minimum=1, maximum=min(MAX_FEATURES, MAX_EXPANSION * width),
@@ -89,13 +91,13 @@ def _settings(session: Session, hook, features, k, tokens) -> SAERunConfig:
 def training_text(session: Session):
     """(name, train ids, validation ids): the model's built-in corpus, else the Data tab's text when its tokenizer is
     the model's, else (a pretrained model) FALLBACK_CORPUS."""
-    corpus, data = session.held.corpus, session.data
-    if corpus not in CORPORA and data is not None and data.tokenizer.to_dict() == session.tokenizer.to_dict():
+    corpus, data = session.inspected.held.corpus, session.workspace.data
+    if corpus not in CORPORA and data is not None and data.tokenizer.to_dict() == session.inspected.tokenizer.to_dict():
         return data.name, data.train, data.val
-    if corpus not in CORPORA and not is_large(session.config):
+    if corpus not in CORPORA and not is_large(session.inspected.config):
         raise UserError("This model's training text is unknown (it was not trained on a built-in corpus): prepare "
                         "its text on the Data tab with the same tokenizer, then try again.")
-    train, val, name = text_splits(session.tokenizer, corpus if corpus in CORPORA else FALLBACK_CORPUS)
+    train, val, name = text_splits(session.inspected.tokenizer, corpus if corpus in CORPORA else FALLBACK_CORPUS)
     return name, train, val
 
 
@@ -103,40 +105,40 @@ def train_features(session: Session, hook: str = "", features=None, k=DEFAULT_K,
     """Start training a TopK SAE with `features` features on `tokens` activations at `hook` of the inspected model,
     in a training slot; -> a status line. /train_features_status follows it and returns its evaluation."""
     require_model(session)
-    if session.sae_run is not None and session.sae_run.active:
+    if session.workspace.sae_run is not None and session.workspace.sae_run.active:
         raise UserError("An SAE is already training: stop it before starting another.")
     s = _settings(session, hook, features, k, tokens)
     try:
-        seconds = check_sae_run(session.config, s.hook, s.d_sae, s.tokens, s.train.epochs, s.eval_tokens,
+        seconds = check_sae_run(session.inspected.config, s.hook, s.d_sae, s.tokens, s.train.epochs, s.eval_tokens,
                                 s.stats_tokens, budget())
     except SAEBudgetError as err:
         raise UserError(str(err)) from None
     name, train, val = training_text(session)
     if min(len(train), len(val)) < s.window:
         raise UserError(f"The text {name} is too short for windows of {s.window} tokens.")
-    version = session.version
+    caches = session.inspected.caches  # the trained SAE goes with the model it was trained on
     # the weights are only read (copied for the child): a shipped model every session shares is not copied here
-    job = sae_job(session.held.model, train, val, s, session.model_name, name)
-    session.sae_run = TrainingRun(job, name, adopt=lambda run, final: _adopt(session, run, final, version)).start()
+    job = sae_job(session.inspected.held.model, train, val, s, session.inspected.name, name)
+    session.workspace.sae_run = TrainingRun(job, name, adopt=lambda run, final: _adopt(caches, run, final)).start()
     return (f"Training an SAE: {s.d_sae:,} features, k = {s.k}, {s.tokens:,} tokens of {name} at `{s.hook}` "
             f"(about {minutes(seconds)} on an idle server).")
 
 
-def _adopt(session: Session, run: TrainingRun, final: bool, version: int) -> bool:
-    """The run ended with an evaluated SAE: it becomes the Features tab's SAE (for the model it was trained on).
+def _adopt(caches: ModelCaches, run: TrainingRun, final: bool) -> bool:
+    """The run ended with an evaluated SAE: it becomes the Features tab's SAE (in the caches of the model it was
+    trained on, which are gone if the session inspects another model by then).
     -> whether it did: a paused SAE is not taken (its biases are still scaled for training)."""
     out = run.progress.outputs
     if not (final and "feature_stats" in out):
         return False
     sae = run.progress.model.requires_grad_(False)
     sae.cfg.extra["evaluation"] = {k: v for k, v in out["evaluation"].items() if k != "log_density_histogram"}
-    session.features["upload"] = {"sae": sae, "stats": out["feature_stats"], "name": "sae.zip",
-                                  "version": version, "source": "trained here"}
+    caches.sae = SAEChoice(sae, out["feature_stats"], "trained here")
     return True
 
 
 def features_training_control(session: Session, action: str) -> str:
-    run = session.sae_run
+    run = session.workspace.sae_run
     if run is None or not run.active:
         raise UserError("No SAE is training: press Start first.")
     run.control(Command[action.upper()])
@@ -145,7 +147,7 @@ def features_training_control(session: Session, action: str) -> str:
 
 def features_training_poll(session: Session) -> dict:
     """{status, chart (figure JSON), result, running}: what the training section shows."""
-    run = session.sae_run
+    run = session.workspace.sae_run
     if run is None:
         return {"status": f"No SAE training yet ({slots_text()}).", "chart": "", "caption": "", "result": "",
                 "running": False}
@@ -202,18 +204,18 @@ def features_training_status(session: Session) -> tuple[str, str]:
     """(status line, the evaluation as JSON once the run has ended: explained_variance, ce_loss_recovered, l0,
     dead_fraction, ...; "" before)."""
     shown = features_training_poll(session)
-    ev = session.sae_run.progress.outputs.get("evaluation") if session.sae_run is not None else None
+    ev = session.workspace.sae_run.progress.outputs.get("evaluation") if session.workspace.sae_run is not None else None
     done = ev is not None and not shown["running"]
-    return shown["status"], json.dumps({**ev, "state": session.sae_run.progress.state}) if done else ""
+    return shown["status"], json.dumps({**ev, "state": session.workspace.sae_run.progress.state}) if done else ""
 
 
 def sae_download(session: Session) -> str:
     """Path of a .zip of the tab's trained SAE in SAELens's layout (cfg.json, sae_weights.safetensors) with its
     feature statistics."""
-    kept = session.features.get("upload")
-    if kept is None or kept.get("source") != "trained here" or kept["version"] != session.version:
+    kept = session.inspected.caches.sae
+    if kept is None or kept.source != "trained here":
         raise UserError("No SAE trained here for the inspected model yet: train one first.")
     folder = new_temp_dir()  # swept by age and removed at exit
-    save_sae(kept["sae"], folder / "sae")
-    kept["stats"].save(folder / "sae")
+    save_sae(kept.sae, folder / "sae")
+    kept.stats.save(folder / "sae")
     return shutil.make_archive(str(folder / "sae"), "zip", folder / "sae")

@@ -12,7 +12,7 @@ ACTIVATION_NAMES = {"gelu": "GELU", "gelu_tanh": "GELU (tanh approximation)", "r
 def ffn_view(session: Session, prompt: str, layer, neuron, drop_unknown: bool = False):
     """-> histograms figure, sparsity figure, top-token rows, caption markdown."""
     layer = clamp_layer(session, layer)
-    cfg = session.model.cfg
+    cfg = session.inspected.model.cfg
     neuron = validation.whole_number(neuron, "Neuron", minimum=0, maximum=cfg.d_mlp - 1, default=0)
     a = analyse(session, prompt, drop_unknown, names=all_layers(cfg.n_layers, "pre") + layer_names(layer, "post"))
     stats = ffn_statistics(a.cache, layer)

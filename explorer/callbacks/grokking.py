@@ -28,7 +28,7 @@ LOGIT_ROWS = 24  # Fourier basis rows of a and of b drawn in the logits chart
 
 def modular_task(session: Session):
     """The modular-addition task the inspected model was trained on, or a UserError saying what to do."""
-    cfg = session.checkpoint.train_config
+    cfg = session.inspected.checkpoint.train_config
     spec = getattr(cfg, "task", None)
     if not spec or spec.get("name") != "modular-addition":
         raise UserError(NOT_A_GROKKING_MODEL)
@@ -36,7 +36,7 @@ def modular_task(session: Session):
         task = make_task(spec)
     except TaskError as err:
         raise UserError(f"This model's task settings are damaged ({err}).") from None
-    model_cfg = session.model.cfg
+    model_cfg = session.inspected.model.cfg
     if model_cfg.vocab_size != task.p + 1 or model_cfg.block_size < 3:
         raise UserError(f"The model does not fit its task: a + b mod {task.p} needs {task.p + 1} tokens and a "
                         f"block of 3, the model has {model_cfg.vocab_size} and {model_cfg.block_size}.")
@@ -48,7 +48,7 @@ def open_shipped_grokking(session: Session) -> str:
     if SHIPPED not in shipped_models():
         raise UserError("This installation has no shipped grokking model (python -m model_core.make_grokking_asset "
                         "makes it): train the 'grokking' preset on the Train tab instead.")
-    session.use_shipped(SHIPPED)
+    session.inspected.use_shipped(SHIPPED)
     return model_summary(session)
 
 
@@ -57,7 +57,7 @@ def grokking_view(session: Session, neuron=None):
     figure, caption markdown."""
     require_model(session)
     task = modular_task(session)
-    model = session.model
+    model = session.inspected.model
     lab = grokking_lab(model, task.p, task.train_mask())
     n_neurons = lab.neurons.shape[-1]
     if n_neurons:
@@ -67,7 +67,7 @@ def grokking_view(session: Session, neuron=None):
     else:
         neuron, neuron_fig = None, None
     _, labels = fourier_basis(task.p)
-    steps, curves, accuracy, phases = training_curves(session.checkpoint.evals)
+    steps, curves, accuracy, phases = training_curves(session.inspected.checkpoint.evals)
     caption = captions_grokking.lab_caption(lab, neuron, phases, task.p, labels, LOGIT_ROWS)
     return (frequency_norms_figure(lab.embedding_norms, lab.key_frequencies), neuron_fig,
             logit_fourier_figure(lab.logit_fourier, labels, LOGIT_ROWS), phase_curves_figure(steps, curves, phases) if steps else None,

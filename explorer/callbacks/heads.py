@@ -1,13 +1,12 @@
 """Heads tab: the head report card, the induction view, examples from the whole validation text, and roles
 forming over training.
 
-The report and the examples pass are computed once per inspected model (session.version) and kept per session;
+The report and the examples pass are computed once per inspected model and kept in its caches (ModelCaches.heads);
 for an unmodified shipped model they are computed once per server and shared (every session sees the same
 model). Per-session memory: the report (~the probe's [L, H, 64, 64] mean pattern, 256 kB for 4x4 heads) plus
 the examples (k = 10 per neuron and head: ~250 kB for the Shakespeare model)."""
 import html
 import threading
-import weakref
 from collections import OrderedDict
 
 import numpy as np
@@ -41,28 +40,20 @@ SHARED_MODELS = 4  # shipped models whose results stay shared between sessions
 EXAMPLE_KINDS = ("neuron", "head")
 LARGE_EXAMPLE_TOKENS = 2048  # a large model scans the first 2,048 tokens of the text (about 10 s on 2 cores)
 
-_per_session: dict[int, tuple[int, dict]] = {}  # id(session) -> (model version, {"report": ..., "examples": ...})
 _shared: "OrderedDict[str, dict]" = OrderedDict()  # shipped model key -> results
 _shared_lock = threading.Lock()
 
 
 def _results(session: Session) -> dict:
-    """The dict of cached results for the session's current model (emptied when the model changes)."""
-    if session.shared_key:
+    """The dict of cached results for the session's current model (a new one when the model changes)."""
+    if session.inspected.shared_key:
         with _shared_lock:
-            results = _shared.setdefault(session.shared_key, {})
-            _shared.move_to_end(session.shared_key)
+            results = _shared.setdefault(session.inspected.shared_key, {})
+            _shared.move_to_end(session.inspected.shared_key)
             while len(_shared) > SHARED_MODELS:
                 _shared.popitem(last=False)
             return results
-    key = id(session)
-    version, results = _per_session.get(key, (None, None))
-    if version != session.version:
-        if key not in _per_session:
-            weakref.finalize(session, _per_session.pop, key, None)  # forget it with the session
-        results = {}
-        _per_session[key] = (session.version, results)
-    return results
+    return session.inspected.caches.heads
 
 
 def _validation_ids(session: Session):
@@ -79,8 +70,8 @@ def report_of(session: Session):
         name, ids = _validation_ids(session)
         source = f"windows of the validation text of {name}" if name else "the validation text"
         try:
-            results["report"] = head_report(session.model, ids, text_source=source,
-                                            window=window_tokens(session.config))
+            results["report"] = head_report(session.inspected.model, ids, text_source=source,
+                                            window=window_tokens(session.inspected.config))
         except ProbeError as err:
             raise UserError(str(err)) from None
     return results["report"]
@@ -90,7 +81,7 @@ def heads_report_view(session: Session):
     """-> role map figure, report rows, caption, induction loss figure, induction pattern figure, caption."""
     require_model(session)
     report = report_of(session)
-    cfg = session.model.cfg
+    cfg = session.inspected.model.cfg
     ind = report.induction
     induction = ind.scores["induction"]
     layer, head = np.unravel_index(int(np.argmax(induction)), induction.shape)
@@ -114,14 +105,14 @@ def examples_of(session: Session, progress=None) -> tuple[TopExamples, torch.Ten
     results = _results(session)
     if "examples" not in results:
         report = (lambda f: progress(f, desc="Scanning the validation text")) if progress else None
-        if is_large(session.config):  # the first tokens only, in short windows and small batches: bounded memory
+        cfg = session.inspected.config
+        if is_large(cfg):  # the first tokens only, in short windows and small batches: bounded memory
             ids = ids[:LARGE_EXAMPLE_TOKENS]
-            results["examples"] = top_examples(session.model, ids, progress=report, batch_tokens=256,
-                                               window=window_tokens(session.config))
+            results["examples"] = top_examples(session.inspected.model, ids, progress=report, batch_tokens=256,
+                                               window=window_tokens(session.inspected.config))
         else:  # the whole text, or as much of it as the heavy-work limit allows
-            ids = ids[:max(2, int(limit_ops() / forward_ops(session.config, 1, session.config.block_size))
-                           * session.config.block_size)]
-            results["examples"] = top_examples(session.model, ids, progress=report)
+            ids = ids[:max(2, int(limit_ops() / forward_ops(cfg, 1, cfg.block_size)) * cfg.block_size)]
+            results["examples"] = top_examples(session.inspected.model, ids, progress=report)
     return results["examples"], ids[:results["examples"].n_tokens]
 
 
@@ -129,7 +120,7 @@ def examples_view(session: Session, kind, layer, index, progress=None):
     """-> examples HTML, caption markdown, dead-neuron caption markdown."""
     require_model(session)
     kind = validation.choice(kind or "neuron", "Examples of", EXAMPLE_KINDS)
-    cfg = session.model.cfg
+    cfg = session.inspected.model.cfg
     layer = clamp_layer(session, layer)
     if kind == "neuron":
         if cfg.attn_only:
@@ -138,7 +129,7 @@ def examples_view(session: Session, kind, layer, index, progress=None):
     else:
         index = validation.whole_number(index, "Head", minimum=0, maximum=cfg.n_heads - 1, default=0)
     examples, ids = examples_of(session, progress)
-    label = session.tokenizer.token_label
+    label = session.inspected.tokenizer.token_label
     note = ""
     if is_large(cfg):
         note = f" Only the first {examples.n_tokens:,} tokens of the text were scanned: this model is large."
@@ -193,13 +184,13 @@ def _row(ids: torch.Tensor, label, focus: int, key, value: float, what: str) -> 
 def film_view(session: Session, layer, head):
     """-> film strip figure, role scores over steps figure, embedding frames figure, caption markdown."""
     require_model(session)
-    snaps = session.checkpoint.snapshots or []
+    snaps = session.inspected.checkpoint.snapshots or []
     if not snaps:
         raise UserError("This model has no training snapshots: train one on the Train tab (or pick a shipped "
                         "model) to watch its heads form.")
     layer, head = clamp_layer(session, layer), clamp_head(session, head)
     shown = snaps if len(snaps) <= 12 else [snaps[round(i * (len(snaps) - 1) / 11)] for i in range(12)]
-    tokens = [session.tokenizer.token_label(t) for t in shown[-1].probe_ids]
+    tokens = [session.inspected.tokenizer.token_label(t) for t in shown[-1].probe_ids]
     same_probe = [s for s in shown if s.probe_ids == shown[-1].probe_ids]
     strip = film_strip_figure(np.stack([s.pattern()[layer, head] for s in same_probe]),
                               [f"step {s.step:,}" for s in same_probe], tokens, layer, head)
@@ -209,7 +200,7 @@ def film_view(session: Session, layer, head):
     val = [np.nan if s.val_loss is None else s.val_loss for s in snaps]
     lines = role_scores_over_steps_figure(steps, scores, layer, head, val)
     with_coords = [s for s in snaps if s.embedding_coords is not None]
-    labels = [session.tokenizer.token_label(i) for i in range(session.model.cfg.vocab_size)]
+    labels = [session.inspected.tokenizer.token_label(i) for i in range(session.inspected.model.cfg.vocab_size)]
     frames = (embedding_frames_figure([s.embedding_coords for s in with_coords], [s.step for s in with_coords],
                                       labels) if with_coords else None)
     caption = captions_roles.film_caption(layer, head, steps, scores.get("induction"), np.asarray(val, dtype=float))

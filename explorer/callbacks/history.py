@@ -7,14 +7,14 @@ from explorer.state.session import Session
 
 def snapshot_view(session: Session, progress):
     """progress 0..1 of the training run -> (attention grid at the nearest snapshot, caption)."""
-    snaps = session.checkpoint.snapshots or []
+    snaps = session.inspected.checkpoint.snapshots or []
     if not snaps:
         raise UserError("This model has no training snapshots: train one on the Train tab (or pick a shipped "
                         "model) to watch its heads form.")
     progress = validation.number(progress, "Training progress", minimum=0, maximum=1, default=1)
     i = round(progress * (len(snaps) - 1))
     snap = snaps[i]
-    labels = [session.tokenizer.token_label(t) for t in snap.probe_ids]
+    labels = [session.inspected.tokenizer.token_label(t) for t in snap.probe_ids]
     losses = []
     if snap.train_loss is not None:
         losses.append(f"train loss {snap.train_loss:.2f}")

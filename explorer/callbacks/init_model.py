@@ -27,6 +27,6 @@ def use_untrained_model(session: Session, corpus: str, kind: str, bpe_vocab, *va
                         f"{LIMITS.max_params:,}. {CLASSROOM_HINT}")
     torch.manual_seed(INIT_SEED)
     model = GPT(cfg)
-    d = session.data
-    session.use(Checkpoint(model, d.tokenizer, corpus=d.name), f"untrained (random weights) for {d.name}")
+    d = session.workspace.data
+    session.inspected.use(Checkpoint(model, d.tokenizer, corpus=d.name), f"untrained (random weights) for {d.name}")
     return model_summary(session)

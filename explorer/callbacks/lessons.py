@@ -142,7 +142,7 @@ def _question_view(session: Session, state, question) -> dict:
     if question is None:
         return {"question": gr.Markdown("", visible=False), "choice": gr.Radio(visible=False, value=None),
                 "free": gr.Textbox(visible=False, value=""), "send": gr.Button(visible=False), "sent": ""}
-    kept = session.answers.get((state["lesson"], state["step"]))
+    kept = session.member.answers.get((state["lesson"], state["step"]))
     answer = kept.answer if kept else None
     sent = f"{verdict(question, kept.answer)} You sent **{kept.answer}** to your teacher.".strip() if kept else ""
     choices = list(question.choices)

@@ -19,7 +19,7 @@ def apply_link(session: Session, query: dict) -> tuple[str, list[str], dict]:
     if "preset" in values:  # the preset's controls, then the settings given beside it
         values = {**preset_settings(values["preset"]), **values}
     name = values.get("model")
-    if name is not None and session.shared_key != f"shipped:{name}":
+    if name is not None and session.inspected.shared_key != f"shipped:{name}":
         pick_shipped(session, name)
     notes += fit_to_model(session, values)
     return model_summary(session), notes, values
@@ -34,8 +34,8 @@ def open_read_only_copy(session: Session, token) -> list[str]:
     if found is None:
         return ["This link to a student's model was used already or has expired: open it again from the teacher "
                 "page."]
-    session.use(*found)
-    session.teacher = True
+    session.inspected.use(*found)
+    session.member.teacher = True
     return []
 
 
@@ -58,5 +58,5 @@ def opening_for_link(session: Session, query: dict):
 
 def shipped_name(session: Session) -> str:
     """The shipped model the session inspects unchanged ('' for a trained or uploaded one): a link names it."""
-    key = session.shared_key or ""
+    key = session.inspected.shared_key or ""
     return key.removeprefix("shipped:") if key.startswith("shipped:") else ""

@@ -17,10 +17,10 @@ from model_core.checkpoints.load_limits import UPLOAD_LIMITS, LoadLimits
 
 
 def model_summary(session: Session) -> str:
-    c = session.held  # read only: a shared shipped model is not copied for its summary
+    c = session.inspected.held  # read only: a shared shipped model is not copied for its summary
     cfg = c.model.cfg
     trained = _last_loss(c.evals or [])
-    return (f"Inspecting **{session.model_name}**: {model_shape(cfg.n_layers, cfg.n_heads)}, d_model "
+    return (f"Inspecting **{session.inspected.name}**: {model_shape(cfg.n_layers, cfg.n_heads)}, d_model "
             f"{cfg.d_model}, context {cfg.block_size}, vocabulary {cfg.vocab_size}, "
             f"{c.model.num_params():,} parameters{trained}.")
 
@@ -40,7 +40,7 @@ def _last_loss(evals: list[dict]) -> str:
 
 def slider_maxima(session: Session) -> dict[str, int]:
     """Largest valid value per slider kind for the inspected model."""
-    cfg = session.config
+    cfg = session.inspected.config
     return {"layer": cfg.n_layers - 1, "hidden": cfg.n_layers, "head": cfg.n_heads - 1,
             "query": analysis_tokens(cfg) - 1}  # a large model's analysis reads at most 256 tokens
 
@@ -49,7 +49,7 @@ def opening_note(session: Session, name) -> gr.Markdown:
     """The note shown while a pretrained model opens for the first time on this server (8-23 s measured on 2
     loaded cores, docs/lessons.md), hidden otherwise: Gradio's timers alone say nothing about the wait."""
     entry = PRETRAINED.get(name) if isinstance(name, str) else None
-    if entry is None or is_open(name) or session.shared_key == f"shipped:{name}":
+    if entry is None or is_open(name) or session.inspected.shared_key == f"shipped:{name}":
         return gr.Markdown("", visible=False)
     return gr.Markdown(f"**Opening {entry.short_title}** ({entry.millions} million parameters, read from its "
                        f"4-bit file): about 10 s the first time on this server, up to half a minute while a class is "
@@ -59,17 +59,17 @@ def opening_note(session: Session, name) -> gr.Markdown:
 def pick_shipped(session: Session, name: str) -> str:
     if not name:
         raise UserError("Pick one of the shipped models first.")
-    session.use_shipped(name)
+    session.inspected.use_shipped(name)
     return model_summary(session)
 
 
 def save_zip(session: Session) -> str:
     """Path of a .zip holding the inspected model (config, weights, tokenizer, history). Not for a pretrained
     model: 540 MB per click on the server's disk, for weights every user already has in the app."""
-    refuse_pretrained(session.held, "Saving it as a .zip")
-    slug = "".join(ch if ch.isalnum() else "-" for ch in session.model_name)[:40].strip("-") or "model"
+    refuse_pretrained(session.inspected.held, "Saving it as a .zip")
+    slug = "".join(ch if ch.isalnum() else "-" for ch in session.inspected.name)[:40].strip("-") or "model"
     path = new_temp_dir() / f"{slug}.zip"  # swept by age and removed at exit
-    save_checkpoint_zip(session.checkpoint, path)
+    save_checkpoint_zip(session.inspected.checkpoint, path)
     return str(path)
 
 
@@ -98,5 +98,5 @@ def load_zip(session: Session, upload) -> str:
         ckpt = load_checkpoint_zip(p, upload_limits())
     except CheckpointError as err:  # name the file as the user knows it, not the server's temp path
         raise UserError(str(err).replace(str(p), p.name)) from None
-    session.use(ckpt, f"uploaded {p.name}")  # last: only a fully validated checkpoint replaces the model
+    session.inspected.use(ckpt, f"uploaded {p.name}")  # last: only a fully validated checkpoint replaces the model
     return model_summary(session)

@@ -25,14 +25,14 @@ def residual_view(session: Session, prompt: str, layer, heatmap_mode: str = "nor
     """-> norms, updates, update-vs-residual, heatmap, variance, logit-lens figures, caption markdown."""
     layer = clamp_layer(session, layer)
     mode = validation.choice(heatmap_mode or "norm", "Heatmap", HEATMAP_MODES)
-    cfg = session.config
+    cfg = session.inspected.config
     a = analyse(session, prompt, drop_unknown,
                 names=all_layers(cfg.n_layers, "resid_pre", "resid_mid", "resid_post", "attn_out", "mlp_out"))
     r = residual_statistics(a.cache)
     large = is_large(cfg)
-    lens = logit_lens(session.model, a.cache, k=TOP_K, last=LENS_POSITIONS if large else None)
+    lens = logit_lens(session.inspected.model, a.cache, k=TOP_K, last=LENS_POSITIONS if large else None)
     lens_t = lens.top_ids.shape[1]  # positions decoded
-    label = np.vectorize(session.tokenizer.token_label, otypes=[object])
+    label = np.vectorize(session.inspected.tokenizer.token_label, otypes=[object])
     top_k_labels = label(lens.top_ids)  # [L+1, T, k]
     stream = residual_stream(a.cache)  # [L+1, T, D]
     shown, shown_labels = (stream[:, -1:], a.labels[-1:]) if large and mode == "full" else (stream, a.labels)

@@ -41,7 +41,7 @@ def distribution_view(session: Session, prompt: str, temperature, top_k, top_p, 
     logits = a.logits[-1]
     before = torch.softmax(logits, -1).numpy()
     after, removed = filter_logits(logits, s.temperature, s.top_k, s.top_p, s.min_p)
-    vocab = [session.tokenizer.token_label(i) for i in range(len(before))]
+    vocab = [session.inspected.tokenizer.token_label(i) for i in range(len(before))]
     temps = sorted({0.5, 1.0, 2.0, s.temperature} - {0.0})
     label = captions.sampling_label(s.temperature, s.top_k, s.top_p, s.min_p)
     return (next_token_figure(before, after.numpy(), removed.numpy(), vocab, after_name=f"after {label}"),
@@ -93,9 +93,10 @@ def comparison_view(session: Session, prompt: str, settings, max_new_tokens, see
                     chat_format=False) -> str:
     """-> HTML: one column per setting, the generated text, and distinct-2 / repetition / mean log-prob."""
     table, n, seed = parse_table(settings), new_tokens(max_new_tokens), validation.seed(seed)
-    tok, cfg = session.tokenizer, session.model.cfg
+    tok, cfg = session.inspected.tokenizer, session.inspected.model.cfg
     ids = encode_prompt(tok, model_text(session, prompt, chat_format), cfg.block_size, drop_unknown)
-    results = compare_in_worker(session.model, ids, table, n, seed=seed, stop_token=stop_token(tok, chat_format))
+    results = compare_in_worker(session.inspected.model, ids, table, n, seed=seed,
+                                stop_token=stop_token(tok, chat_format))
     cells = []
     for r in results:
         s = r.settings
@@ -118,7 +119,7 @@ def model_text(session: Session, prompt, chat_format) -> str:
     template (a model without one: a UserError saying so)."""
     if not chat_format or not isinstance(prompt, str) or not prompt.strip():
         return prompt  # encode_prompt says what is wrong with an empty prompt
-    return chat_prompt(getattr(session.tokenizer, "chat_template", None), prompt)
+    return chat_prompt(getattr(session.inspected.tokenizer, "chat_template", None), prompt)
 
 
 def stop_token(tokenizer, chat_format):
@@ -133,9 +134,9 @@ def steps_view(session: Session, prompt: str, temperature, top_k, top_p, min_p, 
                drop_unknown=False, chat_format=False):
     """-> step rows (token, probability, running log-prob) and the text coloured by probability (HTML)."""
     s, n, seed = settings(temperature, top_k, top_p, min_p), new_tokens(max_new_tokens), validation.seed(seed)
-    tok, cfg = session.tokenizer, session.model.cfg
+    tok, cfg = session.inspected.tokenizer, session.inspected.model.cfg
     ids = encode_prompt(tok, model_text(session, prompt, chat_format), cfg.block_size, drop_unknown)
-    steps = list(generate(session.model, ids, n, s.temperature, s.top_k, s.top_p, s.min_p, seed=seed,
+    steps = list(generate(session.inspected.model, ids, n, s.temperature, s.top_k, s.top_p, s.min_p, seed=seed,
                           stop_token=stop_token(tok, chat_format), keep_distributions=False))
     # Step.logprob is already a running sum; the table wants each step's own log-prob and sums them itself.
     rows = [dict(token_label=tok.token_label(st.token), prob=st.prob, model_prob=st.model_prob,

@@ -4,7 +4,8 @@ windows, and train on their answers only."""
 import functools
 
 from explorer.figures.data import token_index_figure
-from explorer.state.session import DataChoice, Session
+from explorer.state.session import Session
+from explorer.state.workspace import DataChoice
 from explorer.teaching import captions
 from model_core.data.dataset import compact
 from model_core.data.tasks.choices import CHOICES, FULL_BATCH_TASKS
@@ -31,7 +32,7 @@ def prepared_task(corpus: str):
 def choose_task(session: Session, corpus: str) -> DataChoice:
     tokenizer, train, val, spec = prepared_task(corpus)
     choice = DataChoice(corpus, examples_text(tokenizer, train), 0, tokenizer, train, val, task=spec)
-    session.data = choice
+    session.workspace.data = choice
     return choice
 
 

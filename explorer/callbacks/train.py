@@ -36,7 +36,8 @@ def model_config(session: Session, arch: dict, vocab_size: int | None = None) ->
     """The model the Train tab's controls describe (ARCH_FIELDS -> values); the FFN width comes as a ratio.
     The vocabulary is the prepared text's (or the inspected model's) unless vocab_size says otherwise."""
     if vocab_size is None:
-        vocab_size = session.data.tokenizer.vocab_size if session.data else session.tokenizer.vocab_size
+        data = session.workspace.data
+        vocab_size = (data.tokenizer if data else session.inspected.tokenizer).vocab_size
     fields = {k: _number(k, v) for k, v in arch.items()}
     if "mlp_ratio" in fields:
         fields["d_mlp"] = d_mlp_for(fields.pop("mlp_ratio"), fields["d_model"])
@@ -46,8 +47,9 @@ def model_config(session: Session, arch: dict, vocab_size: int | None = None) ->
 def start_vocab_size(session: Session, corpus, kind, bpe_vocab) -> int:
     """The vocabulary Start would train with (prepare_controls_data): an uploaded text's, else the Data tab's
     choices', whatever text was prepared before or model is inspected."""
-    if session.data is not None and session.data.uploaded:
-        return session.data.tokenizer.vocab_size
+    data = session.workspace.data
+    if data is not None and data.uploaded:
+        return data.tokenizer.vocab_size
     return choices_vocab_size(corpus or "shakespeare", kind, bpe_vocab)
 
 
@@ -63,21 +65,21 @@ def param_count_view(session: Session, corpus: str, kind: str, bpe_vocab, *arch_
 
 def prepare_controls_data(session: Session, corpus: str, kind: str, bpe_vocab, val_split) -> None:
     """The data the Data-tab controls show now (an uploaded text stays until the user chooses again)."""
-    if session.data is None or not session.data.uploaded:
+    if session.workspace.data is None or not session.workspace.data.uploaded:
         choose_data(session, corpus or "shakespeare", None, kind or "char", bpe_vocab, val_split)
 
 
 def start_training(session: Session, corpus: str, kind: str, bpe_vocab, *values) -> str:
     """Build the model from the controls and start its run. values: the
     ARCH_FIELDS, the OPTIM_FIELDS, then (optionally) the validation split choice."""
-    if session.run is not None and session.run.active:
+    if session.workspace.run is not None and session.workspace.run.active:
         raise UserError("A run is already going: pause or stop it before starting a new one.")
     n_fixed = len(ARCH_FIELDS) + len(OPTIM_FIELDS)
     prepare_controls_data(session, corpus, kind, bpe_vocab, (values[n_fixed:] or (DEFAULT_VAL_SPLIT,))[0])
     arch, optim = dict(zip(ARCH_FIELDS, values)), dict(zip(OPTIM_FIELDS, values[len(ARCH_FIELDS):]))
     cfg = model_config(session, arch)
     settings = {k: _number(k, v) for k, v in optim.items()}
-    settings |= task_training(session.data, settings["batch_size"], eval_iters=10)  # a task's spec, full batch
+    settings |= task_training(session.workspace.data, settings["batch_size"], eval_iters=10)  # a task's: full batch
     tc = TrainConfig(**{"eval_iters": 10, **settings},
                      snapshot_interval=max(25, _number("eval_interval", optim["eval_interval"])), device="cpu")
     if tc.max_steps > LIMITS.max_steps:
@@ -85,16 +87,16 @@ def start_training(session: Session, corpus: str, kind: str, bpe_vocab, *values)
     check_model_size(count_params(cfg), tc.batch_size, cfg.block_size, tc.max_steps)
     torch.manual_seed(tc.seed)
     model = GPT(cfg)
-    d = session.data
+    d = session.workspace.data
     job = TrainJob(model, d.train, val_or_none(d.val), tc, d.tokenizer)
-    session.run = TrainingRun(job, d.name, sample_every=max(50, tc.eval_interval),
-                              adopt=session.adopt_training_model).start()
+    session.workspace.run = TrainingRun(job, d.name, sample_every=max(50, tc.eval_interval),
+                              adopt=session.inspected.adopt_training_model).start()
     where = "" if len(d.val) else " (no validation split: losses are measured on the training text)"
     return f"Training started: {model.num_params():,} parameters on {d.name}, {tc.max_steps:,} steps{where}."
 
 
 def control(session: Session, action: str) -> str:
-    run = session.run
+    run = session.workspace.run
     if run is None or not run.active:
         raise UserError("No training run is going: press Start first.")
     run.control(Command[action.upper()])
@@ -106,7 +108,7 @@ def poll(session: Session) -> dict:
     """-> {loss, status, live, live_caption, sample, progress, progress_note: what the Train tab shows (figures as
     JSON), running: whether the run goes on (the page polls while it does)}. Reads the run only: the session adopts
     the trained model when the run's child confirms a pause or the end (TrainingRun.adopt)."""
-    run = session.run
+    run = session.workspace.run
     if run is None:
         return {"loss": "", "status": f"No training run yet: set the controls and press **Start** ({slots_text()}).",
                 "live": "", "live_caption": LIVE_CAPTION, "sample": "", "progress": "", "progress_note": "",
@@ -115,7 +117,7 @@ def poll(session: Session) -> dict:
     p = run.progress
     status = status_text(run, p.history[-1] if p.history else {})
     if p.error:
-        status += f" The other tabs still inspect **{session.model_name}**."
+        status += f" The other tabs still inspect **{session.inspected.name}**."
     if run.expired:
         status += f" The server stopped this run because {run.expired}, to free its slot for others."
     live, live_caption = live_attention(run)

@@ -14,30 +14,31 @@ NAME_CHARS = 40
 
 
 def display_name(session) -> str:
-    if session.teacher:
+    if session.member.teacher:
         return "you (the teacher)"
-    return session.display_name or f"(no name) #{session.student_id}"
+    return session.member.display_name or f"(no name) #{session.member.student_id}"
 
 
 def student_row(session, now: Optional[float] = None) -> dict:
     """{id, name, model, run, idle_seconds, page_open} of one session."""
     now = time.monotonic() if now is None else now
-    return {"id": session.student_id, "name": display_name(session), "model": model_facts(session),
-            "run": run_facts(session.run), "idle_seconds": round(max(0.0, now - session.last_seen), 1),
-            "page_open": session.detached_at is None, "answers": len(session.answers)}
+    return {"id": session.member.student_id, "name": display_name(session), "model": model_facts(session),
+            "run": run_facts(session.workspace.run), "idle_seconds": round(max(0.0, now - session.last_seen), 1),
+            "page_open": session.detached_at is None, "answers": len(session.member.answers)}
 
 
 def model_facts(session) -> dict:
     """The student's own model: the one their run trains when they have a run, else the one they inspect."""
-    run = session.run
+    run = session.workspace.run
     if run is not None:
         model, name, evals, steps = run.progress.model, f"trained on {run.corpus}", run.progress.evals, run.progress.step
     else:
-        held = session.held
-        model, name, evals, steps = held.model, session.model_name, held.evals, len(held.history)
+        held = session.inspected.held
+        model, name, evals, steps = held.model, session.inspected.name, held.evals, len(held.history)
     cfg = model.cfg
     return {"name": name, "shape": f"{model_shape(cfg.n_layers, cfg.n_heads)}, d_model {cfg.d_model}",
-            "params": model.num_params(), "own": (run is not None or session.shared_key is None) and not session.teacher,
+            "params": model.num_params(),
+            "own": (run is not None or session.inspected.shared_key is None) and not session.member.teacher,
             "steps": steps, "val_loss": last_val_loss(evals), "val_step": last_val_step(evals),
             # a run's losses were measured by this server; any other model's came with its file (an uploaded .zip
             # may say anything: the page marks them and ranks them after the measured ones)
@@ -57,9 +58,9 @@ def run_facts(run) -> Optional[dict]:
 def corpus_of(session) -> Optional[str]:
     """The text and tokens the model's losses are measured on ("shakespeare, characters"): only models that share
     it are ranked together."""
-    run = session.run
-    corpus, tokenizer = (run.corpus, run.progress.tokenizer) if run is not None else (session.held.corpus,
-                                                                                     session.held.tokenizer)
+    run = session.workspace.run
+    corpus, tokenizer = (run.corpus, run.progress.tokenizer) if run is not None else (session.inspected.held.corpus,
+                                                                                     session.inspected.held.tokenizer)
     if not corpus:
         return None
     kind = type(tokenizer).__name__.removesuffix("Tokenizer").lower()
@@ -80,13 +81,13 @@ def last_val_step(evals: list) -> Optional[int]:
 
 def loss_curve(session) -> Optional[dict]:
     """{name, steps, loss, val_steps, val_loss} of the session's run (thinned to CURVE_POINTS), or None."""
-    run = session.run
-    if run is None or not run.progress.history or session.teacher:
+    run = session.workspace.run
+    if run is None or not run.progress.history or session.member.teacher:
         return None
     history, evals = list(run.progress.history), list(run.progress.evals)
     keep = np.unique(np.linspace(0, len(history) - 1, min(len(history), CURVE_POINTS)).round().astype(int))
     vals = [e for e in evals if e.get("val_loss") is not None]
-    return {"name": display_name(session), "id": session.student_id,
+    return {"name": display_name(session), "id": session.member.student_id,
             "steps": np.array([history[i]["step"] for i in keep], dtype=np.int32),
             "loss": np.array([history[i]["loss"] for i in keep], dtype=np.float32),
             "val_steps": np.array([e["step"] for e in vals], dtype=np.int32),

@@ -178,20 +178,20 @@ def _clean_text(text) -> str:
 def stop_all_runs(sessions: list) -> dict:
     stopped = 0
     for session in sessions:
-        if session.run is not None and session.run.active:
-            session.stop_training()
+        if session.workspace.run is not None and session.workspace.run.active:
+            session.workspace.stop_training()
             stopped += 1
     return {"ok": f"Stopped {stopped} run{'s' * (stopped != 1)}."}
 
 
 def open_student_model(sessions: list, student_id) -> dict:
     """A read-only copy of the model the student has open -> {url} that opens it in the teacher's own page."""
-    session = next((s for s in sessions if s.student_id == student_id), None)
+    session = next((s for s in sessions if s.member.student_id == student_id), None)
     if session is None:
         raise UserError("That student's session is gone (their page closed and the server released it).")
     with session.lock:
-        held = session.held
+        held = session.inspected.held
         checkpoint = read_only_copy(held)
-    name = f"{display_name(session)}'s model, a read-only copy ({session.model_name})"
+    name = f"{display_name(session)}'s model, a read-only copy ({session.inspected.name})"
     token = ROOM.copies.offer(checkpoint, name)
     return {"ok": f"Opening {display_name(session)}'s model in your explorer tab.", "url": f"/?open={token}"}

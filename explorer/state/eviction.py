@@ -21,13 +21,14 @@ BLANK_PER_ADDRESS = 8
 
 
 def holds_work(session) -> bool:
-    return bool(session.version or session.run is not None or session.sae_run is not None or session.data is not None or session.answers
-                or session.display_name or session.teacher or session.experiments.get("model_b") is not None)
+    w, m = session.workspace, session.member
+    return bool(session.inspected.version or w.run is not None or w.sae_run is not None or w.data is not None
+                or w.model_b is not None or m.answers or m.display_name or m.teacher)
 
 
 def training(session) -> bool:
     return any(run is not None and run.active and run.progress.requested != "paused"
-               for run in (session.run, session.sae_run))
+               for run in (session.workspace.run, session.workspace.sae_run))
 
 
 def eviction_victim(sessions: dict, newcomer: str) -> str:

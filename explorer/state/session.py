@@ -1,168 +1,63 @@
-"""Per-browser-session state: the model being inspected, the data, the training run; and the registry that
-keeps a bounded number of sessions, expires idle training runs and tells evicted users what happened.
+"""Per-browser-session state, in three parts: what the student inspects (explorer.state.inspected), their workspace
+(explorer.state.workspace) and who they are in the class (Member); and the registry that keeps a bounded number of
+sessions, expires idle training runs and tells evicted users what happened.
 
 Memory budget per session (docs/classroom.md): the inspected model (at most --max-params x 4 bytes, plus one copy
 while a run is paused) and, for an uploaded one, its tokenizer, history and snapshots (at most
 LIMITS.session_data_mb: LoadLimits.max_record_bytes); its training data as int16/int32 ids with their tokenizer
 (at most LIMITS.session_data_mb), one cached analysis (one prompt of at most block_size tokens), and at most
 LIMITS.snapshots_kept training snapshots."""
-import copy
 import secrets
 import threading
 import time
 from collections import OrderedDict
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Optional
-
-import torch
 
 from explorer.common.errors import UserError
 from explorer.common.limits import LIMITS
 from explorer.common.shipped_list import read_only_sentence
 from explorer.common.tempfiles import sweep
 from explorer.state.eviction import eviction_victim, holds_work, surplus_blank
+from explorer.state.inspected import Inspected
 from explorer.state.shipped import shipped_template
-from explorer.state.training_run import TrainingRun, expire_idle_runs
+from explorer.state.training_run import expire_idle_runs
+from explorer.state.workspace import Workspace
 from model_core.checkpoints.checkpoint import Checkpoint
-from model_core.data.tokenization import tokenizer_bytes
-from model_core.training.run_protocol import Command
 
 REAP_SECONDS = 5.0  # how often idle runs and old downloads are looked for
 EVICTED_REMEMBERED = 256  # evicted sessions whose users are told why when they come back
-ANALYSIS_KEEP_BYTES = 8_000_000  # a hook-filtered analysis larger than this is recomputed, not kept
 
 
 @dataclass
-class Analysis:
-    """One prompt run through the model with every activation cached."""
+class Member:
+    """Who the student is in the class (explorer.classroom)."""
 
-    prompt: str
-    ids: list[int]
-    labels: list[str]  # display label per position
-    logits: torch.Tensor  # [T, V]; [1, V] (the last position) when only some hook points were kept
-    cache: object  # ActivationCache
-
-
-@dataclass
-class DataChoice:
-    """What the Data tab prepared for training (the text itself is not kept: only its first lines)."""
-
-    name: str  # corpus name or uploaded file name
-    sample: str  # the first characters, for display
-    n_chars: int
-    tokenizer: object
-    train: torch.Tensor  # token ids, int16/int32 (model_core.data.compact)
-    val: torch.Tensor
-    uploaded: bool = False  # the user's own file (kept until they choose again), not a built-in corpus
-    task: Optional[dict] = None  # an algorithmic task's spec (model_core.data.tasks); train/val are its data
-
-    @property
-    def nbytes(self) -> int:
-        """The token ids and the tokenizer (a word vocabulary of 65,536 words keeps ~9 MB)."""
-        return self.train.nbytes + self.val.nbytes + tokenizer_bytes(self.tokenizer)
+    display_name: str = ""  # the name they show the teacher
+    student_id: str = field(default_factory=lambda: secrets.token_hex(4))  # pseudonymous (never the session key)
+    answers: dict = field(default_factory=dict)  # their answers to lesson questions {(lesson, step): Answer}
+    teacher: bool = False  # has opened a student's model from the teacher page (listed as the teacher's)
 
 
 @dataclass
 class Session:
-    held: Checkpoint  # the model being inspected, with its tokenizer and training record (read it via .checkpoint)
-    model_name: str
-    data: Optional[DataChoice] = None
-    run: Optional[TrainingRun] = None
-    sae_run: Optional[TrainingRun] = None  # an SAE training on the Features tab (its own run, in a training slot)
-    version: int = 0  # bumped whenever the inspected model changes
-    _analysis: dict = field(default_factory=dict)
-    lock: threading.RLock = field(default_factory=threading.RLock)  # held around every use (explorer.tabs.binding)
+    """One browser's (or script's) state: what it inspects, what it made, who it is in the class, and what the
+    registry needs to keep, find and release it."""
+
+    inspected: Inspected
+    workspace: Workspace = field(default_factory=Workspace)
+    member: Member = field(default_factory=Member)
     last_seen: float = field(default_factory=time.monotonic)
-    shared_key: Optional[str] = None  # "shipped:NAME" while inspecting an unmodified shipped model
     notices: list = field(default_factory=list)  # messages for the user's next request
-    experiments: dict = field(default_factory=dict)  # Experiments tab: evaluation set, means, maps, model B
-    features: dict = field(default_factory=dict)  # Features tab: an uploaded SAE and its statistics
     detached_at: Optional[float] = None  # when its last page closed (kept LIMITS.resume_ttl_seconds for a reload)
-    # held.model is a shipped model every session shares until one needs its own: hooks are per model object,
-    # so the first use through .checkpoint or .model copies it (a class arriving at once copies nothing)
-    shares_model: bool = False
-    # the class (explorer.classroom): the name the student shows the teacher, a pseudonymous id (never the
-    # session's secret key) and their answers to lesson questions {(lesson, step): Answer}
-    display_name: str = ""
-    student_id: str = field(default_factory=lambda: secrets.token_hex(4))
-    answers: dict = field(default_factory=dict)
-    teacher: bool = False  # has opened a student's model from the teacher page (listed as the teacher's)
     address: str = ""  # the client address that made it (blank sessions per address are capped)
     browser: bool = False  # a page's session, found again through its browser's key (explorer.state.eviction)
 
     @property
-    def checkpoint(self) -> Checkpoint:
-        """The inspected checkpoint, with a model of this session's own."""
-        if self.shares_model:
-            with self.lock:
-                if self.shares_model:
-                    self.held = replace(self.held, model=self.held.model.copy())
-                    self.shares_model = False
-        return self.held
-
-    @property
-    def model(self):
-        return self.checkpoint.model
-
-    @property
-    def config(self):
-        """The inspected model's GPTConfig (read without copying a shared model)."""
-        return self.held.model.cfg
-
-    @property
-    def tokenizer(self):
-        return self.held.tokenizer
-
-    def use(self, checkpoint: Checkpoint, name: str, shared_key: Optional[str] = None,
-            shares_model: bool = False) -> None:
-        """Inspect a different model from now on (shared_key: analyses may be shared with other sessions;
-        shares_model: checkpoint.model is a shipped template, copied on first use)."""
-        with self.lock:
-            if not shares_model:
-                checkpoint.model.eval()
-            self.held, self.model_name, self.shared_key = checkpoint, name, shared_key
-            self.shares_model = shares_model
-            self.version += 1
-            self._analysis.clear()
-
-    def use_shipped(self, name: str) -> None:
-        """Inspect a shipped model (shared until this session first uses it)."""
-        self.use(shipped_template(name), name, shared_key=f"shipped:{name}", shares_model=True)
-
-    def analysis(self, prompt: str, ids: list[int], labels: list[str], names: Optional[tuple] = None) -> Analysis:
-        """The cached full-activation run for this prompt (recomputed only when prompt or model change).
-        names: only these hook points and the last position's logits (a large model's views ask for what they
-        draw), in float16; such a run is kept only up to ANALYSIS_KEEP_BYTES, so 30 sessions of a 135M model stay
-        small."""
-        key = (self.version, tuple(ids), names)
-        with self.lock:
-            if key not in self._analysis:
-                logits, cache = self.model.run_with_cache(torch.tensor([ids]), names_filter=names)
-                if names is not None:  # half the bytes, the same whether this run is kept or not
-                    cache.store = {name: t.to(torch.float16) for name, t in cache.store.items()}
-                run = Analysis(prompt, ids, labels, logits[0] if names is None else logits[0, -1:].clone(), cache)
-                self._analysis.clear()  # keep one: caches of long prompts are megabytes
-                if names is None or sum(t.nbytes for t in cache.store.values()) <= ANALYSIS_KEEP_BYTES:
-                    self._analysis[key] = run
-                return run
-            return self._analysis[key]
-
-    def adopt_training_model(self, run: TrainingRun, final: bool) -> None:
-        """Inspect the model a run trained (its child confirmed a pause, final False: a copy, the run goes on; or
-        the end: the model itself). A run that failed is never adopted: no message confirms it."""
-        p = run.progress
-        ckpt = Checkpoint.from_trainer(p, corpus=run.corpus)
-        ckpt.model = (p.model if final else copy.deepcopy(p.model)).cpu()
-        self.use(ckpt, f"trained on {run.corpus} ({p.step} steps)")
-
-    def stop_training(self) -> None:
-        for run in (self.run, self.sae_run):
-            if run is not None and run.active:
-                run.control(Command.STOP)
-
-    @property
-    def holds_paused_run(self) -> bool:
-        return self.run is not None and self.run.active and self.run.progress.requested == "paused"
+    def lock(self) -> threading.RLock:
+        """Held around every use (explorer.tabs.binding): the inspected model's, so a trained model is adopted
+        between two requests, never in the middle of one."""
+        return self.inspected.lock
 
 
 class SessionRegistry:
@@ -225,7 +120,7 @@ class SessionRegistry:
     def _attach(self, page: str, key: str) -> None:
         old = self._aliases.get(page, page)
         if old != key and old in self._sessions and old not in self._aliases.values():
-            self._sessions.pop(old).stop_training()  # a blank session this page made before it was attached
+            self._sessions.pop(old).workspace.stop_training()  # a blank session this page made before it was attached
             self.released += 1
         self._aliases[page] = key
         if key in self._sessions:
@@ -250,7 +145,7 @@ class SessionRegistry:
                 if key in self._sessions and key not in self._aliases.values():
                     self._sessions[key].detached_at = time.monotonic()
         if session is not None:
-            session.stop_training()
+            session.workspace.stop_training()
 
     def release_detached(self, now: Optional[float] = None) -> int:
         """Close the sessions whose pages closed more than the TTL ago; -> how many."""
@@ -264,7 +159,7 @@ class SessionRegistry:
                 self._remember(key, f"Your earlier session ended: its page was closed for more than "
                                     f"{LIMITS.resume_ttl_seconds / 60:g} minutes, so the server released its model.")
         for session in sessions:
-            session.stop_training()
+            session.workspace.stop_training()
         return len(sessions)
 
     def _tell_if_evicted(self, key: str, session: Session) -> None:
@@ -288,7 +183,7 @@ class SessionRegistry:
         """(holding the lock) release a session at once, stopping its run."""
         old = self._sessions.pop(key)
         self.released += 1
-        old.stop_training()
+        old.workspace.stop_training()
         return old
 
     def _remember(self, key: str, notice: str) -> None:
@@ -301,14 +196,14 @@ class SessionRegistry:
             session = self._sessions.pop(self._aliases.pop(page, page), None)
             self.released += session is not None
         if session is not None:
-            session.stop_training()
+            session.workspace.stop_training()
 
     def close_all(self) -> None:
         with self._lock:
             sessions, self._sessions = list(self._sessions.values()), OrderedDict()
             self._aliases.clear()
         for session in sessions:
-            session.stop_training()
+            session.workspace.stop_training()
 
     def __len__(self) -> int:
         return len(self._sessions)
@@ -333,9 +228,9 @@ def full_notice() -> str:
 
 def eviction_notice(session: Session) -> str:
     limit = f"this server keeps at most {LIMITS.max_sessions} sessions and yours was the least recently used"
-    if session.holds_paused_run:
+    if session.workspace.holds_paused_run:
         return (f"Your earlier session was closed because {limit}: your paused run (step "
-                f"{session.run.progress.step:,}) was stopped and its model released. Train again or load a "
+                f"{session.workspace.run.progress.step:,}) was stopped and its model released. Train again or load a "
                 "saved .zip.")
     return f"Your earlier session was closed because {limit}: the model you had open was released."
 
@@ -357,11 +252,11 @@ def new_session(model_name: Optional[str] = None) -> Session:
     from explorer.common import app_state  # the default model may be changed by app.py --model
 
     name = model_name or app_state.default_model
-    return Session(shipped_template(name), name, shared_key=f"shipped:{name}", shares_model=True)
+    return Session(Inspected(shipped_template(name), name, shared_key=f"shipped:{name}", shares_model=True))
 
 
 def require_model(session: Session) -> None:
-    if session.held is None or session.tokenizer is None:
+    if session.inspected.held is None or session.inspected.tokenizer is None:
         raise UserError("No model is loaded: pick a shipped model or train one on the Train tab.")
 
 

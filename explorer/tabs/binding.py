@@ -97,7 +97,8 @@ def bind(fn, shared: bool = False, names=None, heavy: bool = False, fields: dict
         with session.lock:
             while session.notices:
                 gr.Warning(session.notices.pop(0), duration=None)
-            key = (session.shared_key, fn.__name__, _key(list(inputs))) if shared and session.shared_key else None
+            shared_key = session.inspected.shared_key
+            key = (shared_key, fn.__name__, _key(list(inputs))) if shared and shared_key else None
             if key is not None and key[2] is not None:
                 return SHARED.get_or_compute(key, lambda: serialised_figures(safe(session, *inputs)))
             return safe(session, *inputs)

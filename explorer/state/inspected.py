@@ -1,0 +1,135 @@
+"""What a student inspects: one model, its version, and every cache computed from it (ModelCaches), which is
+replaced as a whole whenever the model changes, so no cache outlives the model it was computed from."""
+import copy
+import threading
+from dataclasses import dataclass, field, replace
+from typing import Optional
+
+import torch
+
+from explorer.state.shipped import shipped_template
+from model_core.checkpoints.checkpoint import Checkpoint
+
+ANALYSIS_KEEP_BYTES = 8_000_000  # a hook-filtered analysis larger than this is recomputed, not kept
+
+
+@dataclass
+class Analysis:
+    """One prompt run through the model with every activation cached."""
+
+    prompt: str
+    ids: list[int]
+    labels: list[str]  # display label per position
+    logits: torch.Tensor  # [T, V]; [1, V] (the last position) when only some hook points were kept
+    cache: object  # ActivationCache
+
+
+@dataclass
+class Evaluation:
+    """The Experiments tab's evaluation set for the inspected model, and what was measured on it."""
+
+    name: str  # where the windows come from
+    windows: torch.Tensor  # [N, T] token ids of the validation text
+    data_id: Optional[int]  # id() of the Data tab's validation ids it was cut from (None: a built-in corpus)
+    means: object = None  # mean activations for mean ablation, computed on first use
+    maps: dict = field(default_factory=dict)  # ablation mode -> the knock-out map
+
+
+@dataclass
+class SAEChoice:
+    """The SAE the Features tab reads for the inspected model."""
+
+    sae: object  # SparseAutoencoder
+    stats: object  # FeatureStats; None until first used (an upload's are computed then)
+    source: str  # what the tab says it is: "uploaded: NAME.zip", "trained here" or "shipped with the app"
+
+
+@dataclass
+class ModelCaches:
+    """Everything computed from (or chosen for) the inspected model. Inspected.use() replaces it."""
+
+    analysis: dict = field(default_factory=dict)  # (ids, hook names) -> Analysis; one kept
+    evaluation: Optional[Evaluation] = None  # Experiments tab
+    sae: Optional[SAEChoice] = None  # Features tab: an uploaded SAE or one trained here
+    shipped_sae_stats: object = None  # Features tab: statistics of a shipped SAE that ships without them
+    heads: dict = field(default_factory=dict)  # Heads tab: "report", "examples"
+
+
+@dataclass
+class Inspected:
+    held: Checkpoint  # the model, with its tokenizer and training record (read it via .checkpoint)
+    name: str
+    shared_key: Optional[str] = None  # "shipped:NAME" while inspecting an unmodified shipped model
+    # held.model is a shipped model every session shares until one needs its own: hooks are per model object,
+    # so the first use through .checkpoint or .model copies it (a class arriving at once copies nothing)
+    shares_model: bool = False
+    version: int = 0  # bumped whenever the model changes
+    caches: ModelCaches = field(default_factory=ModelCaches)
+    lock: threading.RLock = field(default_factory=threading.RLock)  # the session's (Session.lock)
+
+    @property
+    def checkpoint(self) -> Checkpoint:
+        """The inspected checkpoint, with a model of this session's own."""
+        if self.shares_model:
+            with self.lock:
+                if self.shares_model:
+                    self.held = replace(self.held, model=self.held.model.copy())
+                    self.shares_model = False
+        return self.held
+
+    @property
+    def model(self):
+        return self.checkpoint.model
+
+    @property
+    def config(self):
+        """The model's GPTConfig (read without copying a shared model)."""
+        return self.held.model.cfg
+
+    @property
+    def tokenizer(self):
+        return self.held.tokenizer
+
+    def use(self, checkpoint: Checkpoint, name: str, shared_key: Optional[str] = None,
+            shares_model: bool = False) -> None:
+        """Inspect a different model from now on, forgetting every cache of the old one (shared_key: analyses may
+        be shared with other sessions; shares_model: checkpoint.model is a shipped template, copied on first use)."""
+        with self.lock:
+            if not shares_model:
+                checkpoint.model.eval()
+            self.held, self.name, self.shared_key = checkpoint, name, shared_key
+            self.shares_model = shares_model
+            self.version += 1
+            self.caches = ModelCaches()
+
+    def use_shipped(self, name: str) -> None:
+        """Inspect a shipped model (shared until this session first uses it)."""
+        self.use(shipped_template(name), name, shared_key=f"shipped:{name}", shares_model=True)
+
+    def analysis(self, prompt: str, ids: list[int], labels: list[str], names: Optional[tuple] = None) -> Analysis:
+        """The cached full-activation run for this prompt (recomputed only when prompt or model change).
+        names: only these hook points and the last position's logits (a large model's views ask for what they
+        draw), in float16; such a run is kept only up to ANALYSIS_KEEP_BYTES, so 30 sessions of a 135M model stay
+        small."""
+        key = (tuple(ids), names)
+        with self.lock:
+            kept = self.caches.analysis
+            if key not in kept:
+                logits, cache = self.model.run_with_cache(torch.tensor([ids]), names_filter=names)
+                if names is not None:  # half the bytes, the same whether this run is kept or not
+                    cache.store = {name: t.to(torch.float16) for name, t in cache.store.items()}
+                run = Analysis(prompt, ids, labels, logits[0] if names is None else logits[0, -1:].clone(), cache)
+                kept.clear()  # keep one: caches of long prompts are megabytes
+                if names is None or sum(t.nbytes for t in cache.store.values()) <= ANALYSIS_KEEP_BYTES:
+                    kept[key] = run
+                return run
+            return kept[key]
+
+    def adopt_training_model(self, run, final: bool) -> None:
+        """Inspect the model a run (explorer.state.training_run.TrainingRun) trained (its child confirmed a pause,
+        final False: a copy, the run goes on; or the end: the model itself). A run that failed is never adopted: no
+        message confirms it."""
+        p = run.progress
+        ckpt = Checkpoint.from_trainer(p, corpus=run.corpus)
+        ckpt.model = (p.model if final else copy.deepcopy(p.model)).cpu()
+        self.use(ckpt, f"trained on {run.corpus} ({p.step} steps)")

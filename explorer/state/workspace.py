@@ -1,0 +1,55 @@
+"""A student's workspace: the data they prepared, their runs and the Experiments tab's model B (everything they
+made besides the inspected model, which is explorer.state.inspected's)."""
+from dataclasses import dataclass
+from typing import Optional
+
+import torch
+
+from explorer.state.training_run import TrainingRun
+from model_core.checkpoints.checkpoint import Checkpoint
+from model_core.data.tokenization import tokenizer_bytes
+from model_core.training.run_protocol import Command
+
+
+@dataclass
+class DataChoice:
+    """What the Data tab prepared for training (the text itself is not kept: only its first lines)."""
+
+    name: str  # corpus name or uploaded file name
+    sample: str  # the first characters, for display
+    n_chars: int
+    tokenizer: object
+    train: torch.Tensor  # token ids, int16/int32 (model_core.data.compact)
+    val: torch.Tensor
+    uploaded: bool = False  # the user's own file (kept until they choose again), not a built-in corpus
+    task: Optional[dict] = None  # an algorithmic task's spec (model_core.data.tasks); train/val are its data
+
+    @property
+    def nbytes(self) -> int:
+        """The token ids and the tokenizer (a word vocabulary of 65,536 words keeps ~9 MB)."""
+        return self.train.nbytes + self.val.nbytes + tokenizer_bytes(self.tokenizer)
+
+
+@dataclass
+class SecondModel:
+    """The Experiments tab's model B, compared with the inspected model."""
+
+    checkpoint: Checkpoint
+    name: str
+
+
+@dataclass
+class Workspace:
+    data: Optional[DataChoice] = None
+    run: Optional[TrainingRun] = None
+    sae_run: Optional[TrainingRun] = None  # an SAE training on the Features tab (its own run, in a training slot)
+    model_b: Optional[SecondModel] = None  # Experiments tab
+
+    def stop_training(self) -> None:
+        for run in (self.run, self.sae_run):
+            if run is not None and run.active:
+                run.control(Command.STOP)
+
+    @property
+    def holds_paused_run(self) -> bool:
+        return self.run is not None and self.run.active and self.run.progress.requested == "paused"
