@@ -12,12 +12,12 @@ import torch
 
 from explorer.callbacks.attribution import attribution_parts, token_choice
 from explorer.callbacks.common import all_layers, analyse, prompt_ids
-from explorer.callbacks.compare import readable_text, scored
 from explorer.callbacks.experiments import evaluation_set, means_for
 from explorer.callbacks.heads import report_of
 from explorer.callbacks.links import apply_link
 from explorer.callbacks.model_size import count_params
 from explorer.callbacks.sampling import parse_table, settings
+from explorer.callbacks.second_model import readable_text, scored
 from explorer.callbacks.train import model_config, prepare_controls_data
 from explorer.common.controls import ARCH_FIELDS, CONTROL_NAMES, DEFAULT_COMPARISON, PATCH_CHOICES
 from explorer.common.errors import UserError

@@ -6,14 +6,14 @@ import numpy as np
 import pytest
 import torch
 
-from explorer.callbacks.compare import (
+from explorer.callbacks.experiments import ablation_view, evaluation_set, importance_view, top_head_inputs
+from explorer.callbacks.second_model import (
     compare_view,
     copy_inspected_as_b,
     load_nanogpt_as_b,
     swap_models,
     use_shipped_as_b,
 )
-from explorer.callbacks.experiments import ablation_view, evaluation_set, importance_view, top_head_inputs
 from explorer.common.errors import friendly
 from explorer.figures.plain import Figure
 from explorer.state.inspected import Inspected

@@ -106,7 +106,7 @@ def test_importance_map_is_estimated(session):
 
 
 def test_compare_in_bits_per_character(session):
-    from explorer.callbacks.compare import compare_view, use_shipped_as_b
+    from explorer.callbacks.second_model import compare_view, use_shipped_as_b
 
     use_shipped_as_b(session, "shakespeare")
     bits, nxt, table, caption, grids = compare_view(session, "First Citizen: we are accounted poor citizens.", True)

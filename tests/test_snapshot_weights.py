@@ -6,7 +6,7 @@ import gradio as gr
 import pytest
 import torch
 
-from explorer.callbacks.compare import snapshot_menu, use_snapshot_as_b
+from explorer.callbacks.second_model import snapshot_menu, use_snapshot_as_b
 from explorer.common.errors import friendly
 from explorer.common.limits import LIMITS
 from explorer.state.inspected import Inspected

@@ -3,8 +3,8 @@ else the one shipped for an unmodified shipped model; and that SAE's feature sta
 computed once on the model's validation text and kept with the upload)."""
 from typing import Optional
 
-from explorer.callbacks.compare import uploaded_path
 from explorer.callbacks.experiments import validation_source
+from explorer.callbacks.second_model import uploaded_path
 from explorer.common.errors import UserError
 from explorer.common.limits import LIMITS
 from explorer.state.inspected import SAEChoice

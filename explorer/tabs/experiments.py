@@ -11,7 +11,7 @@ from explorer.tabs.raw_inputs import RawDropdown, RawFile, RawNumber, RawRadio, 
 from explorer.teaching.glossary import explained
 
 (compare_view, copy_inspected_as_b, load_nanogpt_as_b, load_zip_as_b, snapshot_menu, swap_models, use_shipped_as_b,
- use_snapshot_as_b) = callbacks("compare", "compare_view", "copy_inspected_as_b", "load_nanogpt_as_b", "load_zip_as_b",
+ use_snapshot_as_b) = callbacks("second_model", "compare_view", "copy_inspected_as_b", "load_nanogpt_as_b", "load_zip_as_b",
                                 "snapshot_menu", "swap_models", "use_shipped_as_b", "use_snapshot_as_b")
 ablation_view, importance_view, top_head_inputs = callbacks("experiments", "ablation_view", "importance_view",
                                                             "top_head_inputs")
