@@ -76,7 +76,11 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--batch-size", type=int,
                        help="windows per optimisation step, over all processes (torchrun splits it evenly)")
     train.add_argument("--lr", type=float, help="peak learning rate")
+    train.add_argument("--min-lr", type=float, help="floor of the cosine decay (default lr / 10; = --lr: flat)")
     train.add_argument("--weight-decay", type=float, help="AdamW weight decay of the weight matrices (0: none)")
+    train.add_argument("--decay-embeddings", action=argparse.BooleanOptionalAction, default=None,
+                       help="weight decay on the embedding tables too (Nanda et al.'s grokking run decays everything)")
+    train.add_argument("--grad-clip", type=float, help="clip the gradient norm to this (0: off)")
     train.add_argument("--optimizer", choices=OPTIMIZERS,
                        help="adamw for everything, or muon for the blocks' matrices (AdamW at --lr for the rest)")
     train.add_argument("--muon-lr", type=float, help="Muon's peak learning rate (with --optimizer muon)")
@@ -189,6 +193,7 @@ def train(args) -> dict:
     full = full_batch(spec, train_data)
     train_cfg = preset.train_config(
         batch_size=args.batch_size or full, lr=args.lr, weight_decay=args.weight_decay, task=spec,
+        min_lr=args.min_lr, decay_embeddings=args.decay_embeddings, grad_clip=args.grad_clip,
         max_steps=args.max_steps, eval_interval=args.eval_interval,
         eval_iters=args.eval_iters or (full and 1), seed=args.seed, device=args.device, optimizer=args.optimizer,
         muon_lr=args.muon_lr, muon_ns_steps=args.muon_ns_steps, precision=args.precision, compile=args.compile,

@@ -19,7 +19,8 @@ def run(*args, timeout=180):
 def trained(tmp_path_factory):
     out = tmp_path_factory.mktemp("cli") / "names-run"
     result = run("model_core.train", "--corpus", "first-names", "--preset", "tiny", "--max-steps", "6",
-                 "--eval-iters", "1", "--seed", "7", "--no-tie-weights", "--out", str(out))
+                 "--eval-iters", "1", "--seed", "7", "--no-tie-weights", "--decay-embeddings", "--grad-clip", "0.5",
+                 "--min-lr", "2e-3", "--out", str(out))
     assert result.returncode == 0, result.stderr
     return out, result
 
@@ -38,6 +39,8 @@ def test_train_prints_one_json_line_and_saves_a_loadable_model(trained):
     assert (summary["train_loss"], summary["val_loss"]) == (final["train_loss"], final["val_loss"])
     assert (summary["induction"], summary["icl"]) == (final["induction"], final["icl"])
     assert ckpt.corpus == "first-names" and not ckpt.model.cfg.tie_weights
+    t = ckpt.train_config  # the flags, kept in the file
+    assert t.decay_embeddings and t.grad_clip == 0.5 and t.min_lr == 2e-3
     assert ckpt.model.num_params() == summary["params"] and len(ckpt.history) == 6
 
 

@@ -10,6 +10,7 @@ import torch
 from model_core import GPT, GPTConfig
 from model_core.training.snapshots import Snapshot
 from model_core.training.train_config import TrainConfig, TrainConfigError
+from model_core.training.optim import make_optimizer
 from model_core.training.trainer import (
     TrainingError,
     evaluation_due,
@@ -110,6 +111,33 @@ def test_weight_decay_only_on_linear_matrices(tie):
     assert ("unembed.weight" in decayed) == (not tie)
     assert all(names[id(p)].endswith("bias") or "ln" in names[id(p)] or "embed" in names[id(p)]
                for p in no_decay["params"])
+
+
+@pytest.mark.parametrize("tie", [True, False])
+def test_decay_embeddings_adds_the_embedding_tables_and_nothing_else(tie):
+    model = GPT(GPTConfig(vocab_size=10, block_size=8, d_model=16, n_heads=2, n_layers=2, tie_weights=tie))
+    names = {id(p): n for n, p in model.named_parameters()}
+    usual, _ = param_groups(model, 0.1)
+    decay, no_decay = param_groups(model, 0.1, decay_embeddings=True)
+    added = {names[id(p)] for p in decay["params"]} - {names[id(p)] for p in usual["params"]}
+    assert added == {"embed.weight", "pos_embed.weight"}  # a tied unembedding is embed.weight itself
+    assert all(names[id(p)].endswith("bias") or "ln" in names[id(p)] for p in no_decay["params"])
+
+
+@pytest.mark.parametrize("optimizer", ["adamw", "muon"])
+def test_the_optimizer_decays_the_embeddings_only_when_asked(optimizer):
+    model = GPT(GPTConfig(vocab_size=10, block_size=8, d_model=16, n_heads=2, n_layers=1, tie_weights=False))
+    for switch in (False, True):
+        cfg = TrainConfig(optimizer=optimizer, weight_decay=0.5, decay_embeddings=switch)
+        groups = make_optimizer(model, cfg, torch.device("cpu")).param_groups
+        rate = {id(p): g["weight_decay"] for g in groups for p in g["params"]}
+        assert rate[id(model.embed.weight)] == rate[id(model.pos_embed.weight)] == (0.5 if switch else 0.0)
+        assert rate[id(model.unembed.weight)] == 0.5
+
+
+def test_decay_embeddings_must_be_a_switch():
+    with pytest.raises(TrainConfigError, match="decay_embeddings must be true or false"):
+        TrainConfig(decay_embeddings="yes")
 
 
 def test_pause_resume_stop_from_another_thread():

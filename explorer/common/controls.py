@@ -16,7 +16,7 @@ ARCH_FIELDS = ("n_layers", "n_heads", "d_model", "block_size", "activation", "no
 # mlp_ratio is the FFN width as a multiple of d_model (d_mlp = mlp_ratio x d_model, GPT-2: 4): halving d_model
 # halves the FFN with it, as the automatic width did.
 OPTIM_FIELDS = ("lr", "batch_size", "max_steps", "warmup_steps", "weight_decay", "grad_clip", "eval_interval",
-                "optimizer", "muon_lr", "muon_ns_steps")
+                "optimizer", "muon_lr", "muon_ns_steps", "decay_embeddings")
 # link / lesson parameter names of those fields and the Data tab's, where they differ from the field name
 CONTROL_NAMES = {"max_steps": "steps", "warmup_steps": "warmup", "eval_interval": "eval_every", "kind": "tokenizer"}
 

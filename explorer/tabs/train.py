@@ -27,7 +27,7 @@ model_summary, opening_note, pick_shipped, save_zip, load_zip = callbacks(
 CLASSROOM = get_preset("classroom")
 DATA_FIELDS = ("corpus", "kind", "bpe_vocab")  # the Data tab's choices, named as in /data
 ADVANCED_OPTIM = {"warmup_steps", "weight_decay", "grad_clip", "eval_interval", "optimizer", "muon_lr",
-                  "muon_ns_steps"}
+                  "muon_ns_steps", "decay_embeddings"}
 START_NAMES = (*DATA_FIELDS, *ARCH_FIELDS, *OPTIM_FIELDS, "val_split")  # /train_start's parameters
 # Start, and a class run the teacher pushes (explorer.tabs.class_notice), take turns in one queue: Gradio's default
 # of 2 at a time (launch's default_concurrency_limit), as when a pushed run clicked Start
@@ -80,7 +80,9 @@ def _optimiser_controls():
         muon_lr = RawNumber(t.muon_lr, label="Muon learning rate", minimum=0)
         ns_steps = RawNumber(t.muon_ns_steps, label="Muon Newton–Schulz steps", precision=0, minimum=1,
                              maximum=MAX_NS_STEPS, info="per update; fewer are cheaper and rougher")
-    return [lr, batch, steps, warmup, wd, clip, eval_every, optimizer, muon_lr, ns_steps]
+        decay_embeddings = gr.Checkbox(t.decay_embeddings, label="Weight decay on the embeddings too",
+                                       info="as Nanda et al. (grokking); else only the weight matrices decay")
+    return [lr, batch, steps, warmup, wd, clip, eval_every, optimizer, muon_lr, ns_steps, decay_embeddings]
 
 
 def _register(arch, optim) -> None:

@@ -13,11 +13,13 @@ def embedding_ids(model: torch.nn.Module) -> set:
     return {id(m.weight) for m in model.modules() if isinstance(m, torch.nn.Embedding)}
 
 
-def decayed_ids(model: torch.nn.Module) -> set:
-    """Weight matrices of Linear layers that are not an (embedding-tied) unembedding."""
+def decayed_ids(model: torch.nn.Module, embeddings: bool = False) -> set:
+    """Weight matrices of Linear layers that are not an (embedding-tied) unembedding; with embeddings, the
+    embedding tables too (then a tied unembedding is decayed as the embedding it is)."""
     tied = embedding_ids(model)
-    return {id(m.weight) for m in model.modules()
-            if isinstance(m, torch.nn.Linear) and m.weight.dim() == 2 and id(m.weight) not in tied}
+    linear = {id(m.weight) for m in model.modules()
+              if isinstance(m, torch.nn.Linear) and m.weight.dim() == 2 and id(m.weight) not in tied}
+    return linear | tied if embeddings else linear
 
 
 def hidden_matrices(model: torch.nn.Module) -> list:
@@ -38,11 +40,13 @@ def adamw_groups(params: list, decay: set, weight_decay: float, lr: float) -> li
     ]
 
 
-def param_groups(model: torch.nn.Module, weight_decay: float, lr: float = 1e-3) -> list[dict]:
-    """AdamW groups: decay only the weight matrices of Linear layers; embeddings (also when the
-    unembedding is tied to them), norms and biases get none. Each parameter appears once."""
+def param_groups(model: torch.nn.Module, weight_decay: float, lr: float = 1e-3,
+                 decay_embeddings: bool = False) -> list[dict]:
+    """AdamW groups: decay only the weight matrices of Linear layers, and the embeddings if decay_embeddings;
+    otherwise embeddings (also when the unembedding is tied to them), norms and biases get none. Each parameter
+    appears once."""
     params = [p for p in model.parameters() if p.requires_grad]  # parameters() lists a tied tensor once
-    return adamw_groups(params, decayed_ids(model), weight_decay, lr)
+    return adamw_groups(params, decayed_ids(model, decay_embeddings), weight_decay, lr)
 
 
 def make_adamw(groups: list[dict], cfg: TrainConfig, device: torch.device) -> torch.optim.AdamW:
@@ -99,9 +103,10 @@ def make_muon(model: torch.nn.Module, cfg: TrainConfig, device: torch.device) ->
     muon = torch.optim.Muon([{"params": hidden, "base_lr": cfg.muon_lr, "lr": cfg.muon_lr}], lr=cfg.muon_lr,
                             weight_decay=cfg.weight_decay, momentum=cfg.muon_momentum, ns_steps=cfg.muon_ns_steps,
                             adjust_lr_fn="original")
-    # What AdamW still trains (embeddings, unembedding, norms, biases) is not decayed, as in param_groups,
-    # except an untied unembedding matrix.
-    groups = [g for g in adamw_groups(rest, decayed_ids(model), cfg.weight_decay, cfg.lr) if g["params"]]
+    # What AdamW still trains (embeddings, unembedding, norms, biases) is decayed as in param_groups: an untied
+    # unembedding matrix, and the embeddings if cfg.decay_embeddings.
+    decay = decayed_ids(model, cfg.decay_embeddings)
+    groups = [g for g in adamw_groups(rest, decay, cfg.weight_decay, cfg.lr) if g["params"]]
     adamw = make_adamw(groups, cfg, device)
     return CombinedOptimizer(muon, adamw)
 
@@ -110,4 +115,4 @@ def make_optimizer(model: torch.nn.Module, cfg: TrainConfig, device: torch.devic
     """The optimiser cfg.optimizer names, its groups tagged with their peak learning rate (base_lr)."""
     if cfg.optimizer == "muon":
         return make_muon(model, cfg, device)
-    return make_adamw(param_groups(model, cfg.weight_decay, cfg.lr), cfg, device)
+    return make_adamw(param_groups(model, cfg.weight_decay, cfg.lr, cfg.decay_embeddings), cfg, device)

@@ -19,7 +19,8 @@ class TrainConfig:
     lr: float = 5e-3  # peak learning rate, reached after warmup
     min_lr: Optional[float] = None  # floor of the cosine decay; None: lr / 10
     warmup_steps: int = 50  # linear ramp from ~0 to lr (Adam's early updates are noisy)
-    weight_decay: float = 0.1  # AdamW decay, applied to Linear weight matrices only
+    weight_decay: float = 0.1  # AdamW decay, applied to Linear weight matrices (and the embeddings, if below)
+    decay_embeddings: bool = False  # decay the embedding tables too (Nanda et al. decay every parameter)
     grad_clip: float = 1.0  # clip the global gradient norm to this; 0 turns clipping off
     betas: tuple = (0.9, 0.99)  # AdamW momentum terms; 0.99 suits small batches of a tiny model
     eval_interval: int = 200  # estimate train/val loss every N steps (and at start and end); 0: never
@@ -76,6 +77,8 @@ class TrainConfig:
                                    f"{self.muon_ns_steps!r}: 5 is torch's default, 3 is cheaper and trains as well here.")
         if self.precision not in PRECISIONS:
             raise TrainConfigError(f"precision must be one of {', '.join(PRECISIONS)}; got {self.precision!r}.")
+        if not isinstance(self.decay_embeddings, bool):
+            raise TrainConfigError(f"decay_embeddings must be true or false, got {self.decay_embeddings!r}.")
         if not isinstance(self.compile, bool):
             raise TrainConfigError(f"compile must be true or false, got {self.compile!r}.")
         if not isinstance(self.measure_progress, bool):
