@@ -8,9 +8,9 @@ import pytest
 import torch
 
 from model_core import GPT, GPTConfig
+from model_core.training.optim import make_optimizer
 from model_core.training.snapshots import Snapshot
 from model_core.training.train_config import TrainConfig, TrainConfigError
-from model_core.training.optim import make_optimizer
 from model_core.training.trainer import (
     TrainingError,
     evaluation_due,
