@@ -2,6 +2,7 @@
 
 The screenshot lands in tests/screenshots/click_select.png (git-ignored) for a human to look at."""
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from tests.browser_helpers import VISIBLE_PANEL, error_toasts, screenshot
 
@@ -23,12 +24,19 @@ def test_clicking_a_grid_cell_selects_that_head(page):
     n_heads = page.evaluate(f"() => document.querySelector('{GRID}').data.filter(t => t.type === 'heatmap').length")
     assert n_heads == 16  # the default model: 4 layers x 4 heads
     assert "Layer 0 · head 0 attention pattern" in page.evaluate(TITLES)
-    page.locator("#attention-grid").scroll_into_view_if_needed()
     layer, head = 2, 3
-    centre = page.evaluate(CELL_CENTRE, layer * 4 + head)
-    page.mouse.move(centre["x"], centre["y"])  # Plotly reports a click on the point under the hover
-    page.mouse.click(centre["x"], centre["y"])
-    page.wait_for_function(f"() => ({TITLES})().includes('Layer {layer} · head {head} attention pattern')")
+    selected = f"() => ({TITLES})().includes('Layer {layer} · head {head} attention pattern')"
+    for attempt in range(3):  # a click while the page still lays itself out (a loaded machine) may land on nothing
+        page.locator("#attention-grid").scroll_into_view_if_needed()
+        centre = page.evaluate(CELL_CENTRE, layer * 4 + head)
+        page.mouse.move(centre["x"], centre["y"])  # Plotly reports a click on the point under the hover
+        page.mouse.click(centre["x"], centre["y"])
+        try:
+            page.wait_for_function(selected, timeout=30_000)
+            break
+        except PlaywrightTimeout:
+            if attempt == 2:
+                raise
     titles = page.evaluate(TITLES)
     assert f"Layer {layer} · head {head}: from scores to output, step by step" in titles  # the four steps follow
     assert page.evaluate(NUMBER, "Layer") == str(layer) and page.evaluate(NUMBER, "Head") == str(head)
