@@ -101,7 +101,8 @@ def wire_lesson_player(player: LessonPlayer, page_load, requested: gr.State, mod
     picked = announced(p.picker.input, opening_for_lesson, p.picker, opening)
     back, forward = (announced(p.back.click, _opening_back, p.state, opening),
                      announced(p.next.click, _opening_next, p.state, opening))
-    events = [page_load.then(bind(lesson_for_page, fields=fields), requested, outputs, **quiet),
+    linked = announced(page_load.then, opening_for_lesson, requested, opening)  # a ?lesson= link's first step
+    events = [hidden_after(linked.then(bind(lesson_for_page, fields=fields), requested, outputs, **quiet), opening),
               hidden_after(picked.then(bind(open_lesson, fields=fields), p.picker, outputs, **quiet), opening),
               hidden_after(back.then(bind(_back, fields=fields), p.state, outputs, **quiet), opening),
               hidden_after(forward.then(bind(_next, fields=fields), p.state, outputs, **quiet), opening)]
