@@ -2,7 +2,7 @@
 import gradio as gr
 
 from explorer.callbacks.model_size import count_params, gpu_explanation
-from explorer.callbacks.train import model_config, start_vocab_size
+from explorer.callbacks.train import DEFAULT_CORPUS, model_config, start_vocab_size
 from explorer.callbacks.train_fields import FIELD_RULES
 from explorer.common.controls import ARCH_FIELDS, CONTROL_NAMES, OPTIM_FIELDS, mlp_ratio_of
 from explorer.common.errors import UserError
@@ -33,7 +33,7 @@ def preset_control_values(name: str) -> dict:
     return values
 
 
-def preset_note(session: Session, name: str, corpus: str = "shakespeare", kind: str = "char",
+def preset_note(session: Session, name: str, corpus: str = DEFAULT_CORPUS, kind: str = "char",
                 bpe_vocab=BPE_DEFAULT_VOCAB) -> str:
     """Markdown: what the preset is, and for one over this server's limit, why it needs a GPU. Its size is
     counted for the data Start would use: the preset's own, else the Data tab's choices (corpus, kind, bpe_vocab)."""

@@ -44,13 +44,16 @@ def model_config(session: Session, arch: dict, vocab_size: int | None = None) ->
     return GPTConfig(vocab_size=vocab_size, **fields)
 
 
+DEFAULT_CORPUS = "shakespeare"  # what Start prepares when the Data tab names no corpus
+
+
 def start_vocab_size(session: Session, corpus, kind, bpe_vocab) -> int:
     """The vocabulary Start would train with (prepare_controls_data): an uploaded text's, else the Data tab's
     choices', whatever text was prepared before or model is inspected."""
     data = session.workspace.data
     if data is not None and data.uploaded:
         return data.tokenizer.vocab_size
-    return choices_vocab_size(corpus or "shakespeare", kind, bpe_vocab)
+    return choices_vocab_size(corpus or DEFAULT_CORPUS, kind, bpe_vocab)
 
 
 def param_count_view(session: Session, corpus: str, kind: str, bpe_vocab, *arch_values) -> str:
@@ -66,7 +69,7 @@ def param_count_view(session: Session, corpus: str, kind: str, bpe_vocab, *arch_
 def prepare_controls_data(session: Session, corpus: str, kind: str, bpe_vocab, val_split) -> None:
     """The data the Data-tab controls show now (an uploaded text stays until the user chooses again)."""
     if session.workspace.data is None or not session.workspace.data.uploaded:
-        choose_data(session, corpus or "shakespeare", None, kind or "char", bpe_vocab, val_split)
+        choose_data(session, corpus or DEFAULT_CORPUS, None, kind or "char", bpe_vocab, val_split)
 
 
 def start_training(session: Session, corpus: str, kind: str, bpe_vocab, *values) -> str:
@@ -90,7 +93,7 @@ def start_training(session: Session, corpus: str, kind: str, bpe_vocab, *values)
     d = session.workspace.data
     job = TrainJob(model, d.train, val_or_none(d.val), tc, d.tokenizer)
     session.workspace.run = TrainingRun(job, d.name, sample_every=max(50, tc.eval_interval),
-                              adopt=session.inspected.adopt_training_model).start()
+                                        adopt=session.inspected.adopt_training_model).start()
     where = "" if len(d.val) else " (no validation split: losses are measured on the training text)"
     return f"Training started: {model.num_params():,} parameters on {d.name}, {tc.max_steps:,} steps{where}."
 
