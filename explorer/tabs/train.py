@@ -13,7 +13,7 @@ from explorer.tabs.live_plot import live_plot
 from explorer.tabs.opening_note import announced, hidden_after
 from explorer.tabs.raw_inputs import RawDropdown, RawFile, RawNumber, RawSlider
 from explorer.teaching.view_params import register_control
-from model_core.model.config import ACTIVATIONS, POSITIONALS
+from model_core.model.config import ACTIVATIONS, INITS, POSITIONALS
 from model_core.training.presets import DEFAULT_PRESET, PRESETS, get_preset
 from model_core.training.train_config import MAX_NS_STEPS, OPTIMIZERS
 
@@ -60,8 +60,10 @@ def _architecture_controls():
         attn_only = gr.Checkbox(m["attn_only"], label="Attention only (no FFN)")
         dropout = RawSlider(0, 0.5, value=m["dropout"], step=0.05, label="Dropout")
         qk_norm = gr.Checkbox(m["qk_norm"], label="QK-norm (RMSNorm on each head's q and k)")
+        init = RawDropdown(list(INITS), value=m["init"], label="Initialisation",
+                           info="gpt2: weights start N(0, 0.02²); 1/sqrt(d_model): larger, as Nanda et al. (grokking)")
     return [n_layers, n_heads, d_model, block, activation, norm, placement, positional, tie, attn_only, dropout,
-            qk_norm, mlp_ratio]
+            qk_norm, mlp_ratio, init]
 
 
 def _optimiser_controls():
