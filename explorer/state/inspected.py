@@ -46,10 +46,13 @@ class SAEChoice:
 
 @dataclass
 class HeadResults:
-    """The Heads tab's passes over the model's validation text."""
+    """The Heads tab's results: its passes over the model's validation text and its circuits."""
 
     report: object = None  # HeadReport: roles, scores and the induction probe
     examples: object = None  # TopExamples: the contexts that most activate each neuron and head
+    circuit_weights: object = None  # CircuitWeights: W_E, W_Q ... W_U as the circuits read them
+    composition: Optional[dict] = None  # {"q", "k", "v"}: [L, H, L, H] composition scores
+    copying: object = None  # [L, H] copying scores
 
 
 @dataclass
