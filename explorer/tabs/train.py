@@ -51,6 +51,8 @@ def _architecture_controls():
         mlp_ratio = RawNumber(mlp_ratio_of(m), label="FFN width (× d_model)", minimum=0.25, maximum=8, step=0.25,
                               info="FFN neurons per layer = this × d_model; GPT-2 uses 4")
         block = RawSlider(2, 256, value=m["block_size"], step=1, label="Block size (context)")
+        init = RawDropdown(list(INITS), value=m["init"], label="Initialisation",
+                           info="gpt2: weights start N(0, 0.02²); 1/sqrt(d_model): larger, as Nanda et al. (grokking)")
     with gr.Row():
         activation = RawDropdown(list(ACTIVATIONS), value=m["activation"], label="Activation")
         norm = RawDropdown(["layernorm", "rmsnorm", "none"], value=m["norm"], label="Norm")
@@ -60,8 +62,6 @@ def _architecture_controls():
         attn_only = gr.Checkbox(m["attn_only"], label="Attention only (no FFN)")
         dropout = RawSlider(0, 0.5, value=m["dropout"], step=0.05, label="Dropout")
         qk_norm = gr.Checkbox(m["qk_norm"], label="QK-norm (RMSNorm on each head's q and k)")
-        init = RawDropdown(list(INITS), value=m["init"], label="Initialisation",
-                           info="gpt2: weights start N(0, 0.02²); 1/sqrt(d_model): larger, as Nanda et al. (grokking)")
     return [n_layers, n_heads, d_model, block, activation, norm, placement, positional, tie, attn_only, dropout,
             qk_norm, mlp_ratio, init]
 
