@@ -76,8 +76,8 @@ def phase_curves_figure(steps, curves: dict, phases: list) -> Figure:
     colours = {"train loss": BLUE, "test loss": ORANGE, "restricted loss": PURPLE, "excluded loss": RED}
     fig = Figure()
     for name, values in curves.items():
-        values = np.clip(np.asarray(values, dtype=np.float64), 1e-7, None)
-        fig.add_trace(scatter(x=list(steps), y=compact(values, 6), mode="lines", name=name,
+        values = np.clip(np.asarray(values, dtype=np.float32), 1e-7, None)  # not rounded: a log axis reaches 1e-7
+        fig.add_trace(scatter(x=list(steps), y=values, mode="lines", name=name,
                               line=dict(color=colours.get(name, GREY), width=2,
                                         dash="dot" if name in ("restricted loss", "excluded loss") else "solid"),
                               hovertemplate=f"step %{{x}}<br>{name} %{{y:.4g}}<extra></extra>"))
