@@ -307,6 +307,9 @@ def every_figure() -> list:
         F.residual_heatmap_figure(rng.normal(size=(3, T, 8)), TOKENS),
         F.next_token_figure(np.full(5, .2), np.full(5, .2), np.zeros(5, bool), list("abcde")),
         F.activation_functions_figure(), F.token_index_figure(np.arange(T), TOKENS),
+        phase_curves_figure([0, 50, 700, 3000], {"train loss": [4.1, 0.03, 0.01, 3e-7]},
+                            [(0, 50, "memorise"), (50, 700, "build the circuit"), (700, 3000, "clean up")]),
+        frequency_norms_figure(rng.random(30), [3, 21]),
     ]
 
 
