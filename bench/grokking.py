@@ -93,8 +93,9 @@ def run(seed, threads: int) -> tuple[list, list[Row]]:
             at_most(f"{name}: frequencies carrying {KEY_SHARE:.0%} of the embedding's Fourier norm", keys, "",
                     MAX_KEY_FREQUENCIES),
             at_least(f"{name}: share of the {KEY_COUNT} largest frequencies", share, "", KEY_SHARE)]
-    table = [name, "1.0", f"{1000 * trainer.elapsed / trainer.step_count:.1f}", f"{wall:.0f}", f"{cpu:.0f}",
-             when(trained, clock), when(grokked, clock), f"{evals[-1]['val_acc']:.3f}", f"{keys} ({share:.1%})"]
+    table = [name, f"{trainer.cfg.weight_decay:g}", f"{1000 * trainer.elapsed / trainer.step_count:.1f}",
+             f"{wall:.0f}", f"{cpu:.0f}", when(trained, clock), when(grokked, clock), f"{evals[-1]['val_acc']:.3f}",
+             f"{keys} ({share:.1%})"]
     return table, rows
 
 

@@ -13,6 +13,7 @@ import torch
 from explorer.callbacks.attribution import attribution_parts, token_choice
 from explorer.callbacks.common import all_layers, analyse, prompt_ids
 from explorer.callbacks.experiments import evaluation_set, means_for
+from explorer.callbacks.grokking import modular_task
 from explorer.callbacks.heads import report_of
 from explorer.callbacks.links import apply_link
 from explorer.callbacks.model_size import count_params
@@ -32,6 +33,7 @@ from model_core import GPT
 from model_core.analysis.ablation import Ablation, eval_windows, validation_loss
 from model_core.analysis.attribution import logit_attribution
 from model_core.analysis.comparison import bits_per_character
+from model_core.analysis.fourier import grokking_lab
 from model_core.analysis.heads import head_statistics
 from model_core.analysis.patching import patching_sweep
 from model_core.analysis.roles import prompt_roles
@@ -327,6 +329,14 @@ def untrained_loss(view: LessonView) -> float:
     return validation_loss(model, eval_windows(text, cfg.block_size))
 
 
+def lab(view: LessonView):
+    """The Grokking tab's measurements of the step's model (a modular-addition one)."""
+    def measured():
+        task = modular_task(view.session)
+        return grokking_lab(view.session.inspected.model, task.p, task.train_mask())
+    return view.once("grokking lab", measured)
+
+
 MEASURES = {  # lesson_claims.QUANTITIES -> the function measuring it (view, *the claim's arguments)
     "top token": top_token, "probability": probability, "tokens kept": tokens_kept,
     "greedy continuation": greedy_continuation, "most repetitive column": most_repetitive_column,
@@ -343,5 +353,7 @@ MEASURES = {  # lesson_claims.QUANTITIES -> the function measuring it (view, *th
     "bits per character": bits_per_char, "vocabulary size": vocabulary_size, "text tokens": text_tokens,
     "training examples": training_examples,
     "parameters": parameters, "untrained loss": untrained_loss,
+    "test accuracy": lambda view: lab(view).test_accuracy,
+    "key frequencies": lambda view: len(lab(view).key_frequencies),
     **FEATURE_MEASURES,
 }

@@ -20,7 +20,7 @@ from model_core.data.dataset import DEFAULT_VAL_FRACTION, split_by_val_fraction,
 from model_core.data.tasks.choices import FULL_BATCH_TASKS
 from model_core.data.tasks.registry import TASKS, make_task
 from model_core.data.tokenization import TOKENIZER_KINDS, build_tokenizer
-from model_core.model.config import ACTIVATIONS, NORM_PLACEMENTS, NORMS, POSITIONALS
+from model_core.model.config import ACTIVATIONS, INITS, NORM_PLACEMENTS, NORMS, POSITIONALS
 from model_core.model.gpt import GPT
 from model_core.training.distributed import check_batch_splits, end_process_group, start_process_group, world_from_env
 from model_core.training.presets import DEFAULT_PRESET, PRESETS, get_preset
@@ -72,6 +72,8 @@ def build_parser() -> argparse.ArgumentParser:
                       help="share the token embedding with the unembedding")
     arch.add_argument("--attn-only", action="store_true", default=None, help="blocks without a feed-forward layer")
     arch.add_argument("--dropout", type=float, help="dropout probability while training (0 to 0.2 typical)")
+    arch.add_argument("--init", choices=INITS, help="how the weights start: gpt2 (N(0, 0.02²)) or 1/sqrt(d_model) "
+                      "(Nanda et al.'s grokking model)")
     train = p.add_argument_group("training (overrides the preset)")
     train.add_argument("--batch-size", type=int,
                        help="windows per optimisation step, over all processes (torchrun splits it evenly)")
@@ -188,7 +190,7 @@ def train(args) -> dict:
         block_size=fitted_block_size(args, preset.model["block_size"], len(train_data)), norm=args.norm,
         norm_placement=args.norm_placement,
         activation=args.activation, positional=args.positional, qk_norm=args.qk_norm, tie_weights=args.tie_weights,
-        attn_only=args.attn_only, dropout=args.dropout,
+        attn_only=args.attn_only, dropout=args.dropout, init=args.init,
     )
     full = full_batch(spec, train_data)
     train_cfg = preset.train_config(

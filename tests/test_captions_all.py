@@ -75,9 +75,10 @@ STEPS, TRAIN_ACC, TEST_ACC = [0, 100, 200, 300, 400], [0.5, 1.0, 1.0, 1.0, 1.0],
 
 def grokking_case() -> str:
     """p = 9: frequency 3 holds 9 of the embedding's 12 units of squared norm; neuron 1 follows frequency 3; the
-    logits' biggest non-constant Fourier component is cos 2 × cos 2, outside the first 3 rows drawn."""
+    logits' biggest non-constant Fourier component is cos 2 × cos 2, but rows cos 1 and sin 1 carry more in all, so
+    the 3 rows drawn are const, cos 1 and sin 1."""
     logits = np.zeros((5, 5))
-    logits[0, 0], logits[3, 3], logits[1, 2] = 10.0, 4.0, 1.0
+    logits[0, 0], logits[3, 3], logits[1:3, 1:] = 10.0, 4.0, 3.0
     lab = SimpleNamespace(embedding_norms=np.array([0.0, 1.0, 1.0, 3.0, 1.0]), key_frequencies=[3],
                           test_accuracy=1.0, final=SimpleNamespace(restricted=0.01, excluded=5.0),
                           neuron_frequency=np.array([1, 3, 2]), logit_fourier=logits)
@@ -191,7 +192,7 @@ CASES = {
     "induction_circuit_figure": lambda: (composition_case(), "previous-token head L0·H1 → induction head L1·H0"),
     "frequency_norms_figure": lambda: (grokking_case(), "**1 frequency** (3) carries 75%"),
     "neuron_map_figure": lambda: (grokking_case(), "Neuron 1 follows frequency 3"),
-    "logit_fourier_figure": lambda: (grokking_case(), "a: cos 2 × b: cos 2 (norm 4, outside the first 3 rows"),
+    "logit_fourier_figure": lambda: (grokking_case(), "a: cos 2 × b: cos 2 (norm 4, outside the 3 rows the chart draws"),
     "phase_curves_figure": lambda: (grokking_case(), "memorise steps 0–100; build the circuit steps 100–300; "
                                                      "clean up steps 300–400"),
     "accuracy_figure": lambda: (grokking_case(), "train accuracy reached 100 % at step 100, test accuracy 99 % at "

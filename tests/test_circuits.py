@@ -45,7 +45,7 @@ def dense_ov(w, layer, head):
     return w.W_E @ w.W_V[layer, head] @ w.W_O[layer, head] @ w.W_U  # [V, V]
 
 
-@pytest.mark.parametrize("name", ["induction", "first-names", "shakespeare"])
+@pytest.mark.parametrize("name", ["induction", "first-names", "shakespeare", "grokking"])
 def test_scores_equal_transformer_lens_on_the_shipped_models(name):
     pytest.importorskip("transformer_lens")
     from tests.circuit_reference import tl_composition_and_eigenvalues

@@ -10,6 +10,7 @@ import pytest
 import explorer.figures as F
 from explorer.figures.attention import attention_overview_figure
 from explorer.figures.common import figure_to_json, index_labels
+from explorer.figures.grokking import frequency_norms_figure, phase_curves_figure
 from explorer.figures.heads import HEAD_TABLE_COLUMNS
 from explorer.figures.progress import MIN_NATS_SPAN, progress_figure
 from tests.helpers import assert_plotly_would_send_the_same
@@ -306,6 +307,9 @@ def every_figure() -> list:
         F.residual_heatmap_figure(rng.normal(size=(3, T, 8)), TOKENS),
         F.next_token_figure(np.full(5, .2), np.full(5, .2), np.zeros(5, bool), list("abcde")),
         F.activation_functions_figure(), F.token_index_figure(np.arange(T), TOKENS),
+        phase_curves_figure([0, 50, 700, 3000], {"train loss": [4.1, 0.03, 0.01, 3e-7]},
+                            [(0, 50, "memorise"), (50, 700, "build the circuit"), (700, 3000, "clean up")]),
+        frequency_norms_figure(rng.random(30), [3, 21]),
     ]
 
 
@@ -327,3 +331,15 @@ def test_large_heatmap_payload_stays_small():
 def test_plain_figures_are_what_plotly_would_send():
     for fig in every_figure():
         assert_plotly_would_send_the_same(fig)
+
+
+def test_the_phase_curves_keep_losses_far_below_a_millionth_on_their_log_axis():
+    fig = phase_curves_figure([0, 100, 200], {"train loss": [4.1, 2e-6, 3e-8]}, [(0, 100, "memorise")])
+    np.testing.assert_allclose(list(fig.data[0].y), [4.1, 2e-6, 1e-7], rtol=1e-6)  # clipped at 1e-7, never 0
+
+
+@pytest.mark.parametrize("p, keys", [(59, [1, 21, 23]), (113, [14, 35, 41, 42, 52])])
+def test_every_key_frequency_has_its_label(p, keys):
+    fig = frequency_norms_figure(np.ones(p // 2 + 1), keys)
+    ticks = list(fig.layout.xaxis.tickvals)
+    assert set(keys) <= set(ticks) and (len(ticks) == p // 2 or len(ticks) < 20)

@@ -68,6 +68,43 @@ def test_logits_at_every_position_and_loss_is_cross_entropy():
     assert model(idx)[1] is None
 
 
+@pytest.mark.parametrize("arch", [{}, dict(n_layers=1, norm="none", activation="relu"), dict(norm_placement="post"),
+                                  dict(parallel_blocks=True)])
+def test_a_loss_on_the_last_position_only_computes_that_position_alone_and_equals_the_full_one(arch):
+    model = tiny_model(**arch)
+    idx = tokens(model, T=6, batch=3)
+    targets = torch.full_like(idx, -1)
+    targets[:, -1] = idx[:, 0]  # a task's answer: no target before the last position
+    full, _ = model(idx)
+    logits, loss = model(idx, targets)
+    assert logits.shape == (3, 1, 11)
+    torch.testing.assert_close(logits, full[:, -1:], rtol=1e-5, atol=1e-5 * full.abs().max().item())
+    torch.testing.assert_close(loss, torch.nn.functional.cross_entropy(full[:, -1], idx[:, 0]))
+
+
+def test_a_target_before_the_last_position_keeps_every_positions_logits():
+    model = tiny_model()
+    idx = tokens(model, T=6, batch=3)
+    targets = torch.full_like(idx, -1)
+    targets[0, 2] = 1
+    assert model(idx, targets)[0].shape == (3, 6, 11)
+
+
+def test_the_initialisations_draw_the_stated_scales():
+    gpt2, wide = tiny_model(d_model=64, n_layers=2), tiny_model(d_model=64, n_layers=2, init="1/sqrt(d_model)")
+    for model, std, out_std in ((gpt2, 0.02, 0.02 / 2), (wide, 64 ** -0.5, 64 ** -0.5)):
+        weights = dict(model.named_parameters())
+        assert weights["embed.weight"].std().item() == pytest.approx(std, rel=0.1)
+        assert weights["blocks.0.mlp.W_in.weight"].std().item() == pytest.approx(std, rel=0.1)
+        assert weights["blocks.1.mlp.W_out.weight"].std().item() == pytest.approx(out_std, rel=0.1)
+        assert all(p.abs().max() == 0 for name, p in weights.items() if name.endswith(".bias"))
+
+
+def test_an_unknown_initialisation_names_the_choices():
+    with pytest.raises(ValueError, match="init must be one of"):
+        tiny_model(init="xavier")
+
+
 def test_too_long_sequence_is_a_clear_error():
     model = tiny_model()
     with pytest.raises(ValueError, match="longer than block_size 8"):

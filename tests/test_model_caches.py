@@ -35,8 +35,9 @@ def test_changing_the_inspected_model_forgets_every_cache_of_the_old_one(tmp_pat
             z.writestr(f"sae/{file}", data)
     load_sae_upload(session, str(path))
     assert current_sae(session).source == "uploaded: sae.zip" and current_sae(session).stats is not None
-    caches = session.inspected.caches
-    assert all(getattr(caches, f.name) for f in fields(ModelCaches))  # a cache added later must be filled here too
+    caches, empty = session.inspected.caches, ModelCaches()
+    # a cache added later must be filled here too
+    assert all(getattr(caches, f.name) != getattr(empty, f.name) for f in fields(ModelCaches))
 
     session.inspected.use(session.inspected.checkpoint, "another model")
     assert session.inspected.caches == ModelCaches()

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 
+from explorer.figures.grokking import strongest_rows
 from model_core.analysis.fourier import (
     all_pair_run,
     fewest_carrying,
@@ -140,6 +141,15 @@ def test_sum_frequency_norms_equal_the_projections_on_each_direction(p):
     centred = logits - logits.mean(0)
     ref = [0.0] + [float((sum_directions(p, [k]) @ centred).norm()) for k in range(1, p // 2 + 1)]
     np.testing.assert_allclose(sum_frequency_norms(logits, p), ref, atol=1e-10)
+
+
+def test_the_rows_drawn_are_the_constant_and_those_carrying_most_in_basis_order():
+    norms = np.zeros((7, 7))
+    norms[0, 0], norms[5, 5], norms[2, 6] = 9.0, 4.0, 3.0  # rows by weight: 5 (8), then 2 and 6 (3 each)
+    assert strongest_rows(norms, 3) == [0, 2, 5]  # a tie goes to the lower row
+    assert strongest_rows(norms, 1) == [0] and strongest_rows(norms, 7) == list(range(7))
+    norms[3, 3] = np.nan  # a non-finite norm counts as nothing
+    assert strongest_rows(norms, 4) == [0, 2, 5, 6]
 
 
 def test_restricted_loss_with_every_frequency_is_the_loss_and_excluded_with_none_is_the_train_loss():

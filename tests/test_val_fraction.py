@@ -86,7 +86,7 @@ def test_app_refuses_a_tiny_corpus_with_a_validation_split_and_names_the_fix():
                                                n_layers=1)).eval(), tok), "tiny"))
     arch = dict(n_layers=1, n_heads=2, d_model=8, block_size=8, activation="gelu", norm="layernorm",
                 norm_placement="pre", positional="learned", tie_weights=True, attn_only=False, dropout=0.0,
-                qk_norm=False, mlp_ratio=4)
+                qk_norm=False, mlp_ratio=4, init="gpt2")
     optim = dict(lr=1e-2, batch_size=4, max_steps=5, warmup_steps=0, weight_decay=0.0, grad_clip=1.0,
                  eval_interval=5, optimizer="adamw", muon_lr=0.02, muon_ns_steps=5, decay_embeddings=False)
     values = [arch[k] for k in train.ARCH_FIELDS] + [optim[k] for k in train.OPTIM_FIELDS]

@@ -84,7 +84,7 @@ def pause_resume_stop(trainer, control, run, reference: Trainer, steps=lambda t:
 # Train-tab controls in ARCH_FIELDS / OPTIM_FIELDS order: a tiny model that trains in about a second.
 TINY_ARCH = dict(n_layers=1, n_heads=2, d_model=16, block_size=8, activation="gelu", norm="layernorm",
                  norm_placement="pre", positional="learned", tie_weights=True, attn_only=False, dropout=0.0,
-                 qk_norm=False, mlp_ratio=4)
+                 qk_norm=False, mlp_ratio=4, init="gpt2")
 TINY_OPTIM = dict(lr=1e-2, batch_size=8, max_steps=30, warmup_steps=5, weight_decay=0.1, grad_clip=1.0,
                   eval_interval=10, optimizer="adamw", muon_lr=0.02, muon_ns_steps=5, decay_embeddings=False)
 

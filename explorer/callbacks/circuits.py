@@ -14,6 +14,7 @@ from explorer.figures.circuits import (
     positional_figure,
     token_circuit_figure,
 )
+from explorer.state.inspected import HeadResults
 from explorer.state.session import Session, require_model
 from explorer.teaching import captions_circuits
 from model_core.analysis.circuits import (
@@ -37,16 +38,17 @@ POSITIONS_SHOWN = 64
 
 def weights_of(session: Session):
     results = _results(session)
-    if "circuit_weights" not in results:
-        results["circuit_weights"] = circuit_weights(session.inspected.model)
-    return results["circuit_weights"]
+    if results.circuit_weights is None:
+        results.circuit_weights = circuit_weights(session.inspected.model)
+    return results.circuit_weights
 
 
-def scores_of(session: Session) -> dict:
+def scores_of(session: Session) -> HeadResults:
+    """The Heads tab's results with the composition and copying scores computed."""
     results = _results(session)
-    if "composition" not in results:
-        results["composition"] = composition_scores(session.inspected.model)
-        results["copying"] = copying_scores(session.inspected.model)
+    if results.composition is None:
+        results.composition = composition_scores(session.inspected.model)
+        results.copying = copying_scores(session.inspected.model)
     return results
 
 
@@ -84,7 +86,7 @@ def head_circuits_view(session: Session, layer, head, tokens: str = "", top_k=5)
     values, cols = top_k_per_row(full, k)
     rows = [[names[i], " ".join(f"{label(int(c))} ({v:+.2f})" for c, v in zip(cols[i], values[i]))]
             for i in range(len(ids))]
-    copying = float(scores_of(session)["copying"][layer, head])
+    copying = float(scores_of(session).copying[layer, head])
     self_top = float(np.mean(cols[:, 0] == np.asarray(ids)))
     caption = captions_circuits.head_caption(layer, head, copying, self_top, qk, names, model.cfg.positional,
                                              positional)
@@ -100,7 +102,7 @@ def composition_view(session: Session, kind: str = "k"):
     require_model(session)
     kind = validation.choice((kind or "k").lower(), "Composition", KINDS)
     results = scores_of(session)
-    scores, copying = results["composition"][kind], results["copying"]
+    scores, copying = results.composition[kind], results.copying
     cfg = session.inspected.model.cfg
     report = report_of(session)
     prev = report.scores["previous token"]
@@ -109,7 +111,7 @@ def composition_view(session: Session, kind: str = "k"):
                 if prev[a, b] >= PREVIOUS}
     induction = {(a, b): float(ind[a, b]) for a in range(cfg.n_layers) for b in range(cfg.n_heads)
                  if ind[a, b] >= INDUCTION}
-    links = induction_links(results["composition"]["k"], previous, induction)
+    links = induction_links(results.composition["k"], previous, induction)
     caption = captions_circuits.composition_caption(scores, kind, links, previous, induction, copying)
     return (composition_figure(scores, kind), induction_circuit_figure(cfg.n_layers, cfg.n_heads, previous, induction,
                                                                        links), copying_figure(copying), caption)

@@ -28,6 +28,7 @@ from explorer.figures.roles import (
     role_map_figure,
     role_scores_over_steps_figure,
 )
+from explorer.state.inspected import HeadResults
 from explorer.state.session import Session, require_model
 from explorer.teaching import captions_roles
 from model_core.analysis.cost import forward_ops
@@ -40,15 +41,15 @@ SHARED_MODELS = 4  # shipped models whose results stay shared between sessions
 EXAMPLE_KINDS = ("neuron", "head")
 LARGE_EXAMPLE_TOKENS = 2048  # a large model scans the first 2,048 tokens of the text (about 10 s on 2 cores)
 
-_shared: "OrderedDict[str, dict]" = OrderedDict()  # shipped model key -> results
+_shared: "OrderedDict[str, HeadResults]" = OrderedDict()  # shipped model key -> results
 _shared_lock = threading.Lock()
 
 
-def _results(session: Session) -> dict:
-    """The dict of cached results for the session's current model (a new one when the model changes)."""
+def _results(session: Session) -> HeadResults:
+    """The cached results for the session's current model (new ones when the model changes)."""
     if session.inspected.shared_key:
         with _shared_lock:
-            results = _shared.setdefault(session.inspected.shared_key, {})
+            results = _shared.setdefault(session.inspected.shared_key, HeadResults())
             _shared.move_to_end(session.inspected.shared_key)
             while len(_shared) > SHARED_MODELS:
                 _shared.popitem(last=False)
@@ -66,15 +67,15 @@ def _validation_ids(session: Session):
 
 def report_of(session: Session):
     results = _results(session)
-    if "report" not in results:
+    if results.report is None:
         name, ids = _validation_ids(session)
         source = f"windows of the validation text of {name}" if name else "the validation text"
         try:
-            results["report"] = head_report(session.inspected.model, ids, text_source=source,
+            results.report = head_report(session.inspected.model, ids, text_source=source,
                                             window=window_tokens(session.inspected.config))
         except ProbeError as err:
             raise UserError(str(err)) from None
-    return results["report"]
+    return results.report
 
 
 def heads_report_view(session: Session):
@@ -103,17 +104,17 @@ def examples_of(session: Session, progress=None) -> tuple[TopExamples, torch.Ten
         raise UserError("This model's validation text is unknown (it was not trained on a built-in corpus): "
                         "prepare its text on the Data tab with the same tokenizer, then try again.")
     results = _results(session)
-    if "examples" not in results:
+    if results.examples is None:
         report = (lambda f: progress(f, desc="Scanning the validation text")) if progress else None
         cfg = session.inspected.config
         if is_large(cfg):  # the first tokens only, in short windows and small batches: bounded memory
             ids = ids[:LARGE_EXAMPLE_TOKENS]
-            results["examples"] = top_examples(session.inspected.model, ids, progress=report, batch_tokens=256,
-                                               window=window_tokens(session.inspected.config))
+            results.examples = top_examples(session.inspected.model, ids, progress=report, batch_tokens=256,
+                                            window=window_tokens(session.inspected.config))
         else:  # the whole text, or as much of it as the heavy-work limit allows
             ids = ids[:max(2, int(limit_ops() / forward_ops(cfg, 1, cfg.block_size)) * cfg.block_size)]
-            results["examples"] = top_examples(session.inspected.model, ids, progress=report)
-    return results["examples"], ids[:results["examples"].n_tokens]
+            results.examples = top_examples(session.inspected.model, ids, progress=report)
+    return results.examples, ids[:results.examples.n_tokens]
 
 
 def examples_view(session: Session, kind, layer, index, progress=None):

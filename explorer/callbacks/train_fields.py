@@ -19,7 +19,7 @@ FIELD_RULES = {
     "batch_size": ("Batch size", True, 1, 128),
     "max_steps": ("Steps", True, 1, None),  # start_training compares it with --max-steps itself
     "warmup_steps": ("Warmup steps", True, 0, STEPS),
-    "weight_decay": ("Weight decay", False, 0.0, 1.0),
+    "weight_decay": ("Weight decay", False, 0.0, 10.0),  # the grokking preset: 2.0
     "grad_clip": ("Gradient clipping", False, 0.0, 100.0),
     "eval_interval": ("Evaluate every N steps", True, 1, STEPS),
     "muon_lr": ("Muon learning rate", False, 1e-6, 1.0),

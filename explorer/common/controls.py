@@ -12,7 +12,7 @@ DEFAULT_VAL_SPLIT = "10%"
 
 # The Train tab's controls, in the order the tab passes them (model shape, then the optimiser)
 ARCH_FIELDS = ("n_layers", "n_heads", "d_model", "block_size", "activation", "norm", "norm_placement",
-               "positional", "tie_weights", "attn_only", "dropout", "qk_norm", "mlp_ratio")
+               "positional", "tie_weights", "attn_only", "dropout", "qk_norm", "mlp_ratio", "init")
 # mlp_ratio is the FFN width as a multiple of d_model (d_mlp = mlp_ratio x d_model, GPT-2: 4): halving d_model
 # halves the FFN with it, as the automatic width did.
 OPTIM_FIELDS = ("lr", "batch_size", "max_steps", "warmup_steps", "weight_decay", "grad_clip", "eval_interval",

@@ -27,7 +27,9 @@ def frequency_norms_figure(norms, key_frequencies: list) -> Figure:
     colours = [RED if int(f) in key_frequencies else GREY for f in k]
     fig = Figure(bar(x=k, y=compact(norms[1:], 4), marker=dict(color=colours),
                      hovertemplate="frequency %{x}<br>norm %{y:.3f}<extra></extra>"))
-    fig.update_xaxes(title_text="frequency k (cos and sin of 2πk·a/p)")
+    # every frequency labelled up to 30 bars; beyond, every fifth and each key frequency
+    ticks = k if len(k) <= 30 else sorted({int(f) for f in k if f % 5 == 0} | {int(f) for f in key_frequencies})
+    fig.update_xaxes(title_text="frequency k (cos and sin of 2πk·a/p)", tickmode="array", tickvals=list(ticks))
     fig.update_yaxes(title_text="norm of the embedding at k")
     return style_figure(fig, "The number embedding in the Fourier basis (key frequencies in red)", height=360,
                         showlegend=False)
@@ -45,17 +47,28 @@ def neuron_map_figure(values, neuron: int, frequency: int) -> Figure:
                         height=460)
 
 
+def strongest_rows(norms: np.ndarray, n: int) -> list[int]:
+    """Of a [p, p] pair_fourier_norms, the constant row and the n - 1 other basis rows carrying the most of it (as a
+    component of a or of b), in basis order: the part of the transform worth drawing when all p rows are too many."""
+    norms = np.where(np.isfinite(norms), np.asarray(norms, dtype=np.float64), 0.0)
+    weight = norms.sum(0) + norms.sum(1)  # [p] each row's share as a component of b and of a
+    others = [int(i) for i in np.argsort(-weight[1:], kind="stable")[: max(0, n - 1)] + 1]
+    return sorted([0, *others])
+
+
 def logit_fourier_figure(norms, labels: list[str], shown: int = 24) -> Figure:
-    """norms [p, p] of the logits' 2-D Fourier transform over (a, b) -> heatmap of the first `shown` basis
-    rows of a and of b (the rest are in the exported data)."""
-    n = min(shown, len(labels))
-    fig = Figure(heatmap(z=compact(norms[:n, :n], 3), x=labels[:n], y=labels[:n], colorscale=MAGNITUDE_SCALE,
+    """norms [p, p] of the logits' 2-D Fourier transform over (a, b) -> heatmap of the constant and the `shown` - 1
+    basis rows of a and of b that carry the most (the rest are in the exported data)."""
+    rows = strongest_rows(norms, min(shown, len(labels)))
+    n, names = len(rows), [labels[i] for i in rows]
+    fig = Figure(heatmap(z=compact(np.asarray(norms)[np.ix_(rows, rows)], 3), x=names, y=names,
+                         colorscale=MAGNITUDE_SCALE,
                          colorbar=dict(title=dict(text="norm", side="right"), thickness=14),
                          hovertemplate="a: %{y}, b: %{x}<br>norm %{z:.2f}<extra></extra>"))
     fig.update_xaxes(title_text="Fourier component of b", type="category")
     fig.update_yaxes(title_text="Fourier component of a", type="category", autorange="reversed")
     return style_figure(fig, "The logits in the Fourier basis of a and b (norm over the answers)",
-                        height=max(520, labelled_rows_height(n, labels[:n])), chart_width=WIDE_CHART)
+                        height=max(520, labelled_rows_height(n, names)), chart_width=WIDE_CHART)
 
 
 def phase_curves_figure(steps, curves: dict, phases: list) -> Figure:
@@ -63,13 +76,15 @@ def phase_curves_figure(steps, curves: dict, phases: list) -> Figure:
     colours = {"train loss": BLUE, "test loss": ORANGE, "restricted loss": PURPLE, "excluded loss": RED}
     fig = Figure()
     for name, values in curves.items():
-        values = np.clip(np.asarray(values, dtype=np.float64), 1e-7, None)
-        fig.add_trace(scatter(x=list(steps), y=compact(values, 6), mode="lines", name=name,
+        values = np.clip(np.asarray(values, dtype=np.float32), 1e-7, None)  # not rounded: a log axis reaches 1e-7
+        fig.add_trace(scatter(x=list(steps), y=values, mode="lines", name=name,
                               line=dict(color=colours.get(name, GREY), width=2,
                                         dash="dot" if name in ("restricted loss", "excluded loss") else "solid"),
                               hovertemplate=f"step %{{x}}<br>{name} %{{y:.4g}}<extra></extra>"))
-    for (start, end, name), colour in zip(phases, PHASE_COLOURS):
-        fig.add_vrect(x0=start, x1=end, annotation_text=name, fillcolor=colour, line_width=0)
+    for i, ((start, end, name), colour) in enumerate(zip(phases, PHASE_COLOURS)):
+        # every second name a line lower: a short phase (memorising takes 50 of 3,000 steps) puts names side by side
+        fig.add_vrect(x0=start, x1=end, annotation_text=name, annotation_yshift=-16 * (i % 2), fillcolor=colour,
+                      line_width=0)
     fig.update_xaxes(title_text="training step")
     fig.update_yaxes(title_text="loss (log scale)", type="log")
     return style_figure(fig, "Losses over training: memorise, build the circuit, clean up", height=420,

@@ -181,13 +181,15 @@ class Figure:
         return self
 
     def add_vrect(self, x0, x1, annotation_text: str | None = None, annotation_position: str = "top left",
-                  **shape) -> "Figure":
-        """A shaded band from x0 to x1 over the whole height, its label in a top corner inside it."""
+                  annotation_yshift: float = 0, **shape) -> "Figure":
+        """A shaded band from x0 to x1 over the whole height, its label in a top corner inside it (moved up by
+        annotation_yshift pixels)."""
         self.add_shape(type="rect", x0=x0, x1=x1, xref="x", y0=0, y1=1, yref="y domain", **shape)
         if annotation_text:
             side = "left" if "left" in annotation_position else "right"
+            label = dict(yshift=annotation_yshift) if annotation_yshift else {}
             self.add_annotation(text=annotation_text, x=x0 if side == "left" else x1, xref="x", y=1,
-                                yref="y domain", xanchor=side, yanchor="top", showarrow=False)
+                                yref="y domain", xanchor=side, yanchor="top", showarrow=False, **label)
         return self
 
     def to_plotly_json(self) -> dict:

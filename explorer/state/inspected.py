@@ -45,6 +45,17 @@ class SAEChoice:
 
 
 @dataclass
+class HeadResults:
+    """The Heads tab's results: its passes over the model's validation text and its circuits."""
+
+    report: object = None  # HeadReport: roles, scores and the induction probe
+    examples: object = None  # TopExamples: the contexts that most activate each neuron and head
+    circuit_weights: object = None  # CircuitWeights: W_E, W_Q ... W_U as the circuits read them
+    composition: Optional[dict] = None  # {"q", "k", "v"}: [L, H, L, H] composition scores
+    copying: object = None  # [L, H] copying scores
+
+
+@dataclass
 class ModelCaches:
     """Everything computed from (or chosen for) the inspected model. Inspected.use() replaces it."""
 
@@ -52,7 +63,7 @@ class ModelCaches:
     evaluation: Optional[Evaluation] = None  # Experiments tab
     sae: Optional[SAEChoice] = None  # Features tab: an uploaded SAE or one trained here
     shipped_sae_stats: object = None  # Features tab: statistics of a shipped SAE that ships without them
-    heads: dict = field(default_factory=dict)  # Heads tab: "report", "examples"
+    heads: HeadResults = field(default_factory=HeadResults)  # Heads tab
 
 
 @dataclass

@@ -13,7 +13,7 @@ from explorer.tabs.live_plot import live_plot
 from explorer.tabs.opening_note import announced, hidden_after
 from explorer.tabs.raw_inputs import RawDropdown, RawFile, RawNumber, RawSlider
 from explorer.teaching.view_params import register_control
-from model_core.model.config import ACTIVATIONS, POSITIONALS
+from model_core.model.config import ACTIVATIONS, INITS, POSITIONALS
 from model_core.training.presets import DEFAULT_PRESET, PRESETS, get_preset
 from model_core.training.train_config import MAX_NS_STEPS, OPTIMIZERS
 
@@ -51,6 +51,8 @@ def _architecture_controls():
         mlp_ratio = RawNumber(mlp_ratio_of(m), label="FFN width (× d_model)", minimum=0.25, maximum=8, step=0.25,
                               info="FFN neurons per layer = this × d_model; GPT-2 uses 4")
         block = RawSlider(2, 256, value=m["block_size"], step=1, label="Block size (context)")
+        init = RawDropdown(list(INITS), value=m["init"], label="Initialisation",
+                           info="gpt2: weights start N(0, 0.02²); 1/sqrt(d_model): larger, as Nanda et al. (grokking)")
     with gr.Row():
         activation = RawDropdown(list(ACTIVATIONS), value=m["activation"], label="Activation")
         norm = RawDropdown(["layernorm", "rmsnorm", "none"], value=m["norm"], label="Norm")
@@ -61,7 +63,7 @@ def _architecture_controls():
         dropout = RawSlider(0, 0.5, value=m["dropout"], step=0.05, label="Dropout")
         qk_norm = gr.Checkbox(m["qk_norm"], label="QK-norm (RMSNorm on each head's q and k)")
     return [n_layers, n_heads, d_model, block, activation, norm, placement, positional, tie, attn_only, dropout,
-            qk_norm, mlp_ratio]
+            qk_norm, mlp_ratio, init]
 
 
 def _optimiser_controls():

@@ -3,6 +3,7 @@ from typing import Optional
 
 import numpy as np
 
+from explorer.figures.grokking import strongest_rows
 from explorer.teaching.captions_progress import first_step
 
 
@@ -52,7 +53,8 @@ def logit_sentence(norms, labels: list, shown: int) -> str:
     norms = np.where(np.isfinite(norms), np.asarray(norms, dtype=np.float64), 0.0)
     norms[0, 0] = 0.0
     i, j = np.unravel_index(int(np.argmax(norms)), norms.shape)
-    where = f", outside the first {shown} rows the chart draws" if shown and max(i, j) >= shown else ""
+    drawn = strongest_rows(norms, shown) if shown else []
+    where = f", outside the {len(drawn)} rows the chart draws" if drawn and not {i, j} <= set(drawn) else ""
     return (f"The logits' largest Fourier component besides the constant is a: {labels[i]} × b: {labels[j]} "
             f"(norm {norms[i, j]:.3g}{where}).")
 

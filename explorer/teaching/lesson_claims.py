@@ -62,6 +62,10 @@ QUANTITIES = {
     "parameters": (r"parameters", "count", "parameters of the model the Train tab's controls describe"),
     "untrained loss": (r"untrained loss", "number", "the validation loss of that model as Start builds it, before "
                                                     "its first step (nats per token)"),
+    "test accuracy": (r"test accuracy", "number", "a modular-addition model's accuracy on the pairs it never trained "
+                                                  "on (the Grokking tab's caption)"),
+    "key frequencies": (r"key frequencies", "count", "how few frequencies carry 90 % of the number embedding's squared "
+                                                     "Fourier norm (the Grokking tab's tall bars; 6 at most)"),
 }
 # The Features tab and the FFN tab's neurons (a lesson on sparse autoencoders): features and neurons by number,
 # a neuron as layer.neuron, a steering strength in units of the feature's largest activation.

@@ -7,6 +7,7 @@ NORMS = ("layernorm", "rmsnorm", "none")
 NORM_PLACEMENTS = ("pre", "post")
 POSITIONALS = ("learned", "sinusoidal", "rope", "none")
 POSITION_VECTORS = ("learned", "sinusoidal")  # the positionals that add a vector to the residual stream
+INITS = ("gpt2", "1/sqrt(d_model)")
 
 
 class ConfigError(ValueError):
@@ -43,6 +44,10 @@ class GPTConfig:
     bias: bool = True  # biases in linear layers and LayerNorm
     qkv_bias: Optional[bool] = None  # biases on q, k and v; None: as bias (Qwen2 has them with bias=False)
     unembed_bias: Optional[bool] = None  # a bias on the logits; None: bias and not tie_weights (nanoGPT's rule)
+    # how training starts the weights (biases start at 0): gpt2: N(0, 0.02²), the residual projections divided by
+    # sqrt(2 n_layers); 1/sqrt(d_model): every matrix and embedding N(0, 1/d_model), about 4x gpt2's at d_model 128
+    # (Nanda et al.'s grokking model: the larger start memorises first and generalises later)
+    init: str = "gpt2"
 
     def __post_init__(self):
         self.validate()
@@ -98,6 +103,7 @@ class GPTConfig:
         _check_choice("norm", self.norm, NORMS)
         _check_choice("norm_placement", self.norm_placement, NORM_PLACEMENTS)
         _check_choice("positional", self.positional, POSITIONALS)
+        _check_choice("init", self.init, INITS)
         if self.positional == "sinusoidal" and self.d_model % 2:
             raise ConfigError(f"sinusoidal positions need an even d_model, got {self.d_model}: use {self.d_model + 1}.")
         if self.positional == "rope" and self.d_head % 2:

@@ -44,10 +44,7 @@ class GPT(HookedModule):
         # Post-norm blocks already end in a norm, so only pre-norm models get a final one.
         self.ln_final = Norm(cfg, cfg.norm if cfg.norm_placement == "pre" else "none")
         self.unembed = nn.Linear(cfg.d_model, cfg.vocab_size, bias=cfg.has_unembed_bias)
-        self.apply(self._init_weights)
-        for name, p in self.named_parameters():  # GPT-2: scale residual projections by depth
-            if name.endswith(("W_o.weight", "W_out.weight")):
-                nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * cfg.n_layers))
+        self.initialise()
         if cfg.tie_weights:
             self.unembed.weight = self.embed.weight
         self.shared: Optional[dict] = None  # what a frozen model's copies share (see freeze)
@@ -129,12 +126,20 @@ class GPT(HookedModule):
     def frozen(self) -> bool:
         return not any(p.requires_grad for p in self.parameters())
 
-    @staticmethod
-    def _init_weights(module):
-        if isinstance(module, (nn.Linear, nn.Embedding)):
-            nn.init.normal_(module.weight, mean=0.0, std=0.02)
-        if isinstance(module, nn.Linear) and module.bias is not None:
-            nn.init.zeros_(module.bias)
+    def initialise(self) -> None:
+        """Random weights as cfg.init says (before tying: a tied unembedding is the embedding), zero biases."""
+        std = 0.02 if self.cfg.init == "gpt2" else self.cfg.d_model ** -0.5
+
+        def start(module):
+            if isinstance(module, (nn.Linear, nn.Embedding)):
+                nn.init.normal_(module.weight, mean=0.0, std=std)
+            if isinstance(module, nn.Linear) and module.bias is not None:
+                nn.init.zeros_(module.bias)
+        self.apply(start)
+        if self.cfg.init == "gpt2":  # GPT-2: the residual projections scaled by depth
+            for name, p in self.named_parameters():
+                if name.endswith(("W_o.weight", "W_out.weight")):
+                    nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * self.cfg.n_layers))
 
     def num_params(self) -> int:
         """Trainable parameters, counting a tied matrix once."""
@@ -149,17 +154,21 @@ class GPT(HookedModule):
         return self.embed.weight.new_zeros(T, self.cfg.d_model)
 
     def forward(self, idx: torch.Tensor, targets: Optional[torch.Tensor] = None):
-        """idx (B, T) token ids -> logits (B, T, vocab), and the mean cross-entropy if targets are given."""
+        """idx (B, T) token ids -> logits (B, T, vocab), and the mean cross-entropy if targets are given (-1: no
+        target there). When only the last position has targets (a task's answer), the logits are that position's
+        alone (B, 1, vocab): the last block's FFN and the unembedding skip what no loss reads."""
         B, T = idx.shape
         if T > self.cfg.block_size:
             raise ValueError(f"sequence of {T} tokens is longer than block_size {self.cfg.block_size}; crop it.")
+        answer_only = targets is not None and T > 1 and not bool((targets[:, :-1] >= 0).any())
         x = self.embeddings(idx)  # (B, T, D)
-        for block in self.blocks:
-            x = block(x)  # (B, T, D)
-        logits = self.unembed(self.ln_final(x))  # (B, T, V)
+        for i, block in enumerate(self.blocks):
+            x = block(x, last_only=answer_only and i == len(self.blocks) - 1)  # (B, T, D), (B, 1, D) if answer_only
+        logits = self.unembed(self.ln_final(x))  # (B, T or 1, V)
         loss = None
         if targets is not None:
-            loss = F.cross_entropy(logits.view(-1, logits.size(-1)), targets.reshape(-1), ignore_index=-1)
+            targets = targets[:, -1:] if answer_only else targets
+            loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), targets.reshape(-1), ignore_index=-1)
         return logits, loss
 
     def embeddings(self, idx: torch.Tensor, start: int = 0) -> torch.Tensor:
