@@ -18,8 +18,6 @@ from model_core.training.run_control import RunControl
 from model_core.training.snapshots import PROBE_MAX_TOKENS, Snapshot, take_snapshot
 from model_core.training.train_config import TrainConfig, TrainConfigError
 
-STATES = ("idle", "running", "paused", "stopped", "finished", "error")
-
 
 class TrainingError(RuntimeError):
     """Training cannot go on (e.g. the loss blew up); the message says what to try."""
@@ -116,7 +114,7 @@ class Trainer(RunControl):
         self.history: list[dict] = []  # one metrics dict per step
         self.evals: list[dict] = []  # {step, train_loss, val_loss}
         self.snapshots: list[Snapshot] = []
-        self.state = "idle"
+        self.state = "idle"  # then running, paused, stopped, finished or error
         # called on the training thread before every step and every evaluation batch: a training child applies a
         # new torch thread count there (OpenMP's count is per thread), also during the first evaluation
         self.before_work: Optional[Callable[[], None]] = None
