@@ -29,12 +29,8 @@ def running_count() -> int:
     return len(_active)
 
 
-def free_slots() -> int:
-    return max(0, LIMITS.max_trainers - len(_active))
-
-
 def slots_text() -> str:
-    return f"{free_slots()} of {LIMITS.max_trainers} training slots free on this server"
+    return f"{max(0, LIMITS.max_trainers - len(_active))} of {LIMITS.max_trainers} training slots free on this server"
 
 
 class TrainingRun:
