@@ -120,8 +120,7 @@ class SessionRegistry:
     def _attach(self, page: str, key: str) -> None:
         old = self._aliases.get(page, page)
         if old != key and old in self._sessions and old not in self._aliases.values():
-            self._sessions.pop(old).workspace.stop_training()  # a blank session this page made before it was attached
-            self.released += 1
+            self._drop(old)  # a blank session this page made before it was attached
         self._aliases[page] = key
         if key in self._sessions:
             self._sessions[key].detached_at = None
@@ -137,14 +136,10 @@ class SessionRegistry:
         its browser to come back; one without a browser key (a script's) is released at once."""
         with self._lock:
             key = self._aliases.pop(page, None)
-            if key is None:
-                session = self._sessions.pop(page, None)
-                self.released += session is not None
-            else:
-                session = None
-                if key in self._sessions and key not in self._aliases.values():
-                    self._sessions[key].detached_at = time.monotonic()
-        if session is not None:
+            if key is not None and key in self._sessions and key not in self._aliases.values():
+                self._sessions[key].detached_at = time.monotonic()
+            sessions = self._take([page]) if key is None else []
+        for session in sessions:
             session.workspace.stop_training()
 
     def release_detached(self, now: Optional[float] = None) -> int:
@@ -153,8 +148,7 @@ class SessionRegistry:
         with self._lock:
             keys = [k for k, s in self._sessions.items()
                     if s.detached_at is not None and now - s.detached_at > LIMITS.resume_ttl_seconds]
-            sessions = [self._sessions.pop(k) for k in keys]
-            self.released += len(sessions)
+            sessions = self._take(keys)
             for key in keys:
                 self._remember(key, f"Your earlier session ended: its page was closed for more than "
                                     f"{LIMITS.resume_ttl_seconds / 60:g} minutes, so the server released its model.")
@@ -179,10 +173,15 @@ class SessionRegistry:
             if notice:  # a blank session goes silently: its user lost nothing
                 self._remember(key, notice)
 
+    def _take(self, keys) -> "list[Session]":
+        """(holding the lock) take out the held sessions of keys, counted as released; the caller stops their runs."""
+        sessions = [self._sessions.pop(key) for key in keys if key in self._sessions]
+        self.released += len(sessions)
+        return sessions
+
     def _drop(self, key: str) -> Session:
         """(holding the lock) release a session at once, stopping its run."""
-        old = self._sessions.pop(key)
-        self.released += 1
+        old = self._take([key])[0]
         old.workspace.stop_training()
         return old
 
@@ -193,9 +192,8 @@ class SessionRegistry:
 
     def close(self, page: str) -> None:
         with self._lock:
-            session = self._sessions.pop(self._aliases.pop(page, page), None)
-            self.released += session is not None
-        if session is not None:
+            sessions = self._take([self._aliases.pop(page, page)])
+        for session in sessions:
             session.workspace.stop_training()
 
     def close_all(self) -> None:

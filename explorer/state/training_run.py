@@ -9,7 +9,7 @@ from typing import Callable, Optional
 from explorer.common.controls import LIVE_CAPTION
 from explorer.common.errors import UserError
 from explorer.common.limits import LIMITS
-from model_core.training.remote import RemoteTrainer, weights_every
+from model_core.training.remote import RemoteTrainer, model_job, weights_every
 from model_core.training.run_protocol import ChildJob, Command, RunProgress, SetThreads, TrainJob
 
 KILL_AFTER_STOP_SECONDS = 15.0  # a stopped child that has not ended by then is killed
@@ -29,12 +29,8 @@ def running_count() -> int:
     return len(_active)
 
 
-def free_slots() -> int:
-    return max(0, LIMITS.max_trainers - len(_active))
-
-
 def slots_text() -> str:
-    return f"{free_slots()} of {LIMITS.max_trainers} training slots free on this server"
+    return f"{max(0, LIMITS.max_trainers - len(_active))} of {LIMITS.max_trainers} training slots free on this server"
 
 
 class TrainingRun:
@@ -46,12 +42,10 @@ class TrainingRun:
                  adopt: Optional[Callable[["TrainingRun", bool], None]] = None):
         if isinstance(job, TrainJob):
             small = job.model.num_params() <= LIMITS.max_params
-            self.remote = RemoteTrainer(job, sample_every, sample_tokens,
-                                        weights_every=weights_every(job.cfg, WEIGHT_SETS_KEPT) if small else 0,
-                                        on_settled=self._settled, snapshots_kept=LIMITS.snapshots_kept,
-                                        samples_kept=SAMPLES_KEPT, weight_sets_kept=WEIGHT_SETS_KEPT)
-        else:
-            self.remote = RemoteTrainer(job, on_settled=self._settled)
+            every = weights_every(job.cfg, WEIGHT_SETS_KEPT) if small else 0
+            job = model_job(job, sample_every, sample_tokens, every, snapshots_kept=LIMITS.snapshots_kept,
+                            samples_kept=SAMPLES_KEPT, weight_sets_kept=WEIGHT_SETS_KEPT)
+        self.remote = RemoteTrainer(job, on_settled=self._settled)
         self.progress: RunProgress = self.remote.progress
         self.corpus, self.adopt = corpus, adopt
         self.expired: Optional[str] = None  # why the server stopped this run, told to its user
@@ -78,8 +72,8 @@ class TrainingRun:
         return self.thread.is_alive()
 
     def control(self, command, now: Optional[float] = None) -> None:
-        """Send Command.PAUSE, Command.RESUME or Command.STOP. A paused run leaves its cores to the others; a resumed one is told its
-        share before it resumes."""
+        """Send Command.PAUSE, Command.RESUME or Command.STOP. A paused run leaves its cores to the others; a
+        resumed one is told its share before it resumes."""
         self.progress.request(command, time.monotonic() if now is None else now)
         rebalance_threads()
         self.remote.send(command)

@@ -66,7 +66,6 @@ class SAERun(RunControl):
         self.train_ids, self.val_ids = torch.from_numpy(payload["train"]), torch.from_numpy(payload["val"])
         self.cfg: SAERunConfig = payload["cfg"]
         self.trainer: Optional[SAETrainer] = None
-        self.before_work: Optional[Callable[[], None]] = None  # the child's thread count, before each batch
         self._state = "idle"
 
     @property
@@ -102,8 +101,7 @@ class SAERun(RunControl):
 
     def _between_batches(self) -> bool:
         """Before each collection batch: the thread count, a pause; False once stopped."""
-        if self.before_work is not None:
-            self.before_work()
+        self.before_work()
         if self.pausing:
             self.wait_while_paused()
         return not self.stopping

@@ -74,7 +74,6 @@ class SAETrainer(RunControl):
         self.step_count, self.tokens_seen, self.elapsed = 0, 0, 0.0
         self.history: list[dict] = []
         self._order, self._cursor = torch.empty(0, dtype=torch.long), 0
-        self.before_work: Optional[Callable[[], None]] = None  # called before every step (a child's thread count)
 
     # ------------------------------------------------------------------ set-up
     def _sample(self, n: int) -> torch.Tensor:
@@ -159,8 +158,7 @@ class SAETrainer(RunControl):
 
     def step(self) -> dict:
         """One optimisation step; returns its metrics."""
-        if self.before_work is not None:
-            self.before_work()
+        self.before_work()
         start = time.perf_counter()
         lr = self.lr_at(self.step_count)
         for group in self.optimizer.param_groups:

@@ -13,6 +13,7 @@ import queue
 import threading
 import time
 import weakref
+from multiprocessing import forkserver
 from typing import Callable, Optional
 
 from model_core.training.child import child_main, weights
@@ -142,8 +143,6 @@ def weights_every(cfg, sets: int) -> int:
 def start_forkserver() -> None:
     """Start the forkserver now, in the background (its preloads take seconds): the app's warm-up calls this, so
     a class's first Start does not wait for torch to import."""
-    from multiprocessing import forkserver
-
     forkserver.ensure_running()
 
 
@@ -163,8 +162,6 @@ def shutdown_all(timeout: float = 3.0) -> None:
 def stop_forkserver() -> None:
     """Kill the forkserver if this process started one (it would exit on its own when we do, but a
     SIGTERM'd app should leave nothing behind even for a moment)."""
-    from multiprocessing import forkserver
-
     pid = getattr(forkserver._forkserver, "_forkserver_pid", None)
     if pid and process_alive(pid):
         try:

@@ -1,6 +1,7 @@
 """Pause, resume and stop a training loop from another thread: the model Trainer and the SAE trainer share this."""
 import threading
 import time
+from typing import Callable
 
 
 class RunControl:
@@ -12,6 +13,9 @@ class RunControl:
     def __init__(self):
         self._unpaused, self._stop = threading.Event(), threading.Event()
         self._unpaused.set()
+        # called on the training thread before every step and every evaluation (or collection) batch: a training
+        # child applies a new torch thread count there (OpenMP's count is per thread), also during the first evaluation
+        self.before_work: Callable[[], None] = lambda: None
 
     def pause(self) -> None:
         self._unpaused.clear()

@@ -18,8 +18,6 @@ from model_core.training.run_control import RunControl
 from model_core.training.snapshots import PROBE_MAX_TOKENS, Snapshot, take_snapshot
 from model_core.training.train_config import TrainConfig, TrainConfigError
 
-STATES = ("idle", "running", "paused", "stopped", "finished", "error")
-
 
 class TrainingError(RuntimeError):
     """Training cannot go on (e.g. the loss blew up); the message says what to try."""
@@ -116,16 +114,13 @@ class Trainer(RunControl):
         self.history: list[dict] = []  # one metrics dict per step
         self.evals: list[dict] = []  # {step, train_loss, val_loss}
         self.snapshots: list[Snapshot] = []
-        self.state = "idle"
-        # called on the training thread before every step and every evaluation batch: a training child applies a
-        # new torch thread count there (OpenMP's count is per thread), also during the first evaluation
-        self.before_work: Optional[Callable[[], None]] = None
+        self.state = "idle"  # then running, paused, stopped, finished or error
 
     # ------------------------------------------------------------------ one step
     def step(self, time_fraction: Optional[float] = None) -> dict:
         """One optimisation step on a fresh batch; returns its metrics. time_fraction: see lr_at (run()
         passes the one all processes agreed on; default: this process's clock)."""
-        self._before_work()
+        self.before_work()
         start = time.perf_counter()
         fraction = self.time_fraction() if time_fraction is None else time_fraction
         lr = lr_at(self.step_count, self.cfg, fraction)
@@ -163,10 +158,6 @@ class Trainer(RunControl):
         self.history.append(metrics)
         return metrics
 
-    def _before_work(self) -> None:
-        if self.before_work is not None:
-            self.before_work()
-
     def time_fraction(self) -> Optional[float]:
         """Share of run()'s max_seconds used so far (time spent paused excluded); None without a limit."""
         if self.budget is None:
@@ -195,7 +186,7 @@ class Trainer(RunControl):
         generator = torch.Generator().manual_seed(self.cfg.seed + 1)
         total = torch.zeros((), device=self.device)
         for _ in range(self.cfg.eval_iters):
-            self._before_work()
+            self.before_work()
             x, y = get_batch(data, self.block_size, self.cfg.batch_size, generator)
             with autocast(self.device, self.cfg.precision):
                 total += self.model(x.to(self.device), y.to(self.device))[1].float()
