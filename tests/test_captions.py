@@ -241,6 +241,12 @@ def test_data_training_and_layernorm_captions():
                            np.array([4.1, 1.54]), vocab_size=65)
     assert text == ("Validation loss fell from 4.17 (step 0) to 1.62 (step 100); at step 100 the train–validation gap "
                     f"is 0.08 (a growing gap means overfitting). Random guessing would score {np.log(65):.2f} (ln 65).")
+    growing = CT.loss_caption(np.arange(1, 201), np.ones(200), [0, 100, 200], [4.17, 1.62, 1.70], [4.1, 1.54, 1.20],
+                              vocab_size=65)
+    assert "gap is 0.50, up from 0.08 at step 100: growing, a sign of overfitting." in growing
+    shrinking = CT.loss_caption(np.arange(1, 201), np.ones(200), [0, 100, 200], [4.17, 9.0, 0.1], [4.1, 0.0, 0.05],
+                                vocab_size=65)
+    assert "gap is 0.05, down from 9.00 at step 100." in shrinking and "overfitting" not in shrinking
     assert CT.loss_caption(np.arange(20), np.r_[4.0, np.full(9, 3.0), np.full(10, 1.0)]) == (
         "Training loss fell from 4.00 (the first batch, step 0) to 1.00 (mean of the last 2 of 20 steps).")
     no_split = CT.loss_caption(np.arange(1, 301), np.full(300, 0.2), [0, 100, 300], [1.62, 0.4, 0.08], None, 5,

@@ -31,13 +31,26 @@ def loss_caption(steps, train_loss, eval_steps=None, val_loss=None, eval_train_l
         text = (f"{evaluated} {_moved(val_loss[0], val_loss[-1])} from {val_loss[0]:.2f} (step {eval_steps[0]:,}) "
                 f"to {val_loss[-1]:.2f} (step {eval_steps[-1]:,})")
     if eval_train_loss is not None and len(eval_train_loss) and eval_steps[-1] > 0:
-        gap = val_loss[-1] - float(eval_train_loss[-1])
-        text += f"; at step {eval_steps[-1]:,} the train–validation gap is {gap:.2f} (a growing gap means overfitting)"
+        text += "; " + gap_phrase(eval_steps, val_loss, [float(x) for x in eval_train_loss])
     text += "."
     if len(steps) and int(steps[-1]) > eval_steps[-1]:
         text += f" {batch_loss_sentence(steps, train_loss, evaluated)}"
     untrained = val_loss[0] if eval_steps[0] == 0 else None
     return text + baseline_sentence(vocab_size, untrained)
+
+
+def gap_phrase(eval_steps: list, val_loss: list, train_loss: list) -> str:
+    """The latest train-validation gap and which way it went since the evaluation before (growing: overfitting)."""
+    gap = val_loss[-1] - train_loss[-1]
+    text = f"at step {eval_steps[-1]:,} the train–validation gap is {gap:.2f}"
+    if len(val_loss) < 2 or eval_steps[-2] == 0:  # the untrained model's gap says nothing
+        return text + " (a growing gap means overfitting)"
+    before = val_loss[-2] - train_loss[-2]
+    if abs(gap - before) < 0.005:
+        return text + f", as at step {eval_steps[-2]:,}"
+    if gap > before:
+        return text + f", up from {before:.2f} at step {eval_steps[-2]:,}: growing, a sign of overfitting"
+    return text + f", down from {before:.2f} at step {eval_steps[-2]:,}"
 
 
 def batch_loss_sentence(steps, train_loss, evaluated: str = "Validation loss") -> str:
