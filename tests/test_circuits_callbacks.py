@@ -72,6 +72,9 @@ def test_the_grokking_lab_reads_a_modular_addition_model():
     acc = G.pair_accuracy(session.inspected.model, 7)
     mask = make_task(session.inspected.checkpoint.train_config.task).train_mask().reshape(7, 7)
     assert f"{acc[~mask].double().mean().item():.1%}" in caption  # the test accuracy it states
+    last = session.inspected.checkpoint.evals[-1]  # the loss chart's last points are the losses it states
+    assert f"is {last['restricted_loss']:.3g} (restricted)" in caption
+    assert f"{last['excluded_loss']:.3g} (excluded)" in caption
     with pytest.raises(UserError, match="Neuron"):
         G.grokking_view(session, 10_000)
 

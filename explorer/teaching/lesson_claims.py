@@ -65,7 +65,7 @@ QUANTITIES = {
     "test accuracy": (r"test accuracy", "number", "a modular-addition model's accuracy on the pairs it never trained "
                                                   "on (the Grokking tab's caption)"),
     "key frequencies": (r"key frequencies", "count", "how few frequencies carry 90 % of the number embedding's squared "
-                                                     "Fourier norm (the Grokking tab's tall bars; 6 at most)"),
+                                                     "Fourier norm (the Grokking tab's red bars; 10 at most)"),
 }
 # The Features tab and the FFN tab's neurons (a lesson on sparse autoencoders): features and neurons by number,
 # a neuron as layer.neuron, a steering strength in units of the feature's largest activation.

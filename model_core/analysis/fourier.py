@@ -62,6 +62,12 @@ def fewest_carrying(norms: np.ndarray, share: float = KEY_SHARE) -> list[int]:
 
 
 @torch.no_grad()
+def key_frequencies(norms: np.ndarray) -> list[int]:
+    """The fewest frequencies carrying KEY_SHARE of an embedding's squared Fourier norm, at most MAX_KEY_FREQUENCIES:
+    the lab's red bars and what the restricted and excluded losses keep or remove."""
+    return fewest_carrying(norms)[:MAX_KEY_FREQUENCIES]
+
+
 def embedding_norms(model, p: int) -> np.ndarray:
     """Norm of the number tokens' embedding (tokens 0..p-1, [p, d_model]) at each frequency. [p//2 + 1]"""
     return frequency_norms(model.embed.weight.detach()[:p].double().cpu().numpy())
@@ -153,7 +159,7 @@ def grokking_lab(model, p: int, train_mask: torch.Tensor) -> GrokkingLab:
     logits, cache = all_pair_run(model, p, (hook,) if has_mlp else ())
     neurons = cache[hook].reshape(p, p, -1).numpy() if has_mlp else np.zeros((p, p, 0))
     norms = embedding_norms(model, p)
-    keys = fewest_carrying(norms)[:MAX_KEY_FREQUENCIES]
+    keys = key_frequencies(norms)
     labels = (torch.arange(p).repeat_interleave(p) + torch.arange(p).repeat(p)) % p
     right = (logits.argmax(-1) == labels)[~train_mask].double().mean()
     return GrokkingLab(p, norms, keys, neurons, neuron_frequencies(neurons), pair_fourier_norms(logits, p),

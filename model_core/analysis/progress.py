@@ -11,7 +11,8 @@ An algorithmic task (example data, model_core.data.tasks):
   train_acc, val_acc  share of the training / test examples whose every answer token is the likeliest one
 and for modular addition:
   restricted_loss, excluded_loss  Nanda et al.'s losses (fourier.phase_losses) with the key frequencies of the
-                 logits at this step (Nanda et al. take the final model's; this needs no hindsight)
+                 number embedding at this step, the Grokking tab's (Nanda et al. take the final model's; this
+                 needs no hindsight, and at the end it is the lab's own)
   key_share      share of the number embedding's squared Fourier norm carried by its 6 largest frequencies"""
 from typing import Optional
 
@@ -20,7 +21,7 @@ import torch
 import torch.nn.functional as F
 
 from model_core.analysis.circuits import composition_scores
-from model_core.analysis.fourier import all_pair_run, embedding_norms, phase_losses, top_share
+from model_core.analysis.fourier import all_pair_run, embedding_norms, key_frequencies, phase_losses, top_share
 from model_core.analysis.heads import head_statistics
 from model_core.analysis.probes import ProbeError, common_tokens, induction_probe, repeat_probe, text_windows
 
@@ -102,9 +103,10 @@ def modular_measures(model, task: dict) -> dict:
 
     t = make_task(task)
     logits, _ = all_pair_run(model, t.p)
-    losses = phase_losses(logits, t.p, t.train_mask())
+    norms = embedding_norms(model, t.p)
+    losses = phase_losses(logits, t.p, t.train_mask(), key_frequencies(norms))
     return {"restricted_loss": losses.restricted, "excluded_loss": losses.excluded,
-            "key_share": top_share(embedding_norms(model, t.p), KEY_COUNT)}
+            "key_share": top_share(norms, KEY_COUNT)}
 
 
 def strongest(values: np.ndarray) -> tuple[float, tuple]:
