@@ -24,7 +24,8 @@ def build_data_tab():
         bpe_vocab = RawSlider(256, 4096, value=512, step=64, label="BPE vocabulary size")
         val_split = RawRadio([(label, value) for value, label in VAL_SPLIT_LABELS.items()], value=DEFAULT_VAL_SPLIT,
                              label="Validation split",
-                             info="none: for a text of a sentence or two; the losses are then the training text's")
+                             info="none: for a text of a sentence or two; the losses are then the training text's. "
+                                  "A task keeps its own test examples (modular addition: half of the pairs)")
     register_control("corpus", corpus)
     register_control("tokenizer", kind)
     register_control("bpe_vocab", bpe_vocab, advanced=True)

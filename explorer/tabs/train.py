@@ -70,7 +70,8 @@ def _optimiser_controls():
     t = CLASSROOM.train_config(device="cpu")
     with gr.Row():
         lr = RawNumber(t.lr, label="Learning rate")
-        batch = RawSlider(1, 128, value=t.batch_size, step=1, label="Batch size")
+        batch = RawSlider(1, 128, value=t.batch_size, step=1, label="Batch size",
+                          info="a full-batch task (modular addition) trains on all its examples at every step")
         steps = RawNumber(t.max_steps, label="Steps", precision=0, minimum=1)
         warmup = RawNumber(t.warmup_steps, label="Warmup steps", precision=0, minimum=0)
         wd = RawNumber(t.weight_decay, label="Weight decay", minimum=0)
