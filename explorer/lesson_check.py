@@ -13,7 +13,7 @@ import torch
 from explorer.callbacks.attribution import attribution_parts, token_choice
 from explorer.callbacks.common import all_layers, analyse, prompt_ids
 from explorer.callbacks.experiments import evaluation_set, means_for
-from explorer.callbacks.grokking import modular_task
+from explorer.callbacks.grokking import lab_of
 from explorer.callbacks.heads import report_of
 from explorer.callbacks.links import apply_link
 from explorer.callbacks.model_size import count_params
@@ -33,7 +33,6 @@ from model_core import GPT
 from model_core.analysis.ablation import Ablation, eval_windows, validation_loss
 from model_core.analysis.attribution import logit_attribution
 from model_core.analysis.comparison import bits_per_character
-from model_core.analysis.fourier import grokking_lab
 from model_core.analysis.heads import head_statistics
 from model_core.analysis.patching import patching_sweep
 from model_core.analysis.roles import prompt_roles
@@ -331,10 +330,7 @@ def untrained_loss(view: LessonView) -> float:
 
 def lab(view: LessonView):
     """The Grokking tab's measurements of the step's model (a modular-addition one)."""
-    def measured():
-        task = modular_task(view.session)
-        return grokking_lab(view.session.inspected.model, task.p, task.train_mask())
-    return view.once("grokking lab", measured)
+    return view.once("grokking lab", lambda: lab_of(view.session))
 
 
 MEASURES = {  # lesson_claims.QUANTITIES -> the function measuring it (view, *the claim's arguments)

@@ -16,7 +16,7 @@ from explorer.figures.grokking import (
 )
 from explorer.state.session import Session, require_model
 from explorer.teaching import captions_grokking
-from model_core.analysis.fourier import fourier_basis, grokking_lab
+from model_core.analysis.fourier import GrokkingLab, fourier_basis, grokking_lab
 from model_core.data.tasks.registry import TaskError, make_task
 
 SHIPPED = "grokking"
@@ -52,13 +52,17 @@ def open_shipped_grokking(session: Session) -> str:
     return model_summary(session)
 
 
+def lab_of(session: Session) -> GrokkingLab:
+    """Everything the lab measures on the inspected model, or a UserError when it was not trained on the task."""
+    task = modular_task(session)
+    return grokking_lab(session.inspected.model, task.p, task.train_mask())
+
+
 def grokking_view(session: Session, neuron=None):
     """-> embedding frequency figure, neuron map figure, logits' Fourier figure, phase curves figure, accuracy
     figure, caption markdown."""
     require_model(session)
-    task = modular_task(session)
-    model = session.inspected.model
-    lab = grokking_lab(model, task.p, task.train_mask())
+    lab = lab_of(session)
     n_neurons = lab.neurons.shape[-1]
     if n_neurons:
         default = int(np.argmax(lab.neurons.reshape(-1, n_neurons).var(0)))
@@ -66,9 +70,9 @@ def grokking_view(session: Session, neuron=None):
         neuron_fig = neuron_map_figure(lab.neurons[:, :, neuron], neuron, int(lab.neuron_frequency[neuron]))
     else:
         neuron, neuron_fig = None, None
-    _, labels = fourier_basis(task.p)
+    _, labels = fourier_basis(lab.p)
     steps, curves, accuracy, phases = training_curves(session.inspected.checkpoint.evals)
-    caption = captions_grokking.lab_caption(lab, neuron, phases, task.p, labels, LOGIT_ROWS)
+    caption = captions_grokking.lab_caption(lab, neuron, phases, lab.p, labels, LOGIT_ROWS)
     return (frequency_norms_figure(lab.embedding_norms, lab.key_frequencies), neuron_fig,
             logit_fourier_figure(lab.logit_fourier, labels, LOGIT_ROWS), phase_curves_figure(steps, curves, phases) if steps else None,
             accuracy_figure(steps, *accuracy) if steps else None, caption)

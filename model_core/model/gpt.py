@@ -24,6 +24,7 @@ from model_core.model.hooks import HookedModule, HookPoint, NamesFilter, names_p
 from model_core.model.kv_cache import KVCache
 from model_core.model.layers import Block, Norm, maybe_dropout, sinusoidal_table
 
+GPT2_STD = 0.02  # GPT-2's initial weight scale (cfg.init "gpt2")
 
 class GPT(HookedModule):
     """Token + position embedding, n_layers blocks, final norm, unembedding to logits at every position."""
@@ -128,7 +129,7 @@ class GPT(HookedModule):
 
     def initialise(self) -> None:
         """Random weights as cfg.init says (before tying: a tied unembedding is the embedding), zero biases."""
-        std = 0.02 if self.cfg.init == "gpt2" else self.cfg.d_model ** -0.5
+        std = GPT2_STD if self.cfg.init == "gpt2" else self.cfg.d_model ** -0.5
 
         def start(module):
             if isinstance(module, (nn.Linear, nn.Embedding)):
@@ -139,7 +140,7 @@ class GPT(HookedModule):
         if self.cfg.init == "gpt2":  # GPT-2: the residual projections scaled by depth
             for name, p in self.named_parameters():
                 if name.endswith(("W_o.weight", "W_out.weight")):
-                    nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * self.cfg.n_layers))
+                    nn.init.normal_(p, mean=0.0, std=GPT2_STD / math.sqrt(2 * self.cfg.n_layers))
 
     def num_params(self) -> int:
         """Trainable parameters, counting a tied matrix once."""
