@@ -44,7 +44,7 @@ test-fast: $(VENV)/.dev-deps
 	$(PY) -m pytest -q -m "not browser and not app and not pretrained and not slow" $(PYTEST_ARGS)
 
 # Every regression benchmark (python -m bench lists them); exits non-zero when a target is missed.
-# make bench BENCH_ARGS="--json bench.json --markdown" also writes the rows and docs/benchmarks.md's generated block.
+# make bench BENCH_ARGS="--json bench.json --markdown" also writes the rows and bench/RESULTS.md (generated).
 $(VENV)/.bench-deps: requirements-bench.txt | $(VENV)/.dev-deps
 	$(PY) -m pip install -c requirements.txt -r requirements-bench.txt
 	touch $@

@@ -4,9 +4,9 @@
     python -m bench views "generation --rounds 3"    run these (a name may carry its own flags, quoted)
     python -m bench --all [--json out.json] [--markdown]
 
-Exit code 1 when a target was missed or a benchmark failed. --markdown writes each run's section into the
-generated block of docs/benchmarks.md. Each benchmark runs in an interpreter of its own (bench/isolated.py);
-this one imports none of them, so listing is instant."""
+Exit code 1 when a target was missed or a benchmark failed. --markdown writes each run's section into
+bench/RESULTS.md, the generated file of results. Each benchmark runs in an interpreter of its own
+(bench/isolated.py); this one imports none of them, so listing is instant."""
 import argparse
 import sys
 from pathlib import Path
@@ -22,8 +22,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--json", metavar="PATH", type=Path,
                    help="write the machine and every run's rows to this file (without NAMEs: runs --all)")
     p.add_argument("--markdown", action="store_true",
-                   help="replace the runs' sections of the generated block in docs/benchmarks.md")
-    p.add_argument("--markdown-file", metavar="PATH", type=Path, help="that block in this file instead")
+                   help="replace the runs' sections in bench/RESULTS.md (the generated results file)")
+    p.add_argument("--markdown-file", metavar="PATH", type=Path, help="write that file here instead")
     p.add_argument("--describe", metavar="NAME", help="print a benchmark's whole description (its targets)")
     return p
 
@@ -39,10 +39,10 @@ def list_benchmarks() -> None:
 
 
 def main(argv=None) -> int:
-    from bench.docs_block import DOC, write_markdown
     from bench.machine import machine_facts, machine_line
     from bench.registry import BENCHMARKS, docstring
     from bench.results import print_rows
+    from bench.results_page import RESULTS, write_markdown
     from bench.runner import exit_code, parse_request, run_one, write_json
 
     p = parser()
@@ -74,7 +74,7 @@ def main(argv=None) -> int:
             print(f"\n{run.command}: {run.status}: {run.error or run.skipped}")
     print("\n" + ", ".join(f"{run.benchmark} {run.status}" for run in runs))
     if args.markdown or args.markdown_file:
-        write_markdown(args.markdown_file or DOC, runs, machine, list(BENCHMARKS))
+        write_markdown(args.markdown_file or RESULTS, runs, machine, list(BENCHMARKS))
     return exit_code(runs)
 
 

@@ -1,5 +1,5 @@
 """python -m bench: one row schema, a non-zero exit code when a target is missed or a benchmark fails, the rows
-as JSON, and the generated block of docs/benchmarks.md. Tiny fake benchmarks stand in for the real ones."""
+as JSON, and the generated results file bench/RESULTS.md. Tiny fake benchmarks stand in for the real ones."""
 import argparse
 import ast
 import json
@@ -10,9 +10,9 @@ import pytest
 
 from bench import registry
 from bench.__main__ import main
-from bench.docs_block import BEGIN, END
 from bench.registry import BENCHMARKS, Benchmark
 from bench.results import Row, Skipped, at_least, at_most, check, info
+from bench.results_page import GENERATED, RESULTS, TITLE, updated
 
 ROW_FIELDS = {"name", "value", "unit", "target", "met"}
 
@@ -98,30 +98,36 @@ def test_an_unknown_name_is_refused_before_anything_runs(fakes, capsys):
     assert stop.value.code == 2 and "no benchmark named 'nonesuch'" in capsys.readouterr().err
 
 
-def test_markdown_replaces_a_benchmarks_section_and_keeps_the_prose(fakes, tmp_path):
-    doc = tmp_path / "benchmarks.md"
-    doc.write_text(f"# Benchmarks\n\nHand-written prose.\n\n{BEGIN}\n{END}\n\n## Notes\n\nMore prose.\n")
+def test_markdown_rewrites_the_results_file_and_keeps_the_other_benchmarks_sections(fakes, tmp_path):
+    doc = tmp_path / "RESULTS.md"
+    doc.write_text("# Notes\n\nHand-written prose.\n")
     main(["fake --seconds 3", "--markdown-file", str(doc)])
     main(["other", "--markdown-file", str(doc)])
     main(["fake --seconds 1.5", "--markdown-file", str(doc)])
     text = doc.read_text()
-    assert text.startswith("# Benchmarks\n\nHand-written prose.\n") and text.endswith("## Notes\n\nMore prose.\n")
-    assert text.count("### fake") == 1 and text.count("### other") == 1
-    assert text.index("### fake") < text.index("### other")  # the registry's order, not the order of the runs
-    fake = text[text.index("### fake"):text.index("### other")]
+    assert text.startswith(f"{TITLE}\n\n{GENERATED}\n") and "Hand-written prose" not in text  # all generated
+    assert text.count("## fake") == 1 and text.count("## other") == 1
+    assert text.index("## fake") < text.index("## other")  # the registry's order, not the order of the runs
+    fake = text[text.index("## fake"):text.index("## other")]
     assert "| fake call | 1.5 | s | <= 2 | ✔ |" in fake and "| fake call | 3 |" not in fake
     assert "python -m bench 'fake --seconds 1.5'" in fake and " cores, AVX-512: " in fake
 
 
 def test_markdown_keeps_the_last_section_of_a_skipped_benchmark(fakes, monkeypatch, tmp_path):
-    doc = tmp_path / "benchmarks.md"
+    doc = tmp_path / "RESULTS.md"
     main(["absent", "--markdown-file", str(doc)])
-    assert "### absent" not in doc.read_text() and BEGIN in doc.read_text()  # the block appended, nothing to show
+    assert "## absent" not in doc.read_text() and doc.read_text().startswith(TITLE)  # nothing measured to show
     monkeypatch.setitem(BENCHMARKS, "absent", Benchmark("absent", "Now installed.", fake_measure))
     main(["absent", "--markdown-file", str(doc)])
     monkeypatch.setitem(BENCHMARKS, "absent", Benchmark("absent", "Gone again.", skipped_measure))
     main(["absent", "--markdown-file", str(doc)])
     assert "| fake call | 1 | s | <= 2 | ✔ |" in doc.read_text()
+
+
+def test_the_results_file_is_what_the_writer_writes():
+    """bench/RESULTS.md is generated whole: rewriting it from its own sections changes nothing."""
+    text = RESULTS.read_text()
+    assert updated(text, [], {}, list(registry.REGRESSION)) == text
 
 
 def test_listing_names_every_benchmark_and_the_studies(fakes, capsys):
