@@ -1,35 +1,24 @@
 """build_app(): the Gradio Blocks with every tab. Components and wiring only; logic lives in callbacks/."""
+import importlib
+import inspect
 import json
 
 import gradio as gr
 
 from explorer.callbacks.reload import detach_session, resume_session  # Gradio reads their signatures: not lazy
-from explorer.tabs.attention import build_attention_tab
+from explorer.common.views import DEFAULT_VIEW, VIEWS
 from explorer.tabs.binding import bind
-from explorer.tabs.blocks import build_blocks_tab
 from explorer.tabs.class_notice import CSS as CLASS_CSS
 from explorer.tabs.class_notice import build_class_notice, wire_class_notice
 from explorer.tabs.common import ANALYSIS, RANGE_CLASS, shared_prompt
-from explorer.tabs.data import build_data_tab
-from explorer.tabs.embeddings import build_embeddings_tab
-from explorer.tabs.experiments import build_experiments_tab
-from explorer.tabs.features import build_features_tab
-from explorer.tabs.ffn import build_ffn_tab
-from explorer.tabs.grokking import build_grokking_tab
-from explorer.tabs.heads import build_heads_tab
 from explorer.tabs.lazy import callbacks
 from explorer.tabs.lesson_player import build_lesson_player, wire_lesson_player
 from explorer.tabs.links import link_row, selected_view, wire_copy_link, wire_link_on_load, wire_model_name
 from explorer.tabs.opening_note import opening_note_box
-from explorer.tabs.residual import build_residual_tab
-from explorer.tabs.sampling import build_sampling_tab
 from explorer.tabs.slider_keys import wire_slider_keys
-from explorer.tabs.train import build_train_tab
-from explorer.teaching.guide import GUIDE
-from explorer.teaching.view_params import TAB_TRACKER, register_control, register_tabs, reset_controls
+from explorer.teaching.view_params import CONTROLS, TAB_TRACKER, register_control, register_tabs, reset_controls
 
 slider_maxima = callbacks("models", "slider_maxima")
-param_count_view = callbacks("train", "param_count_view")
 
 CSS = """
 .te-caption p, .te-caption li, p.te-caption { font-size: 1.05rem; color: var(--body-text-color); margin: 4px 0 8px; }
@@ -57,14 +46,8 @@ CSS = """
 """ + CLASS_CSS
 
 
-# id, label, builder (-> (view, inputs, outputs), {name: control}), whether it reads the shared prompt
-ANALYSIS_TABS = [("attention", "Attention", build_attention_tab, True), ("heads", "Heads", build_heads_tab, False),
-                 ("residual", "Residual stream", build_residual_tab, True),
-                 ("embeddings", "Embeddings", build_embeddings_tab, True), ("ffn", "FFN", build_ffn_tab, True),
-                 ("features", "Features", build_features_tab, True),
-                 ("blocks", "Building blocks", build_blocks_tab, True),
-                 ("sampling", "Sampling", build_sampling_tab, True)]
-READS_MODEL = {"features"}  # tabs whose builder also takes the header's model line (a new model clears a text)
+# tabs whose builder returns what a later builder (a parameter of that name) or the page reads, not named controls
+GIVES = {"data": "data_inputs", "train": "train_start"}
 ADVANCED = {"min_p", "seed"}  # named controls a lesson in simple mode hides
 MODEL_INFO_ID = "te-model-info"  # the header's model line
 
@@ -103,36 +86,42 @@ def build_app() -> gr.Blocks:
 
 
 def _build_tabs(resumed, model_info, opening, prompt, drop):
-    """Every tab, its controls registered by name; -> ({tab id: (view, inputs, outputs)} of the analysis tabs,
-    each drawn when its tab is selected; what the Train tab's Start reads and writes)."""
+    """Every view of explorer.common.views in a tab, its controls registered by name; -> ({tab id: (view, inputs,
+    outputs)} of the analysis tabs, each drawn when its tab is selected; what the Train tab's Start reads and writes)."""
     views, named = {}, {}
-    with gr.Tabs(selected="attention", overflow_behavior="wrap") as tabs:  # every tab in view, on two rows if need be
-        with gr.Tab("Data", id="data"):
-            data_inputs = build_data_tab()
-        with gr.Tab("Train", id="train"):
-            train_counted, train_params, train_start = build_train_tab(data_inputs, model_info, opening)
-        resumed.then(bind(param_count_view), train_counted, train_params, api_visibility="private")
-        for tab_id, label, build, reads_prompt in ANALYSIS_TABS:
-            with gr.Tab(label, id=tab_id) as tab:
-                args = ((prompt, drop) if reads_prompt else ()) + ((model_info,) if tab_id in READS_MODEL else ())
-                views[tab_id], controls = build(*args)
-            tab.select(*views[tab_id], api_visibility="private", **ANALYSIS)
-            for name, component in controls.items():
+    shared = {"prompt": prompt, "drop": drop, "model_info": model_info, "opening": opening, "resumed": resumed}
+    with gr.Tabs(selected=DEFAULT_VIEW, overflow_behavior="wrap") as tabs:  # every tab in view, on two rows if need be
+        for spec in VIEWS:
+            build, before = tab_builder(spec.id), set(CONTROLS)
+            with gr.Tab(spec.label, id=spec.id) as tab:
+                built = build(**{name: shared[name] for name in inspect.signature(build).parameters})
+            if spec.draws:
+                views[spec.id], built = built
+                tab.select(*views[spec.id], api_visibility="private", **ANALYSIS)
+            if spec.id in GIVES:
+                shared[GIVES[spec.id]], built = built, {}
+            for name, component in (built or {}).items():
                 named.setdefault(name, []).append(component)
-        with gr.Tab("Experiments", id="experiments"):
-            for name, component in build_experiments_tab(model_info, prompt, drop).items():
-                named.setdefault(name, []).append(component)
-        with gr.Tab("Grokking", id="grokking"):
-            build_grokking_tab(model_info)
-        with gr.Tab("Guide", id="guide"):
-            gr.Markdown(GUIDE)
-    tracker = gr.Textbox("attention", visible="hidden", elem_id="selected-tab")
+            check_params(spec, set(built or {}) | (set(CONTROLS) - before))
+    tracker = gr.Textbox(DEFAULT_VIEW, visible="hidden", elem_id="selected-tab")
     for tab in tabs.children:  # the tracker follows the selected tab, in the browser only
         tab.select(None, None, tracker, js=f"() => {json.dumps(tab.id)}")
     register_tabs(tabs, tracker)
     for name, (first, *others) in named.items():
         register_control(name, first, advanced=name in ADVANCED, also=others)
-    return views, train_start
+    return views, shared["train_start"]
+
+
+def tab_builder(view_id: str):
+    """The builder of a view: build_<id>_tab in explorer/tabs/<id>.py (its parameters name what it reads)."""
+    return getattr(importlib.import_module(f"explorer.tabs.{view_id}"), f"build_{view_id}_tab")
+
+
+def check_params(spec, registered: set) -> None:
+    """A tab registers exactly the link parameters its view declares (what links and lessons may set there)."""
+    if registered != set(spec.params):
+        raise RuntimeError(f"the {spec.label} tab registers the link parameters {sorted(registered)}, but "
+                           f"explorer/common/views.py declares {sorted(spec.params)} for {spec.id!r}")
 
 
 def one_choice_or_range(minimum: float, maximum: float) -> dict:

@@ -4,6 +4,7 @@ import pytest
 
 from explorer import lessons
 from explorer.common.shipped_list import pretrained_path
+from explorer.common.views import VIEWS
 from explorer.teaching.lesson_claims import QUANTITIES, ClaimError, claim_models, holds, parse_claim
 from explorer.teaching.lessons import LessonError, parse_lesson, read_lesson, shipped_lessons
 
@@ -40,6 +41,15 @@ def test_a_claim_the_checker_does_not_know_lists_the_forms(text):
 def test_every_quantity_has_a_measure_and_a_description():
     from explorer.lesson_check import MEASURES
     assert set(MEASURES) == set(QUANTITIES) and all(entry[2] for entry in QUANTITIES.values())
+
+
+def test_every_quantity_is_read_off_one_tab_and_only_the_data_and_train_tabs_need_no_model():
+    listed = [quantity for view in VIEWS for quantity in view.quantities]
+    assert len(listed) == len(set(listed)) and set(listed) == set(QUANTITIES)
+    assert {quantity for view in VIEWS if not view.needs_model for quantity in view.quantities} == {
+        "vocabulary size", "text tokens", "training examples", "parameters", "untrained loss"}
+    assert not parse_claim("parameters above 1").needs_model and not parse_claim("text tokens above 1").needs_model
+    assert parse_claim('top token is "e"').needs_model and parse_claim("test accuracy above 0.9").needs_model
 
 
 def test_tests_hold_as_written():

@@ -2,9 +2,11 @@
 import gradio as gr
 import pytest
 
+from explorer.common.views import DEFAULT_VIEW, PAGE_PARAMS, VIEW, VIEWS
 from explorer.state.shipped import shipped_models
+from explorer.tabs.links import tab_of
 from explorer.teaching import view_params
-from explorer.ui import build_app
+from explorer.ui import build_app, check_params
 
 # parameter -> (a valid link value, the value the control receives)
 VALID = {"tab": ("residual", "residual"), "prompt": ("ROMEO: hi", "ROMEO: hi"), "drop_unknown": ("yes", True),
@@ -72,3 +74,38 @@ def test_no_parameters_change_nothing():
 def test_registering_a_name_twice_is_refused():
     with pytest.raises(ValueError, match="two controls"):
         view_params.register_control("layer", gr.Slider())
+
+
+# ---------------------------------------------------------------- the registry of views (explorer.common.views)
+
+def test_the_page_has_one_tab_per_view_in_the_registrys_order():
+    tabs = view_params.CONTROLS["tab"].component
+    assert [(tab.id, tab.label) for tab in tabs.children] == [(view.id, view.label) for view in VIEWS]
+    assert tabs.selected == DEFAULT_VIEW and view_params.TAB_TRACKER[0].value == DEFAULT_VIEW
+
+
+def test_a_link_opens_a_tab_by_its_views_id_and_no_other():
+    for view in VIEWS:
+        assert view_params.parse_params({"tab": view.id.upper()}) == ({"tab": view.id}, [])
+    _, notes = view_params.parse_params({"tab": "Guide tab"})
+    assert notes == [f"Ignored tab='Guide tab': choose one of {', '.join(view.id for view in VIEWS)}"]
+
+
+def test_each_tab_takes_exactly_the_link_parameters_its_view_declares():
+    placed = {(name, tab_of(c)) for name, control in view_params.CONTROLS.items() for c in control.components}
+    declared = {(name, view.id) for view in VIEWS for name in view.params}
+    assert placed == declared | {(name, None) for name in (*PAGE_PARAMS, "tab")}
+
+
+def test_a_tab_registering_a_parameter_its_view_does_not_declare_stops_the_build():
+    check_params(VIEW["ffn"], {"layer", "neuron"})
+    with pytest.raises(RuntimeError, match=r"FFN tab registers .*'colour'.* declares \['layer', 'neuron'\] for 'ffn'"):
+        check_params(VIEW["ffn"], {"layer", "neuron", "colour"})
+    with pytest.raises(RuntimeError, match="Residual stream"):
+        check_params(VIEW["residual"], set())
+
+
+def test_the_views_that_draw_are_drawn_when_their_tab_is_selected(app):
+    drawn = {app.blocks[block_id].id for fn in app.fns.values() if fn.fn is not None
+             for block_id, event in fn.targets if event == "select" and isinstance(app.blocks.get(block_id), gr.Tab)}
+    assert drawn == {view.id for view in VIEWS if view.draws} and "grokking" not in drawn

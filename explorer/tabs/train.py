@@ -104,9 +104,9 @@ def _preset_row():
     return preset, note
 
 
-def build_train_tab(data_inputs, model_info, opening) -> tuple[list, gr.Markdown, TrainStart]:
-    """-> (the controls the parameter count reads: data choices, architecture; that count; what Start reads and
-    writes)."""
+def build_train_tab(data_inputs, model_info, opening, resumed) -> TrainStart:
+    """data_inputs: the Data tab's; resumed: the page-load event (the parameter count follows it). -> what Start
+    reads and writes."""
     gr.Markdown("Set the model's shape and the optimiser, then watch it learn. The other tabs inspect the "
                 "trained model once you pause or it finishes.")
     corpus, _, kind, bpe_vocab, val_split = data_inputs
@@ -158,7 +158,8 @@ def build_train_tab(data_inputs, model_info, opening) -> tuple[list, gr.Markdown
                                                    api_name="train_status", **API)
     data_button("train", [loss, live, progress_chart], [*arch, *optim])
     _model_controls(model_info, opening)
-    return counted, params, starts
+    resumed.then(count, counted, params, api_visibility="private")
+    return starts
 
 
 def _progress(session):

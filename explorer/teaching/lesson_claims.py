@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from explorer.common.shipped_list import DEFAULT_MODEL
+from explorer.common.views import VIEWS
 
 QUOTED = r'"(?:[^"\\]|\\.)*"'
 HEAD = r"(\d{1,3}\.\d{1,3})"
@@ -17,7 +18,8 @@ PART = r"(embeddings|biases|layer \d{1,4} (?:attention|MLP))"
 
 # name -> (pattern of the quantity, kind of value, what it measures, for the docs and error messages). Kinds:
 # "number", "text" (compared as written, tokens quoted), "count" (a whole number). A quantity's groups are its
-# arguments (a quoted token, a head "layer.head", a chart cell).
+# arguments (a quoted token, a head "layer.head", a chart cell). Each is read off one tab: explorer.common.views
+# lists them per tab, and explorer.lesson_check's MEASURES measures them.
 QUANTITIES = {
     "top token": (r"top token", "text", "the most likely next token after the prompt"),
     "probability": (rf"probability of ({QUOTED})", "number",
@@ -114,7 +116,8 @@ QUANTITIES.update({
     "contexts with after": (rf"top contexts of feature {FEATURE} with ({QUOTED}) after", "count",
                             "how many of them show that text after the highlighted token"),
 })
-NEEDS_NO_MODEL = ("vocabulary size", "text tokens", "training examples", "parameters", "untrained loss")  # measured from the step's controls alone
+# measured from the step's controls alone: the quantities of the Data and Train tabs
+NEEDS_NO_MODEL = tuple(quantity for view in VIEWS if not view.needs_model for quantity in view.quantities)
 NUMBER = r"(-?\d+(?:\.\d+)?(?:e\d+)?)\s*([%kM]?)"
 TESTS = {  # name -> pattern of the test after the quantity, and the kinds it applies to
     "is": (r"is (.+)", ("text", "count", "number")),

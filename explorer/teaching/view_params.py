@@ -11,10 +11,9 @@ from dataclasses import dataclass, field
 import gradio as gr
 
 from explorer.common.shipped_list import shipped_models
+from explorer.common.views import TAB_IDS
 from explorer.teaching.lessons import Validate, settings_validator, shipped_lessons
 
-TAB_IDS = ("data", "train", "attention", "heads", "residual", "embeddings", "ffn", "features", "blocks", "sampling",
-           "experiments", "grokking", "guide")
 SPECIAL = ("model", "lesson")  # names that set no component: the ui applies them itself
 TEXT_CAP = 2000  # characters a link or lesson may put into one text box
 
