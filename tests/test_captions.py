@@ -234,7 +234,7 @@ def test_sampling_and_generation_captions():
         f"{before[0]:.0%} to 30%.")
 
 
-def test_data_training_and_layernorm_captions():
+def test_data_and_training_captions():
     assert C.token_index_caption(np.array([1, 2, 1, 3]), list("abac")) == (
         "4 positions use 3 distinct token ids; the most common is 'a' (id 1, 2 times).")
     text = CT.loss_caption(np.arange(1, 101), np.ones(100), [0, 100], np.array([4.17, 1.62]),
@@ -271,10 +271,6 @@ def test_loss_caption_never_sets_a_stale_evaluation_against_fresh_batches():
     level = CT.loss_caption([5], [3.0], [0, 5], [np.log(27) + 0.001, 3.0], None, vocab_size=27)
     assert "untrained" not in level  # 3.30 against 3.30 as printed: nothing to explain either
     assert "rose from 2.00 (step 10) to 2.50 (step 20)" in CT.loss_caption([20], [2.0], [10, 20], [2.0, 2.5])
-    before = np.array([1.0, 3.0, 5.0, 7.0])  # mean 4, std sqrt(5)
-    assert C.layernorm_caption(before, (before - 4) / np.sqrt(5)) == (
-        "LayerNorm moves the values from mean 4.00, std 2.24 to mean 0.00, std 1.00, so every layer sees inputs "
-        "of a similar size.")
 
 
 CAPTION_FUNCTIONS = sorted(n for n in dir(C) if n.endswith("_caption") and callable(getattr(C, n)))

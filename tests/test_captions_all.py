@@ -11,6 +11,7 @@ import pytest
 from explorer import figures
 from explorer.teaching import captions as C
 from explorer.teaching import captions_attribution as CA
+from explorer.teaching import captions_blocks as CB
 from explorer.teaching import captions_circuits as CCirc
 from explorer.teaching import captions_classroom as CC
 from explorer.teaching import captions_experiments as CE
@@ -69,6 +70,12 @@ def composition_case() -> str:
                                   np.array([[0.1, -0.2], [0.3, 0.9]]))
 
 
+def feature_case() -> str:
+    """Feature 5 fires on 1.2 % of the tokens, 3 of its top 4 places on 'e'; it raises 'a' and 'b', lowers 'z'."""
+    return CF.feature_caption(5, 0.012, 32768, ["a", "b"], [0.0, 0.7], ["e", "a", "e", "e"], ["a", "b"], ["z"],
+                              [["neuron 3", 0.8, "none"]])
+
+
 # memorised at step 100 (train accuracy 100 %), generalised at step 300 (test accuracy 99 %)
 STEPS, TRAIN_ACC, TEST_ACC = [0, 100, 200, 300, 400], [0.5, 1.0, 1.0, 1.0, 1.0], [0.0, 0.1, 0.5, 0.99, 1.0]
 
@@ -96,7 +103,6 @@ CASES = {
     "attention_overview_figure": lambda: (C.overview_caption(head_statistics(grid_with_best_at(1, 2)), 1),
                                           "the patterns of layer 1's 3 heads"),
     "live_attention_figure": lambda: (C.grid_caption(head_statistics(grid_with_best_at(0, 1))), "L0·H1 (100%)"),
-    "head_statistics_figure": lambda: (C.grid_caption(head_statistics(grid_with_best_at(1, 0))), "L1·H0"),
     "attention_head_figure": lambda: (CR.head_on_prompt_caption(
         prompt_roles(grid_with_best_at(1, 2), [0, 1, 2, 3, 4, 5])[0][5],
         prompt_roles(grid_with_best_at(1, 2), [0, 1, 2, 3, 4, 5])[1], 6), "Head L1·H2 is a previous-token head: 100%"),
@@ -135,9 +141,14 @@ CASES = {
     "loss_figure": lambda: (CT.loss_caption([10, 20], [3.0, 2.0], [10, 20], [3.2, 2.5], [3.0, 2.1], 65),
                             "Validation loss fell from 3.20 (step 10) to 2.50 (step 20)"),
     "token_index_figure": lambda: (C.token_index_caption([5, 7, 5], ["a", "b", "a"]), "most common is 'a' (id 5, 2"),
-    "layernorm_effect_figure": lambda: (C.layernorm_caption([1.0, 3.0], [-1.0, 1.0]),
-                                        "mean 2.00, std 1.00 to mean 0.00, std 1.00"),
-    "activation_functions_figure": lambda: (C.ACTIVATION_CAPTION, "ReLU cuts every negative input to 0"),
+    "layernorm_effect_figure": lambda: (  # two positions of spread 1 and 4, each normalised to -1, +1
+        CB.norm_effect_caption([[1.0, 3.0], [0.0, 8.0]], [[-1.0, 1.0], [-1.0, 1.0]], "RMSNorm", "layer 1"),
+        "RMSNorm (layer 1) moves the values from mean 3.00, std 3.08 to mean 0.00, std 1.00. Before it, the "
+        "positions' spreads range from 1.00 to 4.00"),
+    "activation_functions_figure": lambda: (  # GELU lets -0.1 through at x = -1 and agrees with ReLU from x = 1
+        CB.activation_caption({"ReLU": [0.0, 0.0, 1.0], "GELU": [-0.1, 0.0, 1.0]}, [-1.0, 0.0, 1.0], "GELU"),
+        "differ most around x = ±1.00, by 0.10: GELU bends smoothly at 0 and lets small negative inputs through (its "
+        "lowest output is -0.10), and above x = 1.0 the two agree within 0.01. This model uses GELU."),
     "role_map_figure": lambda: (CR.report_caption([SimpleNamespace(label="previous token")] * 2
                                                   + [SimpleNamespace(label="induction")], "the probe", []),
                                 "Of 3 heads: 2 previous token, 1 induction"),
@@ -176,13 +187,14 @@ CASES = {
         "Lowest loss now: Ana (3.00 at step 300); highest: Ben (3.50 at step 200)"),
     "patching_figure": lambda: (CA.patching_caption("a head's output", "layer 1, head 0", 0.71, 5.2, -1.3, "x", "y"),
                                 "restores at most 71% of that difference, at layer 1, head 0"),
-    "feature_histogram_figure": lambda: (CF.feature_density_caption(5, 0.012, 32768, ["e", "a", "e", "e"]),
-                                         "fires on 1.20% of 32,768 validation tokens, hardest on 'e' (3 of its top 4"),
-    "logit_effects_figure": lambda: (CF.logit_effects_caption(5, ["a", "b"], ["z"]),
-                                     "raises the logits of 'a', 'b' most and lowers 'z'"),
-    "log_density_figure": lambda: (CF.log_density_caption([0.0, 0.0, 0.01, 0.02, 0.03]),
-                                   "Of 5 features, 2 never fire on the validation text; half of the others fire on "
-                                   "more than 2.00%"),
+    "feature_histogram_figure": lambda: (feature_case(), "**Feature 5:** Feature 5 fires on 1.20% of 32,768 "
+                                                        "validation tokens, hardest on 'e' (3 of its top 4"),
+    "logit_effects_figure": lambda: (feature_case(), "**Logit effects:** Written into the residual stream, feature 5 "
+                                                    "raises the logits of 'a', 'b' most and lowers 'z'"),
+    "log_density_figure": lambda: (  # the densest features listed; 2 of 5 never fire
+        CF.listing_caption("an SAE", False, 0, "a", np.zeros(5), [0.0, 0.0, 0.01, 0.02, 0.03], 32768),
+        "**How often they fire:** Of 5 features, 2 never fire on the validation text; half of the others fire on "
+        "more than 2.00%"),
     "token_circuit_figure": lambda: (head_circuit_case(), "copying score **+0.80**: it copies"),
     "positional_figure": lambda: (head_circuit_case(), "80% of the query positions after the first score the "
                                                        "position just before highest"),

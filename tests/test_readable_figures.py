@@ -36,8 +36,6 @@ rng = np.random.default_rng(7)
 LONG_TOKENS = ["The", "␣quick", "␣brownish", "␣characteristically", "␣fox", "␣jumps", "␣over", "␣the", "␣lazy",
                "␣dog", "!", "␣And"]
 T_LONG = len(LONG_TOKENS)
-HEAD_STATS = ("entropy", "prev_token", "self", "first_token", "mean_distance", "entropy_no_sink", "prev_token_no_sink",
-              "self_no_sink", "mean_distance_no_sink")
 
 
 def smollm2_parts(n_layers: int = 30) -> list[tuple[str, float]]:
@@ -198,7 +196,6 @@ def every_category_figure() -> list:
         F.attention_head_figure(P, LONG_TOKENS, 0, 0), F.query_attention_bars_figure(P, LONG_TOKENS, 5),
         F.attention_steps_figure(P, P, P, rng.normal(size=(T_LONG, 4)), LONG_TOKENS, 0, 0),
         attention_overview_figure(stats, np.stack([P] * 9), LONG_TOKENS, (3, 1)),
-        F.head_statistics_figure({k: rng.uniform(0, 1, (6, 8)) for k in HEAD_STATS}),
         F.residual_heatmap_figure(rng.normal(size=(7, T_LONG, 8)), LONG_TOKENS),
         F.update_vs_residual_figure(rng.random(T_LONG), rng.random(T_LONG), LONG_TOKENS, 0),
         F.logit_lens_figure(np.full((31, T_LONG), "x"), rng.random((31, T_LONG)), LONG_TOKENS),

@@ -11,7 +11,7 @@ from explorer.figures.common import figure_to_json, index_labels
 from explorer.figures.data import token_index_figure
 from explorer.figures.embeddings import embedding_norms_figure, pca_scatter_figure, positional_heatmap_figure
 from explorer.figures.ffn import TOP_TOKENS_HEADERS, ffn_histograms_figure, neuron_sparsity_figure, top_tokens_table
-from explorer.figures.heads import HEAD_TABLE_HEADERS, head_statistics_figure, head_statistics_table
+from explorer.figures.heads import HEAD_TABLE_HEADERS, head_statistics_table
 from explorer.figures.logit_lens import logit_lens_figure
 from explorer.figures.residual import (
     residual_heatmap_figure,

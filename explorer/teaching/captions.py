@@ -15,8 +15,6 @@ Z_EXPLAINED = ("The last panel, the head output z, is what each row passes on: t
                "with these weights (one column per number of the head's output).")
 SAME_SIZE = 1.25  # embedding sizes within this ratio are "about the same"
 NUMBER_WORDS = {1: "first component", 2: "first two components", 3: "first three components"}
-ACTIVATION_CAPTION = ("ReLU cuts every negative input to 0; GELU and SiLU are smooth versions that let small "
-                      "negative values through, which helps training.")
 
 
 def _pct(x: float) -> str:
@@ -276,10 +274,3 @@ def token_index_caption(ids, labels: list[str]) -> str:
     (token_id, label), count = counts.most_common(1)[0]
     return (f"{len(labels)} positions use {len(counts)} distinct token ids; the most common is '{label}' "
             f"(id {token_id}, {count} times).")
-
-
-def layernorm_caption(x_before, x_after) -> str:
-    """Values before/after LayerNorm -> how mean and spread change."""
-    before, after = np.asarray(x_before, dtype=np.float64), np.asarray(x_after, dtype=np.float64)
-    return (f"LayerNorm moves the values from mean {before.mean():.2f}, std {before.std():.2f} to mean "
-            f"{after.mean():.2f}, std {after.std():.2f}, so every layer sees inputs of a similar size.")

@@ -210,9 +210,3 @@ def top_k_per_row(rows: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     values = np.take_along_axis(rows, cols, axis=1)
     order = np.argsort(-values, axis=1)
     return np.take_along_axis(values, order, axis=1), np.take_along_axis(cols, order, axis=1)
-
-
-def strongest_pairs(scores: np.ndarray, n: int = 5) -> list[tuple[int, int, int, int, float]]:
-    """The n largest entries of a [L, H, L, H] score array as (layer1, head1, layer2, head2, score)."""
-    flat = np.argsort(-scores, axis=None)[:n]
-    return [(*map(int, np.unravel_index(i, scores.shape)), float(scores.flat[i])) for i in flat if scores.flat[i] > 0]

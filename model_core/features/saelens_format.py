@@ -10,7 +10,7 @@ activation_fn "topk" with activation_fn_kwargs.k). Untrusted files are bounded b
 import io
 import json
 from pathlib import Path
-from typing import Optional, Union
+from typing import Union
 
 import torch
 from safetensors.torch import load as load_safetensors_bytes
@@ -172,8 +172,3 @@ def _fold_decoder_norms(sae: SparseAutoencoder) -> SparseAutoencoder:
     sae.b_enc.mul_(norms)
     sae.W_dec.div_(norms[:, None])
     return sae
-
-
-def sae_config_summary(sae: SparseAutoencoder) -> Optional[dict]:
-    """What this app recorded about how the SAE was made (None for an SAE from elsewhere)."""
-    return dict(sae.cfg.extra) or None
