@@ -145,7 +145,26 @@ def test_an_address_has_a_bounded_number_of_jobs_and_is_told_so():
 
 
 def test_without_a_slot_between_batches_does_nothing():
-    between_batches()  # an analysis run outside the app (a test, a benchmark) is never interrupted
+    """An analysis run outside a job's turn (a test, a benchmark, another thread) is never interrupted: only the
+    turn's own thread, and only during the turn, calls the slot."""
+    clock, outside = Clock(), {}
+    slot, job = HeavySlot(clock=clock, max_run_seconds=10.0), Job(object(), "a")
+
+    def elsewhere():
+        try:
+            between_batches()
+            outside["result"] = "ran on"
+        except UserError as stopped:
+            outside["result"] = str(stopped)
+    with slot.turn(job):
+        clock.now += 11.0  # over max_run_seconds: the job's own next batch stops it
+        thread = start(elsewhere)
+        thread.join(10)
+        with pytest.raises(UserError, match="Stopped after"):
+            between_batches()
+    assert outside == {"result": "ran on"}  # another thread's analysis went on
+    assert job.stopped == TOO_LONG
+    between_batches()  # nor does the stopped job's check outlive its turn (it would raise TOO_LONG again)
 
 
 def test_client_gone_reads_gradios_flags_of_the_sessions_running_events():

@@ -3,14 +3,16 @@ goes once the page has been gone for the resume TTL. The RSS itself is measured 
 of 300 sessions through a launched app); these tests check the mechanisms, without timing or RSS bounds."""
 import datetime
 import gc
+import platform
 import weakref
+from types import SimpleNamespace
 
 import gradio as gr
 import pytest
-import torch
 from gradio.state_holder import StateHolder
 
 from explorer.common.limits import LIMITS
+from explorer.server import memory
 from explorer.server.memory import forget_closed, trim
 from explorer.state.session import SessionRegistry
 from model_core.checkpoints.checkpoint import Checkpoint
@@ -96,6 +98,14 @@ def test_gradio_state_of_closed_pages_goes_after_the_ttl_and_open_pages_keep_the
     assert forget_closed(holder, ttl_seconds=600, now=now) == 0
 
 
-def test_trim_runs_where_there_is_no_glibc_too():
-    torch.zeros(1 << 20).sum()  # something freed to trim
+def test_trim_runs_where_there_is_no_glibc_too(monkeypatch):
+    if platform.system() == "Linux" and platform.libc_ver()[0] == "glibc":
+        assert hasattr(memory._libc(), "malloc_trim")  # the real one, which trim() calls here
+    calls = []
+    monkeypatch.setattr(memory, "_libc", lambda: SimpleNamespace(malloc_trim=calls.append))
     trim()
+    assert calls == [0]  # glibc: every arena's free pages, none kept at the top of the heap
+    for libc in (None, SimpleNamespace()):  # no libc.so.6 (macOS), or one without malloc_trim (musl)
+        monkeypatch.setattr(memory, "_libc", lambda libc=libc: libc)
+        trim()
+    assert calls == [0]

@@ -5,6 +5,7 @@ barely change the answer."""
 import re
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
 from explorer.callbacks.attribution import activation_patching_view, refuse_costly_patching
@@ -51,10 +52,16 @@ def test_a_long_smollm2_patching_is_refused_with_a_length_that_fits():
 
 
 def test_the_lessons_patching_pairs_fit():
-    refuse_costly_patching(SimpleNamespace(inspected=SimpleNamespace(config=SMOLLM2)), list(range(10)), [0, 99, *range(2, 10)], "resid_pre", 0)
+    smollm2 = SimpleNamespace(inspected=SimpleNamespace(config=SMOLLM2))
+    for sweep in ("resid_pre", "z"):  # SmolLM2's pair: ~10 tokens, differing at the subject (position 1)
+        assert fits(patching_ops(SMOLLM2, 10, 1, sweep))
+        refuse_costly_patching(smollm2, list(range(10)), [0, 99, *range(2, 10)], sweep, 0)
     shipped = new_session("shakespeare")
-    for kind in PATCH_KINDS_SHOWN:
-        activation_patching_view(shipped, CLEAN, CORRUPTED, kind, 1)
+    cfg, positions = shipped.inspected.config, len(shipped.inspected.tokenizer.encode(CLEAN))
+    for kind, shape in zip(PATCH_KINDS_SHOWN, ((cfg.n_layers, positions), (cfg.n_layers, cfg.n_heads))):
+        figure, caption = activation_patching_view(shipped, CLEAN, CORRUPTED, kind, 1)
+        assert np.shape(figure.data[0].z) == shape  # every patch ran: one cell each
+        assert caption.startswith("The clean prompt prefers e over s by +")  # and the pair moves the answer
 
 
 PATCH_KINDS_SHOWN = ("residual stream (layer × position)", "each head, all positions (layer × head)")
