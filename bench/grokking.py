@@ -13,18 +13,17 @@ wall time would be on idle cores when other work shares the machine."""
 import argparse
 import os
 import time
+from typing import Optional
 
 import torch
 
 from bench.machine import cpu_description
 from bench.results import Row, at_least, at_most, check, info, run_main
 from bench.timing import print_table
+from explorer.teaching.captions_progress import first_step
 from model_core.analysis.fourier import embedding_norms, fewest_carrying, top_share
 from model_core.analysis.progress import KEY_COUNT
-from model_core.data.tasks.registry import make_task
-from model_core.model.gpt import GPT
-from model_core.train import full_batch
-from model_core.training.presets import get_preset
+from model_core.train import task_preset_trainer
 from model_core.training.trainer import Trainer
 
 PRESET = "grokking"
@@ -34,18 +33,6 @@ MAX_KEY_FREQUENCIES = 6
 KEY_SHARE = 0.9
 NO_DECAY_LIMIT = 0.5  # test accuracy the run without weight decay stays below
 LOG_EVERY = 500  # steps between progress lines
-
-
-def preset_trainer(seed=None, weight_decay=None) -> Trainer:
-    """The preset's model and trainer, built as model_core.train builds them."""
-    preset = get_preset(PRESET)
-    task = make_task(preset.data["task"])
-    train, test = task.splits()
-    cfg = preset.train_config(task=task.spec(), device="cpu", seed=seed, weight_decay=weight_decay,
-                              batch_size=full_batch(task.spec(), train), eval_iters=1)
-    torch.manual_seed(cfg.seed)  # model initialisation, as model_core.train seeds it
-    model = GPT(preset.model_config(task.tokenizer().vocab_size))
-    return Trainer(model, train, test, cfg, task.tokenizer())
 
 
 def timed_run(trainer: Trainer, threads: int) -> tuple[dict, float, float]:
@@ -65,31 +52,33 @@ def timed_run(trainer: Trainer, threads: int) -> tuple[dict, float, float]:
     return clock, time.perf_counter() - started, (time.process_time() - cpu) / threads
 
 
-def first_step(evals: list[dict], key: str, threshold: float):
-    """The first evaluation whose `key` is at least threshold, or None."""
-    return next((e for e in evals if e.get(key, -1.0) >= threshold), None)
+def reached(evals: list[dict]) -> tuple[Optional[int], Optional[int]]:
+    """(the first evaluated step at train accuracy TRAINED, at test accuracy GROKKED), None for never."""
+    steps = [e["step"] for e in evals]
+    return (first_step(steps, [e.get("train_acc") for e in evals], TRAINED),
+            first_step(steps, [e.get("val_acc") for e in evals], GROKKED))
 
 
-def when(evaluation, clock: dict) -> str:
-    return "never" if evaluation is None else f"{evaluation['step']} ({clock[evaluation['step']]:.0f} s)"
+def when(step: Optional[int], clock: dict) -> str:
+    return "never" if step is None else f"{step} ({clock[step]:.0f} s)"
 
 
 def run(seed, threads: int) -> tuple[list, list[Row]]:
     """(the table's row, the result rows) of one training run of the preset."""
-    trainer = preset_trainer(seed)
+    trainer = task_preset_trainer(PRESET, seed)
     clock, wall, cpu = timed_run(trainer, threads)
     name, evals = f"seed {trainer.cfg.seed}", trainer.evals
-    trained, grokked = first_step(evals, "train_acc", TRAINED), first_step(evals, "val_acc", GROKKED)
+    trained, grokked = reached(evals)
     norms = embedding_norms(trainer.model, trainer.cfg.task["p"])
     keys, share = len(fewest_carrying(norms, KEY_SHARE)), top_share(norms, KEY_COUNT)
-    to_grok = clock[grokked["step"]] if grokked else float("inf")
+    to_grok = clock[grokked] if grokked is not None else float("inf")
     cpu_to_grok = cpu * to_grok / wall  # the share of the CPU time spent until then, at an even pace
     rows = [at_most(f"{name}: wall time to test accuracy >= {GROKKED:.0%}", to_grok, "s", SECONDS_TARGET),
             info(f"{name}: CPU time / threads to test accuracy >= {GROKKED:.0%} (at an even pace)", cpu_to_grok, "s"),
-            info(f"{name}: step train accuracy reached 100 %", trained["step"] if trained else "never"),
+            info(f"{name}: step train accuracy reached 100 %", "never" if trained is None else trained),
             check(f"{name}: train 100 % long before test {GROKKED:.0%}",
                   f"steps {when(trained, clock)} and {when(grokked, clock)}", "at most half the steps",
-                  bool(trained and grokked and trained["step"] <= grokked["step"] / 2)),
+                  trained is not None and grokked is not None and trained <= grokked / 2),
             at_most(f"{name}: frequencies carrying {KEY_SHARE:.0%} of the embedding's Fourier norm", keys, "",
                     MAX_KEY_FREQUENCIES),
             at_least(f"{name}: share of the {KEY_COUNT} largest frequencies", share, "", KEY_SHARE)]
@@ -101,14 +90,13 @@ def run(seed, threads: int) -> tuple[list, list[Row]]:
 
 def run_without_decay(seed, threads: int) -> tuple[list, list[Row]]:
     """(the table's row, the result row) of the same run with weight decay 0."""
-    trainer = preset_trainer(seed, weight_decay=0.0)
+    trainer = task_preset_trainer(PRESET, seed, weight_decay=0.0)
     clock, wall, cpu = timed_run(trainer, threads)
     evals = trainer.evals
     norms = embedding_norms(trainer.model, trainer.cfg.task["p"])
     final = evals[-1]["val_acc"]
     table = [f"seed {trainer.cfg.seed}", "0", f"{1000 * trainer.elapsed / trainer.step_count:.1f}", f"{wall:.0f}",
-             f"{cpu:.0f}", when(first_step(evals, "train_acc", TRAINED), clock),
-             when(first_step(evals, "val_acc", GROKKED), clock), f"{final:.3f}",
+             f"{cpu:.0f}", *(when(step, clock) for step in reached(evals)), f"{final:.3f}",
              f"{len(fewest_carrying(norms, KEY_SHARE))} ({top_share(norms, KEY_COUNT):.1%})"]
     return table, [Row(f"seed {trainer.cfg.seed}, no weight decay: final test accuracy", final, "",
                        f"< {NO_DECAY_LIMIT:g}", bool(final < NO_DECAY_LIMIT))]

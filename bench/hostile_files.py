@@ -8,6 +8,7 @@ the same files under the same limit and checks each answer."""
 import argparse
 import io
 import json
+import os
 import pickle
 import resource
 import struct
@@ -17,6 +18,8 @@ import tempfile
 import time
 import zipfile
 from pathlib import Path
+
+from bench.server_process import rss_mb
 
 ROOT = Path(__file__).resolve().parent.parent
 TEXT = "the quick brown fox jumps over the lazy dog 123. aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa! " * 20
@@ -317,7 +320,7 @@ def child_main(names: list[str], root: Path, limit_gb: float) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     warm_up()
     for name in names:
-        before = rss_mb()
+        before = rss_mb(os.getpid())
         start = time.perf_counter()
         try:
             answer, refused = load_case(name, root / name), False
@@ -351,17 +354,12 @@ def warm_up() -> None:
     chat_prompt("{{ messages[0]['content'] }}", "hi")
 
 
-def rss_mb() -> float:
-    with open("/proc/self/status") as f:
-        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS")) / 1024
-
-
 def load_in_child(names: list[str], root: Path, limit_gb: float = LIMIT_GB, timeout: float = 600) -> dict:
     """Run child_main in a fresh interpreter: -> {name: its JSON line}, plus "returncode" and "stderr_tail"."""
     code = f"from bench.hostile_files import child_main; from pathlib import Path; " \
            f"child_main({names!r}, Path({str(root)!r}), {limit_gb!r})"
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=timeout,
-                          env={**__import__("os").environ, "PYTHONPATH": str(ROOT), "RUST_BACKTRACE": "0"})
+                          env={**os.environ, "PYTHONPATH": str(ROOT), "RUST_BACKTRACE": "0"})
     results = {row["name"]: row for row in map(json.loads, filter(None, done.stdout.splitlines()))}
     results["returncode"], results["stderr_tail"] = done.returncode, done.stderr[-2000:]
     return results

@@ -17,32 +17,14 @@ import torch
 from bench.machine import cpu_description
 from bench.results import Row, at_least, at_most, check, run_main
 from bench.timing import print_table
-from model_core.data.tasks.registry import make_task
-from model_core.model.gpt import GPT
-from model_core.training.presets import get_preset
-from model_core.training.trainer import Trainer
+from explorer.teaching.captions_progress import INDUCTION_THRESHOLD, first_step
+from model_core.train import task_preset_trainer
 
 PRESET = "induction-phase"
-INDUCTION_CROSSING = 0.3  # the issue's threshold (explorer.teaching.captions_progress says the same)
+INDUCTION_CROSSING = INDUCTION_THRESHOLD  # the issue's threshold, the one the Train tab's caption tells
 ICL_DROP = 1.0  # nats
 WINDOW = 0.1  # share of the run's steps
 SECONDS_TARGET = 180.0
-
-
-def preset_trainer(seed=None) -> Trainer:
-    """The preset's model and trainer, built as model_core.train builds them."""
-    preset = get_preset(PRESET)
-    task = make_task(preset.data["task"])
-    train, val = task.splits()
-    cfg = preset.train_config(task=task.spec(), device="cpu", seed=seed)
-    torch.manual_seed(cfg.seed)  # model initialisation, as model_core.train seeds it
-    model = GPT(preset.model_config(task.tokenizer().vocab_size))
-    return Trainer(model, train, val, cfg, task.tokenizer())
-
-
-def first_step(evals: list[dict], key: str, threshold: float):
-    """The first evaluation whose `key` is at least threshold, or None."""
-    return next((e for e in evals if e.get(key, -1.0) >= threshold), None)
 
 
 def largest_icl_drop(evals: list[dict], around: int, width: float) -> tuple[float, dict, dict]:
@@ -58,7 +40,7 @@ def largest_icl_drop(evals: list[dict], around: int, width: float) -> tuple[floa
 
 def run(seed, threads: int) -> tuple[list[list], list[Row]]:
     """(the table's row, the result rows) of one training run of the preset."""
-    trainer = preset_trainer(seed)
+    trainer = task_preset_trainer(PRESET, seed)
     clock = {}
     started, cpu = time.perf_counter(), time.process_time()
 
@@ -70,7 +52,7 @@ def run(seed, threads: int) -> tuple[list[list], list[Row]]:
     wall, cpu = time.perf_counter() - started, (time.process_time() - cpu) / threads
     evals, steps = trainer.evals, trainer.cfg.max_steps
     name = f"seed {trainer.cfg.seed}"
-    crossing = first_step(evals, "induction", INDUCTION_CROSSING)
+    crossing = first_step([e["step"] for e in evals], [e.get("induction") for e in evals], INDUCTION_CROSSING)
     done = [name, f"{1000 * trainer.elapsed / trainer.step_count:.1f}", f"{wall:.0f}", f"{cpu:.0f}"]
     rows = [at_most(f"{name}: the whole run, the larger of wall and CPU / threads", max(wall, cpu), "s",
                     SECONDS_TARGET)]
@@ -79,15 +61,15 @@ def run(seed, threads: int) -> tuple[list[list], list[Row]]:
         return ([done + ["never", "", "", f"final induction {final:.2f}", "miss"]],
                 rows + [check(f"{name}: induction score reaches {INDUCTION_CROSSING}", f"never (final {final:.2f})",
                               "reached", False)])
-    drop, a, b = largest_icl_drop(evals, crossing["step"], WINDOW * steps)
-    rows += [check(f"{name}: induction score reaches {INDUCTION_CROSSING}", f"at step {crossing['step']}", "reached",
+    drop, a, b = largest_icl_drop(evals, crossing, WINDOW * steps)
+    rows += [check(f"{name}: induction score reaches {INDUCTION_CROSSING}", f"at step {crossing}", "reached",
                    True),
              at_least(f"{name}: ICL score drop within {WINDOW:.0%} of the steps around that step", drop, "nats",
                       ICL_DROP)]
     plateau = (f"val {evals[0]['val_loss']:.2f} -> {a['val_loss']:.2f} over steps 0-{a['step']}; "
                f"{evals[-1]['val_loss']:.2f} at {evals[-1]['step']}")
     met = drop >= ICL_DROP and max(wall, cpu) <= SECONDS_TARGET
-    return [done + [f"{crossing['step']} ({clock[crossing['step']]:.0f} s)",
+    return [done + [f"{crossing} ({clock[crossing]:.0f} s)",
                     f"{drop:.2f} nats, steps {a['step']}-{b['step']} ({clock[b['step']]:.0f} s)", plateau,
                     "PASS" if met else "miss"]], rows
 

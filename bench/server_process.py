@@ -59,6 +59,13 @@ def rss_bytes(pid: int) -> int:
     return 0 if fields is None else int(fields[21]) * PAGE
 
 
+def rss_mb(pid: int) -> float:
+    """Resident memory of a live process, in MB (ProcessLookupError once it has gone)."""
+    if process_key(pid) is None:
+        raise ProcessLookupError(f"no process {pid}")
+    return rss_bytes(pid) / 2 ** 20
+
+
 def pss_bytes(pid: int) -> int:
     """Proportional set size: each shared page split between the processes sharing it (0 if unreadable)."""
     try:

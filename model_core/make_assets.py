@@ -8,7 +8,9 @@ import math
 import sys
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
+from typing import Callable, Optional
 
 import torch
 
@@ -85,8 +87,9 @@ def _rounded(value):
     return value
 
 
-def save_asset(trainer: Trainer, name: str, out_dir: Path) -> Path:
-    ckpt = Checkpoint.from_trainer(trainer, ASSETS[name].corpus)
+def save_asset(trainer: Trainer, name: str, corpus: str, out_dir: Path) -> Path:
+    """The trained model as out_dir/name, its per-step history thinned."""
+    ckpt = Checkpoint.from_trainer(trainer, corpus)
     ckpt.history = thinned_history(ckpt.history)
     return save_checkpoint(ckpt, out_dir / name)
 
@@ -95,32 +98,68 @@ def directory_bytes(path: Path) -> int:
     return sum(f.stat().st_size for f in path.iterdir() if f.is_file())
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m model_core.make_assets", description=__doc__.splitlines()[0])
-    p.add_argument("--only", choices=list(ASSETS), help="train just this model (default: all of them)")
+def log_line(text: str) -> None:
+    """Progress goes to stderr; stdout carries only the JSON lines."""
+    print(text, file=sys.stderr, flush=True)
+
+
+def asset_parser(prog: str, doc: str) -> argparse.ArgumentParser:
+    """The options every asset command takes: --steps and --out."""
+    p = argparse.ArgumentParser(prog=prog, description=doc.splitlines()[0])
     p.add_argument("--steps", type=int, help="override the number of training steps (e.g. for a quick check)")
-    p.add_argument("--out", default=str(ASSETS_DIR), help="directory to write the model folders into")
+    p.add_argument("--out", default=str(ASSETS_DIR), help="directory to write the model folder(s) into")
     return p
 
 
-def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
+def steps_refused(args) -> bool:
     if args.steps is not None and args.steps < 1:
         print("error: --steps must be a positive whole number", file=sys.stderr)
+        return True
+    return False
+
+
+def build_and_report(name: str, corpus: str, train: Callable[..., Trainer], out_dir: Path, steps: Optional[int],
+                     numbers: Callable[[Trainer], dict]) -> None:
+    """Train one asset, save it, print {name: {steps, numbers(trainer)..., seconds, bytes, out}} as a JSON line."""
+    started = time.perf_counter()
+    trainer = train(steps, log=log_line)
+    path = save_asset(trainer, name, corpus, out_dir)
+    print(json.dumps({name: {"steps": trainer.step_count, **numbers(trainer),
+                             "seconds": round(time.perf_counter() - started, 1), "bytes": directory_bytes(path),
+                             "out": str(path)}}), flush=True)
+
+
+def one_asset_main(argv, prog: str, doc: str, name: str, corpus: str, train: Callable[..., Trainer],
+                   numbers: Callable[[Trainer], dict], threads: Optional[int] = None) -> int:
+    """main() of a command that trains one shipped model (model_core.make_grokking_asset, make_induction_asset);
+    threads: torch threads to train on (then set back)."""
+    args = asset_parser(prog, doc).parse_args(argv)
+    if steps_refused(args):
         return 2
-    results = {}
-    for name in [args.only] if args.only else list(ASSETS):
-        started = time.perf_counter()
-        trainer = train_asset(name, args.steps, log=lambda s: print(s, file=sys.stderr, flush=True))
-        path = save_asset(trainer, name, Path(args.out))
-        final = trainer.evals[-1]
-        results[name] = {
-            "steps": trainer.step_count, "train_loss": round(final["train_loss"], 4),
-            "val_loss": round(final["val_loss"], 4), "seconds": round(time.perf_counter() - started, 1),
-            "snapshots": len(trainer.snapshots), "bytes": directory_bytes(path), "out": str(path),
-        }
-        print(json.dumps({name: results[name]}), flush=True)
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads or before)
+    try:
+        build_and_report(name, corpus, train, Path(args.out), args.steps, numbers)
+    finally:
+        torch.set_num_threads(before)
     return 0
+
+
+def main(argv=None) -> int:
+    p = asset_parser("python -m model_core.make_assets", __doc__)
+    p.add_argument("--only", choices=list(ASSETS), help="train just this model (default: all of them)")
+    args = p.parse_args(argv)
+    if steps_refused(args):
+        return 2
+    for name in [args.only] if args.only else list(ASSETS):
+        build_and_report(name, ASSETS[name].corpus, partial(train_asset, name), Path(args.out), args.steps, losses)
+    return 0
+
+
+def losses(trainer: Trainer) -> dict:
+    final = trainer.evals[-1]
+    return {"train_loss": round(final["train_loss"], 4), "val_loss": round(final["val_loss"], 4),
+            "snapshots": len(trainer.snapshots)}
 
 
 if __name__ == "__main__":

@@ -6,20 +6,15 @@ induction heads pay off and form (with two showings, 3,000 steps gave a best hea
 three, 2,000 steps give more: docs/circuits.md). The validation split is the ordinary Shakespeare one (nothing repeated), so the Heads
 tab measures its roles on real text; its induction view shows the loss drop on a repeated random sequence.
 Fixed seeds: the losses come out the same on any CPU; only the time differs."""
-import argparse
-import json
 import sys
-import time
-from pathlib import Path
 
 import torch
 
 from model_core.analysis.probes import induction_probe
-from model_core.checkpoints.checkpoint import Checkpoint, save_checkpoint
 from model_core.data.corpora import load_corpus
 from model_core.data.dataset import compact, token_tensor, train_val_split
 from model_core.data.tokenization import build_tokenizer
-from model_core.make_assets import ASSETS_DIR, directory_bytes, thinned_history
+from model_core.make_assets import one_asset_main
 from model_core.model.config import GPTConfig
 from model_core.model.gpt import GPT
 from model_core.training.train_config import TrainConfig
@@ -71,22 +66,14 @@ def train(steps=None, log=print) -> Trainer:
     return trainer
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m model_core.make_induction_asset", description=__doc__.splitlines()[0])
-    p.add_argument("--steps", type=int, help="override the number of training steps (e.g. for a quick check)")
-    p.add_argument("--out", default=str(ASSETS_DIR), help="directory to write the model folder into")
-    args = p.parse_args(argv)
-    started = time.perf_counter()
-    trainer = train(args.steps, log=lambda s: print(s, file=sys.stderr, flush=True))
-    ckpt = Checkpoint.from_trainer(trainer, CORPUS)
-    ckpt.history = thinned_history(ckpt.history)
-    path = save_checkpoint(ckpt, Path(args.out) / NAME)
+def induction_numbers(trainer: Trainer) -> dict:
     scores = induction_probe(trainer.model.eval()).scores["induction"]
-    print(json.dumps({NAME: {"steps": trainer.step_count, "val_loss": round(trainer.evals[-1]["val_loss"], 4),
-                             "best_induction": round(float(scores.max()), 3),
-                             "seconds": round(time.perf_counter() - started, 1), "bytes": directory_bytes(path),
-                             "out": str(path)}}), flush=True)
-    return 0
+    return {"val_loss": round(trainer.evals[-1]["val_loss"], 4), "best_induction": round(float(scores.max()), 3)}
+
+
+def main(argv=None) -> int:
+    return one_asset_main(argv, "python -m model_core.make_induction_asset", __doc__, NAME, CORPUS, train,
+                          induction_numbers)
 
 
 if __name__ == "__main__":

@@ -179,6 +179,20 @@ def full_batch(spec, train_data) -> Optional[int]:
     return len(train_data) if spec and spec.get("name") in FULL_BATCH_TASKS else None
 
 
+def task_preset_trainer(preset_name: str, seed: Optional[int] = None, **train_overrides) -> Trainer:
+    """The trainer of a task preset (grokking, induction-phase) on its own task, on the CPU, built as
+    `python -m model_core.train --preset NAME` builds it: full batch for a task trained so, the model initialised
+    from the run's seed. Overrides left None keep the preset's setting."""
+    preset = get_preset(preset_name)
+    task = make_task(preset.data["task"])
+    train_data, val_data = task.splits()
+    full = full_batch(task.spec(), train_data)
+    cfg = preset.train_config(**{"task": task.spec(), "device": "cpu", "seed": seed, "batch_size": full,
+                                 "eval_iters": full and 1, **train_overrides})
+    torch.manual_seed(cfg.seed)  # model initialisation
+    return Trainer(GPT(preset.model_config(task.tokenizer().vocab_size)), train_data, val_data, cfg, task.tokenizer())
+
+
 def train(args) -> dict:
     """Run the whole pipeline for parsed args; returns the summary printed as JSON."""
     preset = get_preset(args.preset)

@@ -12,7 +12,7 @@ from typing import Callable
 import numpy as np
 import torch
 
-from bench.server_process import free_port, wait_for_app  # noqa: F401 - the tests' way to launch an app
+from bench.server_process import descendants, free_port, rss_mb, wait_for_app  # noqa: F401 - the tests' way to launch an app and watch its processes
 from explorer.state.inspected import Inspected
 from explorer.state.session import Session
 from explorer.state.workspace import DataChoice
@@ -117,14 +117,6 @@ def wait_for(condition: Callable, what: str | Callable[[], str] = "the condition
     return value
 
 
-def rss_mb(pid: int) -> float:
-    """Resident memory of one process, in MB (from /proc: no psutil needed)."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    raise ValueError(f"no VmRSS for process {pid}")
-
-
 # The callbacks' session: a char model of 3 layers x 2 heads (so that L x H, 6, differs from L + H, 5).
 TEXT = "First Citizen:\nBefore we proceed any further, hear me speak."
 PROMPT = "First Citizen"
@@ -155,24 +147,6 @@ def data_session(attn_only: bool = False, with_data: bool = True, snapshots: boo
         train, val = train_val_split(token_tensor(tokenizer.encode(HEADS_TEXT)), 0.7)
         session.workspace.data = DataChoice("tiny text", HEADS_TEXT[:20], len(HEADS_TEXT), tokenizer, train, val)
     return session
-
-
-def descendants(pid: int) -> set[int]:
-    """Every process below pid (children, grandchildren: the forkserver and its training children)."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(ppid, []).append(int(entry.name))
-    found, todo = set(), [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.add(child)
-            todo.append(child)
-    return found
 
 
 def alive(pid: int) -> bool:

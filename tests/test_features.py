@@ -1,6 +1,7 @@
 """Sparse autoencoders (model_core.features): they recover the true directions of a feature-sparse signal, keep
 unit decoder rows and exactly k active features, round-trip SAELens's format exactly, and CE loss recovered is 0
 for the zero-ablated site and 1 for a perfect reconstruction."""
+import functools
 import json
 
 import pytest
@@ -15,14 +16,7 @@ from model_core.features.training import SAETrainConfig, SAETrainer
 from model_core.model.sampling import SamplingSettings, generate
 from tests.helpers import tiny_model
 
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """These SAEs are tiny: one thread is fastest, and a second one waits on a busy machine's scheduler."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py: tiny models, one torch thread
 
 
 def sparse_signal(n: int, d: int = 24, n_true: int = 48, k_true: int = 3, seed: int = 0):
@@ -44,9 +38,15 @@ def trained_on_signal(k: int = 3, steps_tokens: int = 20_000, seed: int = 0):
     return sae, trainer, x, true
 
 
-@pytest.fixture(scope="module")
-def signal_sae():
+@functools.cache
+def signal_sae_once():
     return trained_on_signal()
+
+
+@pytest.fixture
+def signal_sae(one_thread):
+    """Trained once, on one thread (two wait on each other on a busy machine: ten times slower)."""
+    return signal_sae_once()
 
 
 def test_a_sparse_signal_is_decomposed_into_its_true_directions(signal_sae):

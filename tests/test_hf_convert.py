@@ -45,12 +45,7 @@ MODELS = {  # name -> a tiny random transformers model; each exercises a differe
 CACHED = ("llama", "qwen2", "neox_parallel", "neox_sequential")  # grouped-query, parallel, partial rotary
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny models: threads only wait for each other
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py: tiny models, one torch thread
 
 
 @pytest.fixture(scope="module")

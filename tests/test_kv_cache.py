@@ -29,14 +29,7 @@ def arch_id(arch: dict) -> str:
     return "-".join(f"{k}={v}" for k, v in arch.items())
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny models gain nothing from threads, and on a busy machine threads waiting for each other slow
-    the many small forward passes here tenfold."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py: tiny models, one torch thread
 
 
 def sharp_model(seed: int = 0, **arch) -> GPT:

@@ -32,7 +32,7 @@ def test_a_signal_to_the_app_ends_the_forkserver_and_every_training_child(sig, t
         wait_for(lambda: len(descendants(app.pid)) >= 3, "a forkserver and a training child", 60)
         below = descendants(app.pid)
         app.send_signal(sig)
-        wait_for(lambda: not any(alive(p) for p in below | {app.pid}) or app.poll() is not None and
+        wait_for(lambda: not any(alive(p) for p in [*below, app.pid]) or app.poll() is not None and
                  not any(alive(p) for p in below),
                  lambda: f"every process to end after {sig.name} (alive: {[p for p in below if alive(p)]})", 5.0)
         assert app.wait(timeout=5) == 0, (tmp_path / "app.log").read_text()[-2000:]

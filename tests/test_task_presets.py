@@ -13,7 +13,9 @@ from model_core.checkpoints.checkpoint import Checkpoint, load_checkpoint
 from model_core.data.tasks.choices import CHOICES
 from model_core.data.tokenization import build_tokenizer
 from model_core.train import main as cli_main
+from model_core.train import task_preset_trainer
 from model_core.training.presets import get_preset
+from model_core.training.trainer import Trainer
 from tests.helpers import tiny_model, wait_for
 
 PRESETS = ("induction-phase", "grokking")
@@ -63,3 +65,23 @@ def test_the_train_tab_and_the_command_line_train_the_same_run(preset, tmp_path,
     assert tab.cfg.to_dict() == cli.train_config.to_dict()  # schedule, optimiser, seed, task, evaluations
     for (name, mine), theirs in zip(session.inspected.model.state_dict().items(), cli.model.state_dict().values()):
         torch.testing.assert_close(mine, theirs, msg=name)  # same initialisation, batches and updates
+
+
+class Built(Exception):
+    """Raised in place of training: the trainer as built."""
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_the_benchmarks_trainer_is_the_command_lines_run(preset, tmp_path, monkeypatch):
+    """bench.grokking, bench.induction_phase and the grokking asset train the preset through task_preset_trainer:
+    the command line's trainer, caught as its run starts, has the same settings, weights and data."""
+    def caught(trainer, **_):
+        raise Built(trainer)
+    monkeypatch.setattr(Trainer, "run", caught)
+    with pytest.raises(Built) as built:
+        cli_main(["--preset", preset, "--device", "cpu", "--out", str(tmp_path)])
+    cli, mine = built.value.args[0], task_preset_trainer(preset)
+    assert mine.cfg.to_dict() == cli.cfg.to_dict() and mine.model.cfg == cli.model.cfg
+    for (name, ours), theirs in zip(mine.model.state_dict().items(), cli.model.state_dict().values()):
+        assert torch.equal(ours, theirs), name  # initialised from the same seed
+    assert torch.equal(mine.train_data, cli.train_data) and torch.equal(mine.val_data, cli.val_data)
