@@ -11,7 +11,7 @@ import pytest
 from explorer.state.session import Session
 from tests.browser_helpers import ARGS, CHROMIUM, PANEL_STATE, TIMEOUT_MS
 from tests.helpers import APP_PIDS, ROOT, free_port, tiny_session, wait_for_app
-from tests.tiers import NAMED_MARKS, SLOW, tier_marks
+from tests.tiers import tier_marks
 
 _SHARED_APP: dict = {}  # the app_url fixture's process and log, for shared_app_alive
 
@@ -23,14 +23,6 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         for mark in tier_marks(item):
             item.add_marker(mark)
-    if not any("::" in arg for arg in config.args):  # whole modules collected: every named test must exist
-        collected = {(item.path.name, item.originalname) for item in items}
-        named = [(module, name) for table in (NAMED_MARKS, SLOW) for module, names in table.items()
-                 if names != "*" for name in names]
-        missing = [f"{module}::{name}" for module, name in named
-                   if any(m == module for m, _ in collected) and (module, name) not in collected]
-        if missing:
-            raise pytest.UsageError(f"tests/tiers.py marks tests that do not exist: {', '.join(missing)}")
 
 
 # ---------------------------------------------------------------- the launched app

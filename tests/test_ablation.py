@@ -31,6 +31,7 @@ def cached_with(model, idx, hooks):
     return cache
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["zero", "mean"])
 def test_head_ablation_replaces_only_that_head_and_nothing_before_its_layer(mode):
     model = tiny_model(n_layers=3, n_heads=2, d_model=8)
@@ -68,6 +69,7 @@ def test_layer_and_neuron_ablations_edit_their_hook_points():
     assert torch.count_nonzero(post[..., [3, 5]]) == 0 and torch.count_nonzero(post[..., 4]) > 0
 
 
+@pytest.mark.slow
 def test_mean_ablation_of_a_constant_head_changes_nothing():
     model = tiny_model(n_heads=2, d_model=8)
     with torch.no_grad():  # head 1 of layer 0: values independent of the input, so its output is constant
@@ -82,6 +84,7 @@ def test_mean_ablation_of_a_constant_head_changes_nothing():
     assert not torch.allclose(ablated_logits(model, idx, ablation, None), model(idx)[0], atol=1e-3)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["zero", "mean"])
 def test_importance_map_equals_ablating_one_unit_at_a_time(mode):
     model = tiny_model(n_layers=2, n_heads=2)
@@ -105,6 +108,7 @@ def test_importance_map_of_an_attention_only_model_has_no_mlp_row():
     assert imap.mlp_increase is None and imap.head_increase.shape == (2, 2)
 
 
+@pytest.mark.slow
 def test_generation_is_identical_when_nothing_is_ablated_and_differs_when_much_is():
     model = tiny_model()
     settings = SamplingSettings(1.0, None, 1.0, 0.0)
@@ -146,6 +150,7 @@ def test_unknown_mode_is_refused():
         mode_means(tiny_model(), "half", None)
 
 
+@pytest.mark.slow
 def test_running_from_a_layer_equals_the_full_forward_pass():
     from model_core.analysis.ablation import logits_from_layer
 

@@ -89,6 +89,7 @@ def test_attention_only_residual_statistics_have_zero_mlp_updates():
         ffn_statistics(cache, 0)
 
 
+@pytest.mark.slow
 def test_pca_finds_the_dominant_direction():
     rng = np.random.default_rng(0)
     along = rng.normal(size=50)
@@ -103,6 +104,7 @@ def test_pca_finds_the_dominant_direction():
         embedding_pca(x[:1], 2)
 
 
+@pytest.mark.slow
 def test_model_pca_helpers_cover_the_seed_panels():
     model = tiny_model()
     ids = tokens(model, T=6, batch=1)[0].tolist()

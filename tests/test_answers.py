@@ -56,6 +56,7 @@ def test_answers_survive_closing_and_reopening_the_file(tmp_path):
     again.close()
 
 
+@pytest.mark.slow
 def test_threads_can_record_at_once(store):
     def student(k: int) -> None:
         for step in range(10):

@@ -7,6 +7,8 @@ import pytest
 from explorer.common.views import VIEWS, public_api
 from explorer.tabs.links import tab_of
 
+pytestmark = pytest.mark.slow
+
 PUBLIC = public_api()
 OPTIONAL_UPLOADS = {("/data", "upload")}  # every other input but the uploads has a default
 

@@ -56,6 +56,7 @@ def kinds(outputs) -> list[str]:
 
 # ---------------------------------------------------------------- one view per tab
 
+@pytest.mark.slow
 def test_attention_view_outputs(session):
     grid, head, steps, bars, stats, caption = attention.attention_view(session, PROMPT, 1, 1, -1)
     assert all(isinstance(f, Figure) for f in (grid, head, steps, bars))
@@ -84,6 +85,7 @@ def test_residual_view_outputs(session):
     assert "residual" in out[-1].lower()
 
 
+@pytest.mark.slow
 def test_embeddings_view_outputs_2d_and_3d(session):
     out2 = embeddings.embeddings_view(session, PROMPT, "2", 1)
     assert kinds(out2) == ["Figure"] * 6 + ["str"]
@@ -93,6 +95,7 @@ def test_embeddings_view_outputs_2d_and_3d(session):
     assert "variance" in out3[-1]
 
 
+@pytest.mark.slow
 def test_ffn_view_outputs(session):
     hist, sparsity, rows, caption = ffn.ffn_view(session, PROMPT, 0, 3)
     assert isinstance(hist, Figure) and isinstance(sparsity, Figure)
@@ -143,6 +146,7 @@ def test_top_p_zero_keeps_exactly_one_token(session):
     assert "kept 1 of" in caption
 
 
+@pytest.mark.slow
 def test_comparison_has_one_column_per_row(session):
     rows = sampling.DEFAULT_COMPARISON[:3]
     html = sampling.comparison_view(session, PROMPT, rows, 12, 0)
@@ -150,6 +154,7 @@ def test_comparison_has_one_column_per_row(session):
     assert html.count("distinct-2") == 3 and "T=0.5" in html
 
 
+@pytest.mark.slow
 def test_steps_view_running_logprob(session):
     rows, text = sampling.steps_view(session, PROMPT, 1.0, 0, 1.0, 0.0, 6, 0)
     assert [r[0] for r in rows] == list(range(1, 7))
@@ -197,6 +202,7 @@ def test_slider_maxima_follow_the_model(session):
                                              "query": BLOCK - 1}
 
 
+@pytest.mark.slow
 def test_every_model_sized_slider_is_resized_when_the_model_changes():
     from explorer.tabs.common import RANGE_CLASS
     from explorer.ui import build_app
@@ -344,6 +350,7 @@ def test_good_text_upload(session, tmp_path):
 CHOICES = ("shakespeare", "char", 512)  # the Data tab's defaults: corpus, kind, bpe_vocab
 
 
+@pytest.mark.slow
 def test_param_count_view(session):
     assert train.param_count_view(session, *CHOICES, *arch_values()).startswith("**")
     bad = train.param_count_view(session, *CHOICES, *arch_values(d_model=18, n_heads=4))
@@ -368,6 +375,7 @@ def big_vocabulary_session() -> Session:
     return Session(Inspected(Checkpoint(GPT(cfg).eval(), tok), "inspected"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("choices", [("first-names", "char", 512), ("welcome", "bpe", 4096),
                                      ("toy-words", "word", 512), ("shakespeare", "bpe", 320),
                                      ("task: modular addition", "char", 512)])
@@ -384,6 +392,7 @@ def test_size_line_counts_the_vocabulary_start_uses(choices):
         assert model.cfg.vocab_size != big_vocabulary().vocab_size
 
 
+@pytest.mark.slow
 def test_size_line_of_the_classroom_preset_after_a_big_vocabulary(session):
     """The walk's case: after a model with a large vocabulary, the classroom preset on characters is in bounds."""
     arch = preset_control_values("classroom")
@@ -405,6 +414,7 @@ def test_size_line_counts_an_uploaded_text(session, tmp_path):
     assert f"vocabulary {text.tokenizer.vocab_size})" in line
 
 
+@pytest.mark.slow
 def test_choices_vocabulary_is_the_prepared_tokenizers():
     """choices_vocab_size never tokenizes a long corpus: it must still agree with the tokenizer prepared."""
     for corpus in CORPORA:
@@ -563,6 +573,7 @@ def test_friendly_on_a_real_callback(session):
     assert friendly(models.model_summary)(session).startswith("Inspecting")
 
 
+@pytest.mark.slow
 def test_a_pretrained_models_first_open_is_announced_by_every_way_in(session):
     """SmolLM2's first open showed only Gradio's timers for 8-23 s: the Use button, a link and a lesson step that
     open it show a sentence first; a model already open here, or a checkpoint of ours, none."""

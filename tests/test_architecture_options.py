@@ -101,11 +101,13 @@ def test_checkpoints_round_trip_the_new_options(tmp_path, arch):
     torch.testing.assert_close(loaded(idx)[0], model(idx)[0])
 
 
+@pytest.mark.slow
 def test_the_shipped_classic_model_still_loads():
     ckpt = load_checkpoint("explorer/assets/models/shakespeare")
     assert (ckpt.model.cfg.positional, ckpt.model.cfg.qk_norm, ckpt.model.cfg.activation) == ("learned", False, "gelu")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("positional, says", [("rope", "rotary: no position vectors to show"),
                                               ("none", "no positional embedding")])
 def test_embeddings_view_explains_missing_position_vectors(positional, says):

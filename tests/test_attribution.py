@@ -33,6 +33,7 @@ def float32_error(attribution) -> float:
     return sum_tolerance(attribution.embed, attribution.heads, attribution.mlps, attribution.bias)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("arch", ARCHS.values(), ids=ARCHS.keys())
 @pytest.mark.parametrize("baseline", [None, 7])
 def test_the_parts_sum_to_the_logit(arch, baseline):

@@ -10,6 +10,8 @@ from explorer.state.session import new_session
 from explorer.teaching.prompt_pairs import PAIRS
 from tests.helpers import assert_plotly_would_send_the_same
 
+pytestmark = pytest.mark.slow
+
 CLEAN, CORRUPTED, _ = PAIRS["shakespeare"]
 
 

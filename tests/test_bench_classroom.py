@@ -121,6 +121,7 @@ def own_zips(tmp_path_factory):
     return own_model_zips("shakespeare", 3, tmp_path_factory.mktemp("own"), seed=1, noise=NOISE)
 
 
+@pytest.mark.slow
 def test_own_models_are_seeded_loadable_uploads_with_answers_of_their_own(own_zips, tmp_path):
     shipped = load_checkpoint(ASSETS / "shakespeare")
     first, second = own_zips[:2]

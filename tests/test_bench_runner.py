@@ -162,6 +162,7 @@ def measure(argv):
 '''
 
 
+@pytest.mark.slow
 def test_a_module_benchmark_runs_in_an_interpreter_of_its_own(tmp_path, monkeypatch):
     (tmp_path / "bench_fake_module.py").write_text(MODULE)
     monkeypatch.setenv("PYTHONPATH", str(tmp_path))

@@ -13,6 +13,7 @@ def test_candidates_split_into_model_and_training_overrides():
         shapes.candidate("n_layers3")
 
 
+@pytest.mark.slow
 def test_a_fixed_step_budget_gives_the_same_loss_every_time():
     splits = vs.shakespeare_splits()
     small = "n_layers=1,d_model=32,n_heads=2"
@@ -21,6 +22,7 @@ def test_a_fixed_step_budget_gives_the_same_loss_every_time():
     assert shapes.fixed_step_loss(splits, "classroom", small + ",lr=0.001", 4) != first
 
 
+@pytest.mark.slow
 def test_budgets_are_the_steps_in_the_references_time(monkeypatch):
     """Budget = 2,000 x reference step time / candidate step time, from the interleaved medians."""
     monkeypatch.setattr(shapes, "interleaved_seconds", lambda contenders, rounds, repeats: {

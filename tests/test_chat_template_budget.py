@@ -68,6 +68,7 @@ ATTACKS = {  # name -> (template, what the sentence says)
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(ATTACKS))
 def test_each_attack_ends_with_a_sentence_in_bounded_memory(name):
     template, said = ATTACKS[name]

@@ -23,6 +23,8 @@ from model_core.data.tokenization import build_tokenizer
 from model_core.training.train_config import TrainConfig
 from model_core.training.trainer import Trainer
 
+pytestmark = pytest.mark.slow
+
 TEXT = "to be or not to be, that is the question. " * 30
 
 

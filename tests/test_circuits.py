@@ -45,6 +45,7 @@ def dense_ov(w, layer, head):
     return w.W_E @ w.W_V[layer, head] @ w.W_O[layer, head] @ w.W_U  # [V, V]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["induction", "first-names", "shakespeare", "grokking"])
 def test_scores_equal_transformer_lens_on_the_shipped_models(name):
     pytest.importorskip("transformer_lens")
@@ -92,6 +93,7 @@ def test_scores_equal_transformer_lens_on_smollm2():
     np.testing.assert_allclose(copying, (ref_eig.sum(-1) / ref_eig.abs().sum(-1)).real.numpy(), atol=1e-4)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("overrides", [dict(norm="rmsnorm", n_kv_heads=2), dict(norm="layernorm", n_kv_heads=1),
                                        dict(norm="none")])
 def test_scores_equal_transformer_lens_with_gqa_and_each_norm(overrides):

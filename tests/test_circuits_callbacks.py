@@ -36,6 +36,7 @@ def test_head_circuits_show_the_tokens_asked_for_and_the_copying_score():
         assert_plotly_would_send_the_same(fig)
 
 
+@pytest.mark.slow
 def test_composition_view_draws_every_pair_and_names_the_strongest():
     session = data_session(attn_only=True)
     heat, circuit, copying, caption = C.composition_view(session, "k")
@@ -63,6 +64,7 @@ def grokking_session(p=7, steps=40) -> Session:
     return Session(Inspected(Checkpoint.from_trainer(trainer, "task:modular-addition"), "grokking"))
 
 
+@pytest.mark.slow
 def test_the_grokking_lab_reads_a_modular_addition_model():
     session = grokking_session()
     embedding, neuron, logits, phases, accuracy, caption = G.grokking_view(session, 3)

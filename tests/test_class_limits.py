@@ -38,6 +38,7 @@ def fresh_class():
 
 # ------------------------------------------------------------------ names
 
+@pytest.mark.slow
 def test_a_taken_name_gets_a_suffix_whatever_its_case_spacing_or_invisible_characters():
     taken = ["Ana", "Ben (2)"]
     assert unique_name("Ana", taken) == "Ana (2)"
@@ -49,6 +50,7 @@ def test_a_taken_name_gets_a_suffix_whatever_its_case_spacing_or_invisible_chara
     assert len(unique_name("x" * 40, ["x" * 40])) == 40
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["you (the teacher)", "You  (The Teacher)", "Ana (the teacher)",
                                   "(no name) #1a2b3c4d"])
 def test_nobody_can_pass_for_the_teacher_or_a_nameless_row(name):
@@ -56,6 +58,7 @@ def test_nobody_can_pass_for_the_teacher_or_a_nameless_row(name):
         unique_name(name, [])
 
 
+@pytest.mark.slow
 def test_two_students_in_the_room_never_show_the_same_name():
     first, second = REGISTRY.get("names-first"), REGISTRY.get("names-second")
     try:
@@ -80,6 +83,7 @@ def test_answers_outlive_their_session():
     assert "Dee" in teacher.csv_of_answers()
 
 
+@pytest.mark.slow
 def test_a_locked_answers_file_loses_no_answer_and_the_teacher_page_still_answers(tmp_path):
     path = tmp_path / "class.db"
     configure(KEY, str(path))

@@ -61,6 +61,7 @@ def student(name, run=None):
 
 # ------------------------------------------------------------------ the key
 
+@pytest.mark.slow
 def test_only_the_key_opens_the_gate_and_wrong_keys_wait_longer_each_time():
     gate = TeacherGate("correct horse battery")
     assert gate.key_matches("correct horse battery")
@@ -78,6 +79,7 @@ def test_only_the_key_opens_the_gate_and_wrong_keys_wait_longer_each_time():
 
 # ------------------------------------------------------------------ pushes and copies
 
+@pytest.mark.slow
 def test_broadcast_numbers_pushes_and_keeps_the_newest():
     broadcast = Broadcast()
     assert broadcast.latest() is None
@@ -91,6 +93,7 @@ def test_broadcast_numbers_pushes_and_keeps_the_newest():
     assert Broadcast().epoch != broadcast.epoch
 
 
+@pytest.mark.slow
 def test_pushes_are_checked_before_they_go():
     sent = teacher.push_link("http://server:7860/?tab=attention&layer=0&head=1&__theme=dark", "look at this")
     assert sent["push"]["query"] == {"tab": "attention", "layer": "0", "head": "1"}
@@ -112,6 +115,7 @@ def test_pushes_are_checked_before_they_go():
     assert ROOM.broadcast.latest().kind == "message"
 
 
+@pytest.mark.slow
 def test_a_copy_token_works_once_and_expires():
     clock = SimpleNamespace(now=1000.0)
     copies = PendingCopies(clock=lambda: clock.now)
@@ -125,6 +129,7 @@ def test_a_copy_token_works_once_and_expires():
     assert copies.take(old) is None
 
 
+@pytest.mark.slow
 def test_the_teacher_opens_a_copy_the_student_never_sees_change():
     ana, own = student("Ana"), student("")
     ana.inspected.use(ana.inspected.checkpoint, "Ana's trained model")

@@ -1,10 +1,13 @@
 """compare() advances every setting in one batched forward pass: it must draw what generate() draws alone."""
 import math
 
+import pytest
 import torch
 
 from model_core import GPT, GPTConfig
 from model_core.model.sampling import SamplingSettings, compare, generate
+
+pytestmark = pytest.mark.slow
 
 SETTINGS = [SamplingSettings(0.0), SamplingSettings(0.8), SamplingSettings(1.3, top_k=5),
             SamplingSettings(1.0, top_p=0.7, min_p=0.05)]

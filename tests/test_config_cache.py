@@ -10,6 +10,8 @@ import pytest
 from explorer.server.http_guard import guarded_app_kwargs
 from tests.helpers import free_port
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def served():

@@ -40,6 +40,7 @@ def write_run(tmp_path, model, prefix: str = "", meta: bool = True):
     return tmp_path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("bias, prefix", [(True, ""), (False, ""), (True, "_orig_mod.")])
 def test_converted_model_gives_the_original_logits(tmp_path, bias, prefix):
     original = tiny_model(seed=3, bias=bias)
@@ -53,6 +54,7 @@ def test_converted_model_gives_the_original_logits(tmp_path, bias, prefix):
     assert "step 250" in converted.corpus
 
 
+@pytest.mark.slow
 def test_untied_lm_head_is_kept(tmp_path):
     original = tiny_model(seed=1, tie_weights=False, bias=False)
     write_run(tmp_path, original, prefix="_orig_mod.")  # compiled: the tie is detected after the prefix goes

@@ -12,6 +12,7 @@ from model_core.data.corpora import (
 )
 
 
+@pytest.mark.slow
 def test_every_corpus_loads():
     for name in CORPORA:
         text = load_corpus(name)
@@ -23,6 +24,7 @@ def test_unknown_corpus_names_the_choices():
         load_corpus("hamlet.txt")
 
 
+@pytest.mark.slow
 def test_shakespeare_is_tiny_shakespeare_format():
     text = load_corpus("shakespeare")
     assert text.startswith("First Citizen:\nBefore we proceed any further, hear me speak.\n\nAll:\nSpeak, speak.\n\n")
@@ -37,6 +39,7 @@ def test_shakespeare_is_tiny_shakespeare_format():
         assert speaker.endswith(":") and lines, speech
 
 
+@pytest.mark.slow
 def test_shakespeare_full_holds_every_play_and_is_cached():
     full = load_corpus("shakespeare-full")
     assert full.startswith(load_corpus("shakespeare")[:1000])
@@ -44,6 +47,7 @@ def test_shakespeare_full_holds_every_play_and_is_cached():
     assert load_corpus("shakespeare-full") is full  # lru_cache: no second conversion
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["first-names", "surnames"])
 def test_names_are_lowercase_one_per_line_unique(name):
     lines = load_corpus(name).splitlines()

@@ -35,6 +35,7 @@ def ddp_worker(rank: int, world_size: int, tmp: str) -> None:
         dist.destroy_process_group()
 
 
+@pytest.mark.slow
 def test_two_gloo_processes_match_one_process(tmp_path):
     mp.spawn(ddp_worker, args=(2, str(tmp_path)), nprocs=2, join=True)
     single = tiny_trainer(init_seed=0, max_steps=STEPS, batch_size=BATCH)

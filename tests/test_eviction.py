@@ -43,6 +43,7 @@ def test_what_counts_as_work():
     assert not holds_work(session)
 
 
+@pytest.mark.slow
 def test_any_number_of_fresh_api_sessions_never_push_out_a_page_with_work(registry):
     mine = page_with_work(registry, "page")
     for i in range(200):  # each asks once from its own script and never comes back

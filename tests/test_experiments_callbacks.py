@@ -48,6 +48,7 @@ def run(session, heads="1.1", attn="", mlp="", neurons="", mode="mean", position
     return ablation_view(session, prompt, heads, attn, mlp, neurons, mode, position, temperature, length, seed)
 
 
+@pytest.mark.slow
 def test_ablation_view_shows_both_columns_and_numbers_from_the_same_run():
     session = tiny_session()
     losses, dist, texts, numbers, note = run(session, heads="1.1, 0.0", neurons="2.5")
@@ -75,17 +76,20 @@ def test_ablation_caption_names_the_tokens_that_got_hardest_from_the_numbers():
     assert "no token got harder" in ablation_caption("head 0.0", "zero", 1.63, 1.5, [-0.2], ["1:a"], ["x"])
 
 
+@pytest.mark.slow
 def test_zero_and_mean_ablation_give_different_validation_losses():
     session = tiny_session()
     mean_numbers, zero_numbers = run(session, heads="", mlp="0")[3], run(session, heads="", mlp="0", mode="zero")[3]
     assert mean_numbers.splitlines()[2] != zero_numbers.splitlines()[2]
 
 
+@pytest.mark.slow
 def test_same_seed_gives_the_same_continuations():
     session = tiny_session()
     assert run(session, seed=5)[2] == run(session, seed=5)[2]
 
 
+@pytest.mark.slow
 def test_importance_view_names_the_head_with_the_largest_increase():
     session = tiny_session()
     fig, note = importance_view(session, "mean")
@@ -96,6 +100,7 @@ def test_importance_view_names_the_head_with_the_largest_increase():
     assert top_head_inputs(session, "mean") == (f"{layer}.{head}", "", "", "")
 
 
+@pytest.mark.slow
 def test_importance_view_of_an_attention_only_model_has_only_the_heatmap():
     fig, _ = importance_view(tiny_session(attn_only=True), "zero")
     assert [t.type for t in fig.data] == ["heatmap"]
@@ -156,6 +161,7 @@ def test_compare_without_model_b_asks_for_one():
         friendly(compare_view)(tiny_session(), PROMPT)
 
 
+@pytest.mark.slow
 def test_a_copy_of_the_inspected_model_scores_the_same_and_stays_frozen():
     session = tiny_session()
     assert "copy of tiny" in copy_inspected_as_b(session)
@@ -170,6 +176,7 @@ def test_a_copy_of_the_inspected_model_scores_the_same_and_stays_frozen():
     assert "equally well" not in note
 
 
+@pytest.mark.slow
 def test_char_and_bpe_models_are_compared_in_bits_per_character():
     session = tiny_session()
     bpe = bpe_checkpoint()
@@ -193,6 +200,7 @@ def test_char_and_bpe_models_are_compared_in_bits_per_character():
     assert len(grids.data) == N_LAYERS * N_HEADS + 2 and not grids.layout.shapes  # no head singled out
 
 
+@pytest.mark.slow
 def test_attention_grids_show_both_models_patterns_and_name_the_head_that_differs_most():
     session = tiny_session()
     torch.manual_seed(5)  # B: the same shape and tokenizer, other weights
@@ -218,6 +226,7 @@ def test_attention_grids_show_both_models_patterns_and_name_the_head_that_differ
     assert outlined == {f"x{panel if panel > 1 else ''} domain", f"x{panel + panels} domain"}  # the same head in both
 
 
+@pytest.mark.slow
 def test_model_b_that_cannot_read_the_prompt_gets_a_message():
     session = tiny_session()
     narrow = build_tokenizer("char", "abc ")

@@ -15,7 +15,7 @@ from model_core.training.run_protocol import Command
 from tests.helpers import wait_for
 from tests.trainer_helpers import make_job
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.timeout(120), pytest.mark.slow]
 
 
 def thread_nices(pid: int) -> set[int]:

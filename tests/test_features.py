@@ -49,6 +49,7 @@ def signal_sae(one_thread):
     return signal_sae_once()
 
 
+@pytest.mark.slow
 def test_a_sparse_signal_is_decomposed_into_its_true_directions(signal_sae):
     sae, _, x, true = signal_sae
     cosine = true @ sae.W_dec.detach().T  # [n_true, d_sae]: both unit rows
@@ -59,6 +60,7 @@ def test_a_sparse_signal_is_decomposed_into_its_true_directions(signal_sae):
     assert error < 0.1
 
 
+@pytest.mark.slow
 def test_decoder_rows_stay_unit_norm_and_topk_keeps_k_features(signal_sae):
     sae, trainer, x, _ = signal_sae
     assert trainer.step_count == trainer.total_steps > 200
@@ -84,6 +86,7 @@ def test_training_reports_metrics_and_obeys_stop():
     assert trainer.step_count == 6 < trainer.total_steps
 
 
+@pytest.mark.slow
 def test_relu_l1_sae_is_sparser_with_a_larger_coefficient():
     x, _ = sparse_signal(10_000)
     l0 = []

@@ -25,6 +25,7 @@ def session():
     return new_session("shakespeare")
 
 
+@pytest.mark.slow
 def test_listing_by_activation_is_the_active_features_at_the_token_strongest_first(session):
     rows, density_fig, caption = F.features_list(session, PROMPT, F.ORDERS[0], 5)
     ids = session.inspected.tokenizer.encode(PROMPT)
@@ -35,6 +36,7 @@ def test_listing_by_activation_is_the_active_features_at_the_token_strongest_fir
     assert density_fig.to_plotly_json()["data"][0]["type"] == "bar"
 
 
+@pytest.mark.slow
 def test_listing_by_density_is_densest_first(session):
     rows, _, caption = F.features_list(session, PROMPT, "density", -1)
     densities = [float(r[2].rstrip("%")) for r in rows]
@@ -54,6 +56,7 @@ def test_one_feature_view_matches_the_sae(session):
     assert "<span" in prompt_html
 
 
+@pytest.mark.slow
 def test_steering_at_zero_strength_gives_the_same_text_twice(session):
     html, caption = F.steer_view(session, "ROMEO:", -1, 0.0, 20, 0.8, 3)
     plain, steered = [part.split("</pre>")[0] for part in html.split("<pre class='te-gen'>")[1:]]
@@ -80,6 +83,7 @@ def zipped(tmp_path, sae, name="sae.zip"):
     return str(path)
 
 
+@pytest.mark.slow
 def test_an_uploaded_sae_replaces_the_shipped_one_until_the_model_changes(tmp_path):
     session = new_session("shakespeare")
     torch.manual_seed(0)
@@ -115,6 +119,7 @@ def test_a_model_without_an_sae_says_how_to_get_one():
         F.features_list(session, "anna", F.ORDERS[0])
 
 
+@pytest.mark.slow
 def test_feature_minus_one_is_the_strongest_at_the_chosen_token(session):
     ids = session.inspected.tokenizer.encode(PROMPT)
     acts = prompt_activations(session.inspected.model, current_sae(session).sae, ids)

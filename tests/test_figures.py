@@ -326,6 +326,7 @@ def test_large_heatmap_payload_stays_small():
     assert len(figure_to_json(fig)) < 400_000
 
 
+@pytest.mark.slow
 def test_plain_figures_are_what_plotly_would_send():
     for fig in every_figure():
         assert_plotly_would_send_the_same(fig)

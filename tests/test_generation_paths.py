@@ -43,6 +43,7 @@ def stub_timings(ms: dict, batch: dict = None):
     return timings
 
 
+@pytest.mark.slow
 def test_the_chooser_rejects_a_faster_path_whose_answers_differ_and_keeps_one_that_agrees(monkeypatch):
     model = frozen_grid_model()
     formats = dict(paths.FORMATS, broken=(Broken, Float32Linear, False), again=(Float32Linear, Float32Linear, True))
@@ -58,6 +59,7 @@ def test_the_chooser_rejects_a_faster_path_whose_answers_differ_and_keeps_one_th
     assert "again" in choice.sentence() and "broken's greedy answers" in choice.sentence()
 
 
+@pytest.mark.slow
 def test_picking_paths_makes_every_copy_generate_with_them_one_row_and_compares_rows_each_their_own(monkeypatch):
     model = frozen_grid_model()
     monkeypatch.setattr(paths, "FORMATS", dict(paths.FORMATS, again=(Float32Linear, Float32Linear, True)))
@@ -76,6 +78,7 @@ def test_picking_paths_makes_every_copy_generate_with_them_one_row_and_compares_
     assert steps == greedy_answers(one, [[1, 2, 3]], 6)[0]
 
 
+@pytest.mark.slow
 def test_greedy_answers_of_a_batch_equal_each_prompt_alone_and_stop_after_the_stop_token():
     model = frozen_grid_model()
     twin = model.for_generation()
@@ -94,6 +97,7 @@ def test_only_a_frozen_model_has_paths_to_pick():
         model.pick_generation_path(CHECKS)
 
 
+@pytest.mark.slow
 def test_a_cancelled_choice_stops_between_two_steps_and_changes_nothing():
     model = frozen_grid_model()
     before = model.for_generation()

@@ -26,6 +26,7 @@ def test_copies_share_one_twin_over_the_models_own_tensors():
     assert all(p.dtype == torch.float32 for p in model.parameters())  # the model itself is untouched
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", [LLAMA, OTHER], ids=["llama", "layernorm-gelu-partial-rotary-bias"])
 @pytest.mark.parametrize("path", list(FORMATS))
 def test_each_paths_step_computes_what_the_model_extends(kind, path):
@@ -47,6 +48,7 @@ def test_each_paths_step_computes_what_the_model_extends(kind, path):
         assert (mine.v[:, :, 8] - reference.v[:, :, 8]).abs().max() <= tolerance * reference.v[:, :, 8].abs().max()
 
 
+@pytest.mark.slow
 def test_a_frozen_model_generates_greedily_as_its_float32_modules_do():
     model = frozen_grid_model()
     steps = [s.token for s in generate(model.copy(), [1, 2, 3], 12, temperature=0.0)]

@@ -18,6 +18,8 @@ from model_core.convert import main
 from model_core.data.chat import chat_prompt
 from model_core.data.tokenization import BPETokenizer
 
+pytestmark = pytest.mark.slow
+
 VOCAB, D, HEADS, KV, LAYERS, MLP = 300, 64, 4, 2, 2, 96
 TEXT = "the quick brown fox jumps over the lazy dog 123. " * 20
 TEMPLATE = "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}" \

@@ -16,6 +16,7 @@ def message(fn, *args) -> str:
     return str(info.value)
 
 
+@pytest.mark.slow
 def test_report_card_has_one_row_per_head_and_a_role_map():
     session = data_session()
     role_map, rows, note, loss, stripe, induction_note = H.heads_report_view(session)
@@ -58,6 +59,7 @@ def test_examples_bad_input_gets_clear_messages():
     assert H.examples_view(attn_only, "head", 0, 0)[0].count("<li>") == 10
 
 
+@pytest.mark.slow
 def test_film_strip_and_role_scores_over_training():
     session = data_session(snapshots=True)
     strip, lines, frames, caption = H.film_view(session, 1, 0)

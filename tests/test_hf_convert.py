@@ -94,6 +94,7 @@ def ids(vocab: int, T: int = 20) -> torch.Tensor:
     return torch.randint(0, vocab, (2, T), generator=torch.Generator().manual_seed(1))  # (2, T)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", MODELS)
 def test_logits_equal_transformers(name, folders, converted):
     hf_model, _ = folders[name]
@@ -108,6 +109,7 @@ def test_logits_equal_transformers(name, folders, converted):
     assert diff < 1e-4
 
 
+@pytest.mark.slow
 def test_config_options_are_read(converted):
     llama, qwen, neox, seq = (converted[n].model.cfg for n in ("llama", "qwen2", "neox_parallel", "neox_sequential"))
     assert (llama.n_kv_heads, llama.rope_base, llama.norm_eps, llama.tie_weights) == (2, 500.0, 1e-5, True)
@@ -117,6 +119,7 @@ def test_config_options_are_read(converted):
     assert converted["gpt2"].model.cfg.activation == "gelu_tanh" and llama.block_size == 64
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", CACHED)
 def test_kv_cache_path_equals_the_full_forward(name, converted):
     model = converted[name].model
@@ -136,6 +139,7 @@ def test_hook_shapes_of_a_grouped_query_model(converted):
     torch.testing.assert_close(pattern.sum(-1), torch.ones(2, 4, 9))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", MODELS)
 def test_checkpoint_round_trip_keeps_the_logits(name, converted, tmp_path):
     ckpt = converted[name]
@@ -183,6 +187,7 @@ def test_gpt2_names_without_the_transformer_prefix(folders):
     assert model.pos_embed.weight.shape == (32, 64)
 
 
+@pytest.mark.slow
 def test_cli_writes_a_checkpoint_and_a_summary(folders, tmp_path, capsys):
     assert main(["hf", str(folders["qwen2"][1]), "--out", str(tmp_path / "out"), "--block-size", "32"]) == 0
     out = capsys.readouterr().out

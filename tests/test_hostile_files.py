@@ -15,6 +15,8 @@ from bench.hostile_files import CASES, load_in_child
 from model_core.checkpoints.convert_error import ConvertError
 from model_core.checkpoints.load_limits import UPLOAD_LIMITS
 
+pytestmark = pytest.mark.slow
+
 EXPECTED = {  # case -> (refused?, what the answer must say)
     "nanogpt_wide": (True, r"d_model is 8,192, more than this app's limit of 4,096"),
     "nanogpt_many_params": (True, r"has 4,832,567,296 parameters, more than this app's limit of 5,000,000"),

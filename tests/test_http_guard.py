@@ -32,11 +32,13 @@ def post(port: int, path: str, body: dict):
         conn.close()
 
 
+@pytest.mark.slow
 def test_unknown_api_name_is_a_404_naming_it(port):
     status, body = post(port, "/gradio_api/call/whisper", {"data": ["hi"]})
     assert status == 404 and "no API endpoint named “whisper”" in body["detail"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fn_index", [99_999, -1])
 def test_unknown_fn_index_is_a_404(port, fn_index):
     status, body = post(port, "/gradio_api/queue/join", {"data": ["hi"], "fn_index": fn_index, "session_hash": "s"})

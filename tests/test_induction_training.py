@@ -22,6 +22,8 @@ from model_core.analysis.probes import head_report, induction_probe, repeat_prob
 from model_core.training.train_config import TrainConfig
 from model_core.training.trainer import Trainer
 
+pytestmark = pytest.mark.slow
+
 VOCAB = 32  # random tokens; a 12-token pattern rarely repeats a token, so "the earlier copy" is unambiguous
 BLOCK = 32
 PERIODS = (4, 16)  # shortest and longest repeating pattern, in tokens

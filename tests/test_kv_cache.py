@@ -105,6 +105,7 @@ def generated(model, prompt, n, s: SamplingSettings, use_cache: bool, seed: int 
                          stop_token=stop, use_cache=use_cache))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("arch", ARCHS, ids=arch_id)
 def test_cached_generation_draws_the_uncached_tokens_past_block_size(arch):
     model = sharp_model(**arch)
@@ -197,6 +198,7 @@ def test_seeds_still_differ_and_repeat_with_the_cache():
     assert run(5) == run(5) and run(5) != run(6)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("arch", [dict(), dict(positional="rope", norm_placement="post"), dict(positional="none")],
                          ids=arch_id)
 def test_batched_compare_equals_each_setting_alone_and_the_uncached_compare(arch):

@@ -80,6 +80,7 @@ def test_every_subpackage_is_a_layer():
     assert packages == {prefix for prefix, _ in LAYERS if prefix.count(".") == 1}
 
 
+@pytest.mark.slow
 def test_imports_only_run_down_the_layers():
     upward = [f"{name} ({LAYERS[layer_of(name)][0]}) imports {other} ({LAYERS[layer_of(other)][0]})"
               for name in sorted(MODULES) for other in sorted(project_imports(name))
@@ -87,6 +88,7 @@ def test_imports_only_run_down_the_layers():
     assert not upward, "imports that run up the layers:\n" + "\n".join(upward)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("prefix", sorted(FORBIDDEN))
 def test_layers_keep_out_of_forbidden_packages(prefix):
     found = [f"{name} imports {other}" for name, path in sorted(MODULES.items())
@@ -135,6 +137,7 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
+@pytest.mark.slow
 def test_no_import_cycles():
     graph = {name: project_imports(name) for name in MODULES}
     assert not cycles(graph), f"modules that import each other in a circle: {cycles(graph)}"
@@ -147,6 +150,7 @@ def test_the_checks_see_a_cycle_and_an_upward_import():
     assert layer_of("explorer.figures.attention") < layer_of("explorer.callbacks.attention") < layer_of("explorer.ui")
 
 
+@pytest.mark.slow
 def test_no_test_module_imports_another():
     """Fixtures live in tests/conftest.py and shared helpers in tests/*helpers.py: importing a test module (or
     the conftest) would run its module-level marks and fixtures twice and tie two test files together."""

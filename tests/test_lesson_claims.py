@@ -114,6 +114,7 @@ Your model.
 '''
 
 
+@pytest.mark.slow
 def test_the_checker_measures_each_claim_on_the_steps_model(app, tmp_path, capsys):
     from explorer.lesson_check import lesson_claims
     path = tmp_path / "checked.md"
@@ -142,6 +143,7 @@ def lesson_model_pairs() -> list:
     return pairs
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("slug, model", lesson_model_pairs())
 def test_shipped_lesson_claims_hold(app, slug, model):
     from explorer.lesson_check import lesson_claims
@@ -244,6 +246,7 @@ Text.
 '''
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(1200)  # two generations, the neuron and feature views: minutes on a loaded 2-core machine
 def test_feature_claims_measure_what_the_ffn_and_features_tabs_show(app, tmp_path):
     """Each quantity is read off the tab's own output for the same settings; bad numbers get a sentence."""

@@ -168,6 +168,7 @@ def build():
     return build_app()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("setting, line, words", [
     ("layr: 1", 4, "unknown setting 'layr' (known: "),
     ("layer: 99", 4, "layer"),
@@ -185,6 +186,7 @@ def test_settings_are_checked_against_the_apps_controls(app, setting, line, word
         assert {"layer", "head", "prompt", "tab", "model"} <= set(known) and "lesson" not in known
 
 
+@pytest.mark.slow
 def test_a_step_presses_only_the_buttons_the_tabs_register(app):
     pressed = parse_lesson("# T\n\n## S\npress: Split the logit\n\ntext", lessons.app_validator())
     assert pressed.steps[0].press == ("Split the logit",)
@@ -195,6 +197,7 @@ def test_a_step_presses_only_the_buttons_the_tabs_register(app):
     assert sorted(pressable) == ["Patch", "Split the logit", "Steer"]
 
 
+@pytest.mark.slow
 def test_shipped_lessons_are_valid(app):
     found = shipped_lessons()
     general = {"attention-basics": "What does attention look at?", "watch-gpt-learn": "Watch a GPT learn",
@@ -430,6 +433,7 @@ def test_a_sent_answer_is_checked_when_the_step_knows_the_right_one(app, tmp_pat
     assert move(session, state, +1)["state"] == {"lesson": FILE_KEY, "step": 1}
 
 
+@pytest.mark.slow
 def test_a_step_that_presses_split_redraws_the_split_for_its_answer(app):
     """who-wrote-the-answer's step 2 sets Answer e and Against s: the player presses Split the logit once the step is
     applied, so the charts show e − s and never step 1's split under the new values; a step that presses nothing

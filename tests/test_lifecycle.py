@@ -23,6 +23,7 @@ from tests.trainer_helpers import train_values, wait_for_state, wait_for_steps, 
 pytestmark = pytest.mark.timeout(240)
 
 
+@pytest.mark.app  # launches an app of its own
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_a_signal_to_the_app_ends_the_forkserver_and_every_training_child(sig, tmp_path):
     with app_process(tmp_path / "app.log") as (app, url):
@@ -163,6 +164,7 @@ def test_eviction_of_a_session_with_a_paused_run_is_told_when_its_user_returns(t
     registry.close_all()
 
 
+@pytest.mark.slow
 def test_shipped_model_results_are_shared_but_a_trained_model_never_sees_them():
     registry_keys = ["shared-a", "shared-b"]
     try:
@@ -181,6 +183,7 @@ def test_shipped_model_results_are_shared_but_a_trained_model_never_sees_them():
             REGISTRY.close(key)
 
 
+@pytest.mark.slow
 def test_shared_figures_are_stored_as_gradio_would_send_them():
     from explorer.tabs.binding import serialised_figures
 
@@ -246,6 +249,7 @@ def test_a_failed_warm_up_is_told_and_the_server_serves_on(monkeypatch, capsys):
     assert "Warm-up failed" in out.out and "partially initialized module" in out.err
 
 
+@pytest.mark.slow
 def test_requests_wait_for_the_warm_up_and_then_run():
     """Two threads importing the same modules at once can fail (_DeadlockError in a test run): a request that
     arrives while the launched app warms up waits for it, and runs once it is over."""

@@ -23,6 +23,7 @@ def app():
     return build_app()  # registers the controls the links name
 
 
+@pytest.mark.slow
 def test_a_link_opens_the_named_shipped_model_before_checking_layers():
     name = shipped_models()[-1]
     session = tiny_session()
@@ -33,6 +34,7 @@ def test_a_link_opens_the_named_shipped_model_before_checking_layers():
     assert notes == [f"layer=63 is past this model's last layer ({last}): showing {last}."]
 
 
+@pytest.mark.slow
 def test_a_link_without_a_model_keeps_the_session_model():
     session = tiny_session()
     model = session.inspected.model
@@ -42,6 +44,7 @@ def test_a_link_without_a_model_keeps_the_session_model():
     assert len(notes) == 2 and "zoom" in notes[0] and "head=5" in notes[1]
 
 
+@pytest.mark.slow
 def test_gradios_own_parameters_are_left_to_gradio():
     summary, notes, values = apply_link(tiny_session(), {"__theme": "dark", "layer": "0"})
     assert notes == [] and values == {"layer": 0}
@@ -78,6 +81,7 @@ def test_attention_page_grid_is_figure_json_naming_each_head():
     assert [clicked_head(n) for n in names] == [(l, h) for l in range(N_LAYERS) for h in range(N_HEADS)]
 
 
+@pytest.mark.slow
 def test_selected_view_runs_only_the_selected_tab():
     with gr.Blocks():
         prompt, drop = shared_prompt()

@@ -44,6 +44,7 @@ def no_gc():
     gc.enable()
 
 
+@pytest.mark.slow
 def test_an_evicted_session_frees_its_model_at_once(monkeypatch, no_gc):
     monkeypatch.setattr(LIMITS, "max_sessions", 1)
     registry = SessionRegistry()
@@ -54,6 +55,7 @@ def test_an_evicted_session_frees_its_model_at_once(monkeypatch, no_gc):
     assert registry.released == 1
 
 
+@pytest.mark.slow
 def test_a_closed_script_session_and_a_released_page_free_their_models(no_gc):
     registry = SessionRegistry()
     script = own_model(registry.get("script"))

@@ -42,6 +42,7 @@ def test_swiglu_adds_the_ungated_branch_hook():
     assert "blocks.0.mlp.hook_pre_linear" in names and "blocks.1.mlp.hook_post" in names
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("arch", SEED_ARCHITECTURES.values(), ids=SEED_ARCHITECTURES.keys())
 def test_seed_architectures_run_and_learn(arch):
     model = tiny_model(**arch).train()

@@ -16,6 +16,8 @@ from model_core.features.sae import SAEConfig, SparseAutoencoder
 from model_core.features.saelens_format import sae_files
 from tests.helpers import data_session
 
+pytestmark = pytest.mark.slow
+
 
 def test_changing_the_inspected_model_forgets_every_cache_of_the_old_one(tmp_path, monkeypatch):
     session = data_session()

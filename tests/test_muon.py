@@ -26,6 +26,7 @@ def test_muon_trains_the_hidden_matrices_and_adamw_the_rest():
     assert not muon & adamw and len(muon | adamw) == len(list(trainer.model.parameters()))
 
 
+@pytest.mark.slow
 def test_each_group_follows_the_schedule_from_its_own_peak():
     trainer = tiny_trainer(optimizer="muon", lr=4e-3, muon_lr=0.03, warmup_steps=5)
     for _ in range(3):
@@ -36,6 +37,7 @@ def test_each_group_follows_the_schedule_from_its_own_peak():
     assert [g["lr"] for g in adamw.param_groups] == pytest.approx([4e-3 * scale] * len(adamw.param_groups))
 
 
+@pytest.mark.slow
 def test_muon_learns_the_tiny_corpus():
     trainer = tiny_trainer(optimizer="muon", max_steps=40)
     first = trainer.evaluate()["val_loss"]
@@ -43,6 +45,7 @@ def test_muon_learns_the_tiny_corpus():
     assert trainer.evaluate()["val_loss"] < first - 0.5
 
 
+@pytest.mark.slow
 def test_newton_schulz_steps_reach_muon_and_change_its_update():
     """One step from the same weights and batch: the number of Newton-Schulz iterations changes the update of
     the hidden matrices (Muon's orthogonalisation) and of nothing AdamW trains."""

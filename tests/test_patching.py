@@ -8,6 +8,8 @@ from model_core.analysis.patching import PatchingError, patching_sweep
 from model_core.model.config import GPTConfig
 from model_core.model.gpt import GPT
 
+pytestmark = pytest.mark.slow
+
 ARCHS = {
     "gpt2": dict(),
     "llama-gqa": dict(norm="rmsnorm", positional="rope", n_kv_heads=2, bias=False, activation="swiglu"),

@@ -30,6 +30,7 @@ def test_compile_off_cuda_is_refused():
         tiny_trainer(compile=True)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not precision.bf16_supported(torch.device("cpu")), reason="this CPU has no native bfloat16")
 def test_bf16_autocast_trains_close_to_fp32():
     fp32, bf16 = tiny_trainer(max_steps=30), tiny_trainer(max_steps=30, precision="bf16")

@@ -3,6 +3,7 @@ layers), every category axis labels its categories itself (Plotly.js skipped eve
 prompt), thin tokens such as ',' read, and titles sit below the toolbar (tests/test_readable_browser.py looks at
 the drawn page)."""
 import numpy as np
+import pytest
 
 import explorer.figures as F
 from explorer.figures.attention import attention_overview_figure
@@ -224,6 +225,7 @@ def every_category_figure() -> list:
     ]
 
 
+@pytest.mark.slow
 def test_every_category_axis_of_every_figure_labels_its_categories_itself():
     """No figure leaves a category axis to Plotly's thinning: each lists every category, or on a long axis every
     k-th at a spacing Plotly draws without touching; the tick text is the category (thin marks made visible)."""

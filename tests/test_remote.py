@@ -9,6 +9,8 @@ from model_core.training.remote import RemoteTrainer
 from model_core.training.run_protocol import Command
 from tests.trainer_helpers import make_job, make_trainer, pause_resume_stop
 
+pytestmark = pytest.mark.slow
+
 
 def test_the_record_matches_a_run_in_this_process():
     local = make_trainer(seed=2, max_steps=25, eval_interval=10, snapshot_interval=10)

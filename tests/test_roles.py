@@ -169,6 +169,7 @@ def test_text_windows_spread_over_the_text():
     assert windows.shape == (5, 16) and windows[0, 0] == 0 and windows[-1, -1] == 999
 
 
+@pytest.mark.slow
 def test_head_report_on_a_tiny_model():
     model = tiny_model()
     report = head_report(model, torch.randint(0, 11, (200,)))
@@ -180,6 +181,7 @@ def test_head_report_on_a_tiny_model():
     assert not any(h.has_hooks() for h in model.hook_dict.values())
 
 
+@pytest.mark.slow
 def test_snapshots_track_induction_on_a_repeated_probe():
     from model_core.training.snapshots import Snapshot, take_snapshot
 
@@ -200,6 +202,7 @@ def test_the_repeated_probe_draws_from_the_common_tokens_of_the_text():
     assert set(probe.ids.flatten().tolist()) <= {5, 7, 2}
 
 
+@pytest.mark.slow
 def test_the_shipped_induction_model_has_an_induction_head_in_layer_1():
     """The 'induction' demo model (python -m model_core.make_induction_asset): measured on the report card's
     probe (common Shakespeare characters shown twice), a layer-1 head copies and the loss drops."""

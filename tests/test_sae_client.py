@@ -12,6 +12,8 @@ from gradio_client.exceptions import AppError
 from model_core.features.saelens_format import load_sae
 from tests.helpers import alive, app_process, descendants, wait_for
 
+pytestmark = pytest.mark.slow
+
 HOOK = "blocks.2.hook_resid_post"
 
 
@@ -61,6 +63,7 @@ def test_pause_resume_and_stop_reach_the_run_and_the_slots_hold(app_url):
         a.predict(api_name="/train_features_stop")
 
 
+@pytest.mark.app  # launches an app of its own
 def test_sigterm_ends_an_sae_training_child_with_the_app(tmp_path):
     with app_process(tmp_path / "app.log") as (app, url):
         Client(url, verbose=False).predict(hook=HOOK, features=1024, k=32, tokens=524_288, api_name="/train_features")

@@ -21,6 +21,8 @@ from model_core.features.training import SAETrainConfig
 from model_core.model.config import GPTConfig
 from model_core.training.run_protocol import Confirmed, Done, Steps, Weights
 
+pytestmark = pytest.mark.slow
+
 HOOK = "blocks.1.hook_resid_post"
 
 

@@ -75,6 +75,7 @@ def test_each_row_is_filtered_with_its_own_settings_as_if_alone():
         assert torch.equal(probs[i], alone) and torch.equal(removed[i], alone_removed)
 
 
+@pytest.mark.slow
 def test_each_row_draws_what_torch_multinomial_draws_with_its_own_generator():
     """The batched draw keeps torch.multinomial's random stream: a seed gives the tokens it always gave, also to
     the rows left when others stop (keep_rows)."""
@@ -158,6 +159,7 @@ def test_out_of_range_settings_are_clear_errors(kwargs, message):
         filter_logits(LOGITS, **kwargs)
 
 
+@pytest.mark.slow
 def test_generation_is_seeded_and_cropped_to_block_size():
     model = tiny_model()
     run = lambda seed: [s.token for s in generate(model, [1, 2, 3], 20, seed=seed)]  # noqa: E731
@@ -177,6 +179,7 @@ def test_generation_steps_report_probabilities_and_running_logprob():
         assert s.logprob == pytest.approx(total, abs=1e-5)
 
 
+@pytest.mark.slow
 def test_greedy_generation_follows_the_argmax():
     model = tiny_model()
     ids = [3]
@@ -214,6 +217,7 @@ def model_logprobs(model, prompt: list[int], generated: list[int]) -> list[float
     return out
 
 
+@pytest.mark.slow
 def test_compare_uses_the_same_seed_for_every_setting():
     model = tiny_model()
     s = SamplingSettings(temperature=1.0)
@@ -221,6 +225,7 @@ def test_compare_uses_the_same_seed_for_every_setting():
     assert a.tokens == b.tokens and len(a.tokens) == 12 and other_seed.tokens != a.tokens
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("setting", [SamplingSettings(temperature=0), SamplingSettings(temperature=1.0),
                                      SamplingSettings(temperature=1.5, top_k=3, top_p=0.9)])
 def test_compare_metrics_are_recomputed_from_the_model(setting):

@@ -12,6 +12,8 @@ from model_core.training import sampling_workers
 from model_core.training.process_setup import process_alive
 from tests.helpers import ROOT, tiny_model, wait_for
 
+pytestmark = pytest.mark.slow
+
 SETTINGS = [SamplingSettings(0.0), SamplingSettings(1.0, top_k=5), SamplingSettings(1.5, top_p=0.9),
             SamplingSettings(0.8, min_p=0.1)]
 

@@ -70,6 +70,7 @@ def wait_for_run(session: Session, timeout: float = 120) -> None:
 
 # ---------------------------------------------------------------- seed 002: StatQuest
 
+@pytest.mark.slow
 def test_statquest_preset_learns_awesome_eos(one_thread):
     preset = get_preset("statquest")
     tok = build_tokenizer("word", load_corpus("toy-words"))
@@ -94,6 +95,7 @@ def run_cli(*args, timeout=300):
                           env={"OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"})
 
 
+@pytest.mark.slow
 def test_statquest_from_the_command_line(tmp_path):
     result = run_cli("model_core.train", "--preset", "statquest", "--out", str(tmp_path / "sq"))
     assert result.returncode == 0, result.stderr
@@ -122,6 +124,7 @@ def test_one_lesson_per_seed():
         assert lesson_settings(slug)  # every one parses against the app's controls and sets some
 
 
+@pytest.mark.slow
 def test_statquest_lesson_in_the_app(tmp_path):
     """The StatQuest lesson's own settings (data, preset, prompt), then Start: greedy "awesome <EOS>"."""
     chosen = lesson_settings("seed-002-statquest")
@@ -156,6 +159,7 @@ def test_statquest_lesson_in_the_app(tmp_path):
 
 # ---------------------------------------------------------------- seed 001: too big for this CPU
 
+@pytest.mark.slow
 def test_seed_001_size_is_explained_not_trained():
     session = preset_session("tiny")
     values = control_values("seed-001")
@@ -173,6 +177,7 @@ def test_seed_001_size_is_explained_not_trained():
 
 # ---------------------------------------------------------------- seed 003: the untrained walk-through
 
+@pytest.mark.slow
 def test_untrained_walkthrough_model_shows_on_every_analysis_tab():
     session = preset_session("seed-003-walkthrough")
     cfg = session.inspected.model.cfg
@@ -233,6 +238,7 @@ def test_norm_before_after_is_the_models_own(norm, placement):
 
 # ---------------------------------------------------------------- seed 004 and the presets in the app
 
+@pytest.mark.slow
 def test_every_preset_fits_the_train_tab_controls():
     for name in PRESETS:
         values = presets.preset_control_values(name)
@@ -245,6 +251,7 @@ def test_every_preset_fits_the_train_tab_controls():
         assert presets.preset_note(preset_session("tiny"), name).startswith(f"**{name}**")
 
 
+@pytest.mark.slow
 def test_seed_004_post_norm_sinusoidal_bpe_trains_in_the_app(monkeypatch):
     monkeypatch.setattr(LIMITS, "max_steps", 20_000)
     values = presets.preset_control_values("seed-004")

@@ -1,4 +1,5 @@
 """New sessions share the shipped model until they first use it; then each has its own (hooks are per model)."""
+import pytest
 import torch
 
 from explorer.callbacks import attention, models
@@ -24,6 +25,7 @@ def test_a_new_session_copies_nothing_until_it_uses_the_model():
     assert all(torch.equal(v, template.state_dict()[k]) for k, v in own.state_dict().items())
 
 
+@pytest.mark.slow
 def test_a_session_changing_its_copy_leaves_the_shared_model_alone():
     before = weights(shipped_template("shakespeare").model)
     a = new_session("shakespeare")

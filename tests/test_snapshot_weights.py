@@ -33,6 +33,7 @@ def session_with(run: TrainingRun) -> Session:
     return session
 
 
+@pytest.mark.slow
 def test_a_run_keeps_a_few_snapshot_weights_and_step_0_is_the_untrained_model():
     run, initial = finished_run(max_steps=60, snapshot_interval=5)  # 13 snapshots
     steps = [step for step, _ in run.progress.snapshot_weights]

@@ -41,6 +41,7 @@ BUILD_WITHOUT_TORCH = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_page_builds_without_torch_and_every_lazy_callback_resolves():
     out = subprocess.run([sys.executable, "-c", BUILD_WITHOUT_TORCH], cwd=ROOT, capture_output=True, text=True,
                          timeout=300, env={"GRADIO_ANALYTICS_ENABLED": "False", "HF_HUB_DISABLE_TELEMETRY": "1",

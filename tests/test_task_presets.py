@@ -53,6 +53,7 @@ def tab_threads():
     torch.set_num_threads(threads)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("preset", PRESETS)
 @pytest.mark.timeout(900)  # two processes start torch; on a machine loaded 10x that alone took minutes
 def test_the_train_tab_and_the_command_line_train_the_same_run(preset, tmp_path, capsys, tab_threads):

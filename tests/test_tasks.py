@@ -96,6 +96,7 @@ def test_a_full_batch_is_every_example_and_a_small_one_draws_rows():
     assert x.shape == (4, 3) and pairs_of(torch.stack([x, y], 1)) <= pairs_of(train)
 
 
+@pytest.mark.slow
 def test_accuracy_curves_are_measured_on_pairs_never_trained_on():
     task = make_task({"name": "modular-addition", "p": 11, "train_fraction": 0.5})
     train, test = task.splits()
@@ -170,6 +171,7 @@ def test_restricted_loss_with_every_frequency_is_the_loss_and_excluded_with_none
     assert found.excluded > full + 1  # without its key frequencies the model knows nothing
 
 
+@pytest.mark.slow
 def test_the_prompt_format_in_a_checkpoint_scores_the_model_on_every_pair(tmp_path):
     """python -m model_core.train --preset grokking writes train_config.task with the prompt format; a script
     that reads only config.json (and the weights) scores every (a, b)."""

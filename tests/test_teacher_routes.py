@@ -113,6 +113,7 @@ def test_students_pages_and_api_have_no_way_to_the_teacher(app_url):
     assert set(latest) == {"epoch", "push", "pushes"}  # what everyone may see: the newest pushes, no names
 
 
+@pytest.mark.slow
 def test_the_answers_say_which_are_right():
     """The teacher sees the right choice and, for each answer, whether it is right (lesson steps name `correct:`)."""
     from explorer.classroom.answers import Answer

@@ -38,6 +38,7 @@ def test_bpe_round_trip_exact_even_for_unseen_characters():
     assert restored(tok).encode(TEXT) == tok.encode(TEXT)
 
 
+@pytest.mark.slow
 def test_bpe_encodes_shakespeare_in_bounded_pieces_exactly():
     """A long text is encoded as pieces of about 64 kB in parallel, so no one call's work grows with the text,
     and the pieces give the ids the whole text gives."""
@@ -110,6 +111,7 @@ def test_a_vocabulary_at_the_cap_is_built():
     assert build_tokenizer("word", distinct_words(MAX_VOCAB)).vocab_size == MAX_VOCAB
 
 
+@pytest.mark.slow
 def test_refusing_a_text_of_unique_words_keeps_memory_bounded():
     """20 MB of 2.5 million distinct words used to keep ~0.3 GB of vocabulary; the refusal reads it in pieces."""
     text = distinct_words(2_500_000)[:20_000_000]

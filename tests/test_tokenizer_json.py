@@ -165,6 +165,7 @@ def test_friendly_turns_a_native_failure_into_a_sentence_and_lets_signals_throug
             friendly(stops)()
 
 
+@pytest.mark.slow
 def test_random_changes_within_the_checks_never_panic_the_library(byte_level):
     """Fuzz: settings a file may hold, mutated at random within what the checks accept, load and encode without
     a panic (an ordinary error from the library is fine: it becomes a sentence)."""

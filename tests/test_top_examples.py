@@ -33,6 +33,7 @@ def brute_force(model, ids: torch.Tensor, min_context: int):
     return posts, fires, cells
 
 
+@pytest.mark.slow
 def test_the_best_activation_equals_a_brute_force_maximum_over_the_split():
     model = tiny_model()
     ids = split_ids(model.cfg.vocab_size)

@@ -8,6 +8,8 @@ import pytest
 
 from model_core.checkpoints.checkpoint import load_checkpoint
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

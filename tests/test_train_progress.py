@@ -3,6 +3,8 @@ announced, and the untrained model's snapshot and sample show at once (the run's
 in this process would have sent)."""
 from types import SimpleNamespace
 
+import pytest
+
 from explorer.callbacks import train
 from explorer.state.training_run import TrainingRun
 from model_core.training.run_protocol import Confirmed, RunProgress, Steps
@@ -22,6 +24,7 @@ def paused_at_step_14():
     return SimpleNamespace(progress=progress, active=True), trainer
 
 
+@pytest.mark.slow
 def test_the_status_names_the_step_of_the_evaluation_it_shows():
     run, _ = paused_at_step_14()
     p = run.progress
@@ -35,6 +38,7 @@ def test_the_status_names_the_step_of_the_evaluation_it_shows():
     assert "Next evaluation" not in train.status_text(run, p.history[-1])
 
 
+@pytest.mark.slow
 def test_a_fresh_evaluation_carries_no_step_of_its_own():
     run, trainer = paused_at_step_14()
     run.progress.apply(Steps([{"step": 14, "eval": trainer.evaluate()}]))  # now at step 14

@@ -23,6 +23,7 @@ from tests.helpers import wait_for
 from tests.trainer_helpers import make_trainer, pause_resume_stop
 
 
+@pytest.mark.slow
 def test_loss_decreases_on_a_tiny_corpus():
     trainer = make_trainer()
     assert trainer.run() == "finished"
@@ -52,6 +53,7 @@ def test_evaluations_come_early_then_every_interval():
     assert next_evaluation(140, 200) == 200 and next_evaluation(0, 200) == 10 and next_evaluation(7, 0) is None
 
 
+@pytest.mark.slow
 def test_each_evaluation_brings_a_snapshot_with_its_losses():
     """Live attention refreshes with the numbers: a snapshot at every evaluation step, holding that evaluation's
     losses, besides the snapshot interval's own."""
@@ -66,6 +68,7 @@ def test_each_evaluation_brings_a_snapshot_with_its_losses():
     assert [m["step"] for m in reported if "eval" in m] == [0, 10, 25, 40, 60]
 
 
+@pytest.mark.slow
 def test_same_seed_same_losses():
     a, b = make_trainer(seed=3, max_steps=8), make_trainer(seed=3, max_steps=8)
     a.run(), b.run()
@@ -75,6 +78,7 @@ def test_same_seed_same_losses():
     assert [m["loss"] for m in c.history] != [m["loss"] for m in a.history]
 
 
+@pytest.mark.slow
 def test_dropout_runs_are_reproducible_too():
     a, b = (make_trainer(seed=1, max_steps=5, model_overrides={"dropout": 0.1}) for _ in range(2))
     a.run(), b.run()
@@ -140,6 +144,7 @@ def test_decay_embeddings_must_be_a_switch():
         TrainConfig(decay_embeddings="yes")
 
 
+@pytest.mark.slow
 def test_pause_resume_stop_from_another_thread():
     trainer = make_trainer(max_steps=10**6, eval_interval=10**5)
     pause_resume_stop(trainer, trainer, trainer.run, make_trainer(max_steps=10**6, eval_interval=10**5))
@@ -158,6 +163,7 @@ def test_stop_wakes_a_paused_run():
     assert trainer.state == "stopped" and trainer.step_count == 0
 
 
+@pytest.mark.slow
 def test_max_seconds_stops_early():
     trainer = make_trainer(max_steps=10**6, eval_interval=0, warmup_steps=0)
     assert trainer.run(max_seconds=1.0) == "finished"
@@ -166,12 +172,14 @@ def test_max_seconds_stops_early():
     assert trainer.budget is None and trainer.time_fraction() is None
 
 
+@pytest.mark.slow
 def test_zero_intervals_mean_pure_training():
     trainer = make_trainer(max_steps=3, eval_interval=0, snapshot_interval=0)
     trainer.run()
     assert trainer.step_count == 3 and trainer.evals == [] and trainer.snapshots == []
 
 
+@pytest.mark.slow
 def test_nan_loss_stops_with_the_step():
     trainer = make_trainer()
     trainer.run(max_steps=2)
@@ -181,12 +189,14 @@ def test_nan_loss_stops_with_the_step():
     assert "learning rate" in str(info.value) and trainer.state == "error"
 
 
+@pytest.mark.slow
 def test_no_hooks_left_attached_after_training_with_snapshots():
     trainer = make_trainer(max_steps=10, snapshot_interval=5)
     trainer.run()
     assert not any(h.has_hooks() for h in trainer.model.hook_dict.values())
 
 
+@pytest.mark.slow
 def test_snapshots_are_small_and_round_trip():
     trainer = make_trainer(max_steps=10, snapshot_interval=5, eval_interval=5)
     trainer.run()
@@ -207,12 +217,14 @@ def test_snapshots_are_small_and_round_trip():
     assert np.allclose(back.head_stats["entropy"], snap.head_stats["entropy"], atol=1e-4)
 
 
+@pytest.mark.slow
 def test_probe_text_is_used():
     trainer = make_trainer(max_steps=1, snapshot_interval=1, probe_text="the cat sat")
     trainer.run()
     assert trainer.tokenizer.decode(trainer.snapshots[0].probe_ids) == "the cat sat"
 
 
+@pytest.mark.slow
 def test_evaluate_restores_train_mode():
     trainer = make_trainer()
     trainer.model.train()
@@ -240,6 +252,7 @@ def test_config_errors_are_clear():
             resolve_device("cuda")
 
 
+@pytest.mark.slow
 def test_before_work_runs_before_every_step_and_evaluation_batch_on_the_training_thread():
     """A training child applies a new thread count there: a run told to share the cores while its first
     evaluation runs obeys before the next batch, not after its first step."""

@@ -244,6 +244,7 @@ def test_non_utf8_and_oversized_config_are_refused(saved):
     assert "config.json is more than 2.0 kB" in refusal(lambda: load_checkpoint(saved, small))
 
 
+@pytest.mark.slow
 def test_snapshots_that_do_not_fit_the_model_are_refused(saved):
     (saved / "snapshots.json").write_text(json.dumps([{"step": "zero", "probe_ids": [], "attention": {}}]))
     assert "snapshots.json entry 0 step must be a whole number" in refusal(lambda: load_checkpoint(saved))
@@ -261,6 +262,7 @@ def safetensors_with(header: dict, body: bytes = b"") -> bytes:
     return struct.pack("<Q", len(blob)) + blob + body
 
 
+@pytest.mark.slow
 def test_a_header_claiming_a_huge_tensor_is_refused_without_reading_it(saved, builds):
     header = {"embed.weight": {"dtype": "F32", "shape": [10 ** 9, 10 ** 3], "data_offsets": [0, 4 * 10 ** 12]}}
     (saved / "model.safetensors").write_bytes(safetensors_with(header, b"\x00" * 64))
@@ -325,6 +327,7 @@ def lying_bomb(name: str, real_bytes: int, claimed: int) -> bytes:
     return bytes(data)
 
 
+@pytest.mark.slow
 def test_a_member_inflating_past_its_header_is_refused_within_bounded_memory():
     bomb = lying_bomb("config.json", 50_000_000, claimed=100)
     assert len(bomb) < 100_000
@@ -545,6 +548,7 @@ def snapshot_of(**changes) -> dict:
     return snap
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("changes, message", [
     ({"head_stats": []}, r"entry 0 head_stats must be an object \(\{\.\.\.\}\), got a list"),
     ({"head_stats": None}, r"head_stats must be an object"),

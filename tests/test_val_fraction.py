@@ -45,6 +45,7 @@ def test_a_short_text_file_needs_one_window_without_a_validation_split(tmp_path)
         load_text_file(path, block_size=8)
 
 
+@pytest.mark.slow
 def test_cli_trains_a_one_sentence_corpus_with_val_fraction_0(tmp_path):
     refused = run("--corpus", "toy-words", "--tokenizer", "word", "--preset", "tiny", "--max-steps", "3")
     assert refused.returncode == 1 and "the validation split has 2 tokens" in refused.stderr

@@ -28,6 +28,7 @@ def app():
 
 
 
+@pytest.mark.slow
 def test_the_analysis_controls_are_registered():
     assert set(VALID) | {"model", "lesson"} <= set(view_params.names())
     assert view_params.CONTROLS["prompt"].component.label == "Prompt"
@@ -35,6 +36,7 @@ def test_the_analysis_controls_are_registered():
     assert len(layers) >= 3 and all(c.label.startswith("Layer") for c in layers)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(VALID))
 def test_each_parameter_sets_its_control_and_nothing_else(name):
     text, expected = VALID[name]
@@ -50,6 +52,7 @@ def test_each_parameter_sets_its_control_and_nothing_else(name):
         assert got == expected
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(INVALID))
 def test_invalid_or_unknown_values_are_dropped_with_a_note(name):
     values, notes = view_params.parse_params({name: INVALID[name]})

@@ -51,6 +51,7 @@ def test_a_long_smollm2_patching_is_refused_with_a_length_that_fits():
     refuse_costly_patching(session, clean[:longest], corrupted[:longest], "resid_pre", 0)  # that much runs
 
 
+@pytest.mark.slow
 def test_the_lessons_patching_pairs_fit():
     smollm2 = SimpleNamespace(inspected=SimpleNamespace(config=SMOLLM2))
     for sweep in ("resid_pre", "z"):  # SmolLM2's pair: ~10 tokens, differing at the subject (position 1)
@@ -67,6 +68,7 @@ def test_the_lessons_patching_pairs_fit():
 PATCH_KINDS_SHOWN = ("residual stream (layer × position)", "each head, all positions (layer × head)")
 
 
+@pytest.mark.slow
 def test_the_callbacks_refuse_over_the_limit_before_any_work(monkeypatch):
     session = new_session("shakespeare")
     monkeypatch.setattr(LIMITS, "max_heavy_gops", 0.5)
@@ -79,6 +81,7 @@ def test_the_callbacks_refuse_over_the_limit_before_any_work(monkeypatch):
         ablation_view(session, "ROMEO:", "0.0", "", "", "", "mean", -1, 0.8, 300, 0)
 
 
+@pytest.mark.slow
 def test_the_importance_map_and_the_examples_shrink_to_the_limit_instead(monkeypatch):
     session = new_session("shakespeare")
     monkeypatch.setattr(LIMITS, "max_heavy_gops", 0.05)
