@@ -2,16 +2,23 @@ import os
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+# Two pytest workers, their apps, training children and Chromium share two cores: a torch thread that spins while
+# it waits for its partner (OpenMP's default) takes the core another process needs. Set before torch loads, so
+# the apps and children the tests launch inherit it.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import subprocess
 import sys
 
 import pytest
+import torch
 
 from explorer.state.session import Session
 from tests.browser_helpers import ARGS, CHROMIUM, PANEL_STATE, TIMEOUT_MS
 from tests.helpers import APP_PIDS, ROOT, free_port, tiny_session, wait_for_app
-from tests.tiers import tier_marks
+from tests.tiers import expected_cost, tier_marks, worker_group
+
+torch.set_num_threads(1)  # the tests' models are tiny; a test that wants more threads sets them and sets them back
 
 _SHARED_APP: dict = {}  # the app_url fixture's process and log, for shared_app_alive
 
@@ -19,10 +26,19 @@ _SHARED_APP: dict = {}  # the app_url fixture's process and log, for shared_app_
 # ---------------------------------------------------------------- tiers (tests/tiers.py): `make test-fast` deselects them
 
 def pytest_collection_modifyitems(config, items):
-    """Runs before pytest's own -m selection (a conftest's hook is called first), so these marks select."""
+    """Runs before pytest's own -m selection (a conftest's hook is called first), so these marks select. Also
+    groups the tests for pytest-xdist's `--dist loadgroup` (`make test`): a module's tests run in one worker, so a
+    module-scoped fixture is built once, except where a module says its tests stand alone (`SPREAD`); the
+    longest groups are handed out first, so that no worker is left with a long one at the end."""
     for item in items:
         for mark in tier_marks(item):
             item.add_marker(mark)
+        item.add_marker(pytest.mark.xdist_group(worker_group(item)))
+    cost = {}
+    for item in items:
+        group = worker_group(item)
+        cost[group] = max(cost.get(group, 0), expected_cost(item))
+    items[:] = sorted(items, key=lambda item: -cost[worker_group(item)])  # stable: a module keeps its order
 
 
 # ---------------------------------------------------------------- the launched app

@@ -19,6 +19,7 @@ from explorer.teaching.lessons import read_lesson, shipped_lessons
 from tests.browser_helpers import ERROR_TOAST, SCREENSHOTS, VISIBLE_PANEL
 
 pytestmark = pytest.mark.browser
+SPREAD = True  # each walk stands alone and takes minutes: `make test` spreads them over its workers
 
 PRETRAINED = "smollm2-135m"
 STEP_TIMEOUT_MS = 600_000  # SmolLM2's first open and its 30-layer patching take minutes on a loaded machine

@@ -44,3 +44,19 @@ def tier_marks(item) -> set[str]:
     if _uses_a_slow_fixture(item):
         marks.add("slow")
     return marks
+
+
+# ---------------------------------------------------------------- how `make test` spreads the tests over workers
+
+def worker_group(item) -> str:
+    """The xdist group: the module, or the test itself where the module sets `SPREAD = True` (its tests share no
+    module-scoped fixture and each takes minutes, like the lesson walks)."""
+    module = item.path.name
+    return item.nodeid if getattr(item.module, "SPREAD", False) else module
+
+
+def expected_cost(item) -> int:
+    """A rank of how long a test's group takes, for handing the longest out first: a browser test's module, then
+    one that launches an app or opens SmolLM2, then a slow one; the fast tier last."""
+    marks = {mark.name for mark in item.iter_markers()}
+    return 3 * ("browser" in marks) + 2 * bool({"app", "pretrained"} & marks) + ("slow" in marks)
