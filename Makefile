@@ -33,15 +33,20 @@ $(CHROMIUM):
 	@if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 	$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium
 
+# pytest-xdist workers: two on two cores, one overlapping the other's waits on the launched app and the browser
+# (docs/testing.md). A module's tests share a worker (tests/tiers.py); --durations=25 names the next slow test.
+WORKERS ?= 2
+PYTEST := $(PY) -m pytest -q -n $(WORKERS) --dist loadgroup
+
 test: $(VENV)/.dev-deps $(CHROMIUM)
 	$(PY) -m ruff check .
-	$(PY) -m pytest -q $(PYTEST_ARGS)
+	$(PYTEST) --durations=25 $(PYTEST_ARGS)
 
-# What a contributor runs on every change, in about a minute: all but the browser, launched-app, SmolLM2 and
-# slow tests (the markers: tests/conftest.py). `make test` runs those too before a change lands.
+# What a contributor runs on every change, within a minute: all but the browser, launched-app, SmolLM2 and
+# slow tests (the marks: tests/tiers.py). `make test` runs those too before a change lands.
 test-fast: $(VENV)/.dev-deps
 	$(PY) -m ruff check .
-	$(PY) -m pytest -q -m "not browser and not app and not pretrained and not slow" $(PYTEST_ARGS)
+	$(PYTEST) -m "not browser and not app and not pretrained and not slow" $(PYTEST_ARGS)
 
 # Every regression benchmark (python -m bench lists them); exits non-zero when a target is missed.
 # make bench BENCH_ARGS="--json bench.json --markdown" also writes the rows and bench/RESULTS.md (generated).

@@ -14,9 +14,9 @@ import pytest
 import torch
 
 from explorer.state.session import Session
-from tests.browser_helpers import ARGS, CHROMIUM, PANEL_STATE, TIMEOUT_MS
+from tests.browser_helpers import ARGS, CHROMIUM, PANEL_STATE, TIMEOUT_MS, still_pages
 from tests.helpers import APP_PIDS, ROOT, free_port, tiny_session, wait_for_app
-from tests.tiers import expected_cost, tier_marks, worker_group
+from tests.tiers import ordered_for_workers, tier_marks, worker_group
 
 torch.set_num_threads(1)  # the tests' models are tiny; a test that wants more threads sets them and sets them back
 
@@ -28,17 +28,13 @@ _SHARED_APP: dict = {}  # the app_url fixture's process and log, for shared_app_
 def pytest_collection_modifyitems(config, items):
     """Runs before pytest's own -m selection (a conftest's hook is called first), so these marks select. Also
     groups the tests for pytest-xdist's `--dist loadgroup` (`make test`): a module's tests run in one worker, so a
-    module-scoped fixture is built once, except where a module says its tests stand alone (`SPREAD`); the
-    longest groups are handed out first, so that no worker is left with a long one at the end."""
+    module-scoped fixture is built once, except where a module says its tests stand alone (`SPREAD`); see
+    ordered_for_workers for the order."""
     for item in items:
         for mark in tier_marks(item):
             item.add_marker(mark)
         item.add_marker(pytest.mark.xdist_group(worker_group(item)))
-    cost = {}
-    for item in items:
-        group = worker_group(item)
-        cost[group] = max(cost.get(group, 0), expected_cost(item))
-    items[:] = sorted(items, key=lambda item: -cost[worker_group(item)])  # stable: a module keeps its order
+    items[:] = ordered_for_workers(items)
 
 
 # ---------------------------------------------------------------- the launched app
@@ -114,13 +110,15 @@ def one_thread():
 
 # ---------------------------------------------------------------- headless Chromium
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def browser():
+    """One Chromium per worker; every context it opens shows pages without CSS animations (still_pages)."""
     if not CHROMIUM.exists():
         pytest.skip(f"browser tests need Debian's Chromium at {CHROMIUM} (apt-get install chromium)")
     sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright Python package is not installed")
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        still_pages(browser)
         yield browser
         browser.close()
 

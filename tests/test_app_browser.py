@@ -6,7 +6,7 @@ import io
 import numpy as np
 import pytest
 
-from tests.browser_helpers import ERROR_TOAST, VISIBLE_PANEL, error_toasts, screenshot, visible, wait_until_idle
+from tests.browser_helpers import ERROR_TOAST, VISIBLE_PANEL, error_toasts, press, screenshot, visible, wait_until_idle
 
 pytestmark = pytest.mark.browser
 
@@ -43,7 +43,7 @@ def test_empty_prompt_shows_an_error_toast(page):
 def test_tab_runs_without_errors(page, tab, name, button, n_plots):
     page.get_by_role("tab", name=tab).click()
     if button:
-        visible(page.get_by_role("button", name=button)).click()
+        press(page, visible(page.get_by_role("button", name=button)))
     state = wait_until_idle(page, n_plots)
     assert state["plots"] >= n_plots
     if tab == "Sampling":
@@ -61,14 +61,14 @@ def test_tab_runs_without_errors(page, tab, name, button, n_plots):
 def test_train_tab_live_charts(page):
     page.get_by_role("tab", name="Train").click()
     page.wait_for_function(f"() => {VISIBLE_PANEL}.innerText.includes('parameters')")  # the live count
-    visible(page.get_by_label("Steps", exact=True)).fill("60")
+    visible(page.get_by_label("Steps", exact=True)).fill("2000")  # still running when Stop is pressed
     visible(page.get_by_label("Evaluate every N steps")).fill("20")
     visible(page.get_by_role("button", name="Start")).click()
     try:
         page.wait_for_function(
             "() => { const g = document.querySelector('#live-attention .te-live-plot');"
             " return g && g.classList.contains('js-plotly-plot') && g.data && g.data.length > 0; }")
-        page.wait_for_function(f"() => /step \\d+ \\/ 60/.test({VISIBLE_PANEL}.innerText)")
+        page.wait_for_function(f"() => /step \\d+ \\/ 2,000/.test({VISIBLE_PANEL}.innerText)")
         loss_points = ("() => { const g = document.querySelector('#live-loss .te-live-plot');"
                        " const t = g && g.data && g.data.find(t => t.name.startsWith('train loss (each'));"
                        " return t ? t.x.length : 0; }")

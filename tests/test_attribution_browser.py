@@ -3,7 +3,7 @@ pretrained SmolLM2 opens from a link with its Attention overview. Screenshots in
 import pytest
 
 from explorer.common.shipped_list import pretrained_path
-from tests.browser_helpers import SCREENSHOTS, error_toasts, screenshot, visible, wait_until_idle
+from tests.browser_helpers import SCREENSHOTS, error_toasts, press, screenshot, visible, wait_until_idle
 
 pytestmark = pytest.mark.browser
 # the parts chart (the figure with an 'MLP' trace) draws a tick label on its y2 axis for every row named
@@ -16,10 +16,10 @@ EVERY_ROW_DRAWN = """(rows) => {
 
 def test_split_the_logit_then_patch(page):
     page.get_by_role("tab", name="Experiments").click()
-    visible(page.get_by_role("button", name="Split the logit")).click()
+    press(page, visible(page.get_by_role("button", name="Split the logit")))
     assert wait_until_idle(page, 2)["plots"] >= 2
     assert "the parts sum to" in page.locator(".te-caption").all_inner_texts().__str__()
-    visible(page.get_by_role("button", name="Patch")).click()
+    press(page, visible(page.get_by_role("button", name="Patch")))
     assert wait_until_idle(page, 3)["plots"] >= 3
     assert error_toasts(page) == []
     screenshot(page, "experiments-attribution")
@@ -30,7 +30,7 @@ def test_split_the_logit_then_patch(page):
 def test_smollm2_opens_from_a_link_with_its_attention_overview(page, app_url):
     page.goto(app_url + "?model=smollm2-135m&tab=attention&layer=17&head=4")
     page.wait_for_function("() => document.body.innerText.includes('smollm2')", timeout=120_000)
-    visible(page.get_by_role("button", name="Show attention")).click()
+    press(page, visible(page.get_by_role("button", name="Show attention")))
     assert wait_until_idle(page, 4)["plots"] >= 4
     assert error_toasts(page) == []
     screenshot(page, "attention-smollm2")

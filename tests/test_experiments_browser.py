@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from tests.browser_helpers import VISIBLE_PANEL, error_toasts, screenshot, visible, wait_until_idle
+from tests.browser_helpers import VISIBLE_PANEL, error_toasts, press, screenshot, visible, wait_until_idle
 
 pytestmark = pytest.mark.browser
 
@@ -21,14 +21,14 @@ def test_ablate_a_head_then_the_most_important_one(page):
     page.get_by_role("tab", name="Experiments").click()
     heads = visible(page.get_by_label("Heads (layer.head, e.g. 1.3, 2.0)"))
     heads.fill("1.2")
-    visible(page.get_by_role("button", name="Run ablation")).click()
+    press(page, visible(page.get_by_role("button", name="Run ablation")))
     wait_until_idle(page, 2)
     columns = page.locator(".te-compare .te-col").locator("visible=true")
     assert columns.count() == 2
     assert "Intact model" in columns.nth(0).inner_text() and "Without head 1.2" in columns.nth(1).inner_text()
     assert "With head 1.2 replaced by its mean" in page.evaluate(PANEL_TEXT)
 
-    visible(page.get_by_role("button", name="Compute importance map")).click()
+    press(page, visible(page.get_by_role("button", name="Compute importance map")))
     wait_until_idle(page, 3)
     named = re.search(r"Knocking out head (\d+\.\d+) hurts most", page.evaluate(PANEL_TEXT)).group(1)
     visible(page.get_by_role("button", name="Knock out the most important head")).click()

@@ -4,7 +4,7 @@ import pytest
 
 from explorer.common.shipped_list import pretrained_path
 from explorer.state.shipped_features import shipped_sae_names
-from tests.browser_helpers import error_toasts, screenshot, visible, wait_until_idle
+from tests.browser_helpers import error_toasts, press, screenshot, visible, wait_until_idle
 
 pytestmark = pytest.mark.browser
 
@@ -12,7 +12,7 @@ pytestmark = pytest.mark.browser
 @pytest.mark.skipif("shakespeare" not in shipped_sae_names(), reason="no SAE shipped for shakespeare")
 def test_features_tab_on_the_classroom_model(page):
     page.get_by_role("tab", name="Features").click()
-    visible(page.get_by_role("button", name="Show features")).click()
+    press(page, visible(page.get_by_role("button", name="Show features")))
     assert wait_until_idle(page, 3)["plots"] >= 3
     captions = str(page.locator(".te-caption").all_inner_texts())
     assert "features are active" in captions and "fires on" in captions
@@ -35,7 +35,7 @@ def test_features_tab_on_the_classroom_model(page):
 def test_features_tab_on_smollm2_from_a_link(page, app_url):
     page.goto(app_url + "?model=smollm2-135m&tab=features&feature=7&prompt=The%20Eiffel%20Tower%20is%20in%20Paris")
     page.wait_for_function("() => document.body.innerText.includes('smollm2')", timeout=120_000)
-    visible(page.get_by_role("button", name="Show features")).click()
+    press(page, visible(page.get_by_role("button", name="Show features")))
     assert wait_until_idle(page, 3)["plots"] >= 3
     assert "Feature 7 fires on" in str(page.locator(".te-caption").all_inner_texts())
     assert error_toasts(page) == []

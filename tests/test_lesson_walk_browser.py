@@ -9,14 +9,13 @@ Training is not started (Start is left to the student: its run outlasts a test),
 model show the shipped or untrained one, and a lab that needs a model of its task (the grokking lab) is shown on the
 shipped one when it is installed, else not pressed. SmolLM2's lessons are marked pretrained."""
 import re
-import time
 
 import pytest
 
 from explorer.common.shipped_list import shipped_models
 from explorer.teaching.lesson_claims import models_in_effect
 from explorer.teaching.lessons import read_lesson, shipped_lessons
-from tests.browser_helpers import ERROR_TOAST, SCREENSHOTS, VISIBLE_PANEL
+from tests.browser_helpers import ERROR_TOAST, SCREENSHOTS, VISIBLE_PANEL, painted, press
 
 pytestmark = pytest.mark.browser
 SPREAD = True  # each walk stands alone and takes minutes: `make test` spreads them over its workers
@@ -47,10 +46,9 @@ def walked_lessons() -> list:
 
 
 def wait_idle(page) -> None:
-    """Until the visible tab has no event running (after giving a just-clicked one a moment to start)."""
-    time.sleep(0.5)
+    """Until the visible tab has no event running and the page has painted what arrived."""
     page.wait_for_function(f"() => ({BUSY})() === 0", timeout=STEP_TIMEOUT_MS)
-    time.sleep(0.5)  # Plotly lays out after the data arrives
+    painted(page)
 
 
 def visible_button(page, label: str):
@@ -70,13 +68,11 @@ def do_what_the_step_says(page, text: str, pretrained: bool) -> list[str]:
             model, opener = NEEDS_TASK_MODEL[label]
             if model not in shipped_models():
                 continue
-            visible_button(page, opener).click()
-            wait_idle(page)
+            press(page, visible_button(page, opener))
         button = visible_button(page, label)
         assert button.count() == 1, f"the step names a button {label!r} that its tab does not show"
         button.scroll_into_view_if_needed()
-        button.click()
-        wait_idle(page)
+        press(page, button)
         pressed.append(label)
     return pressed
 
@@ -122,13 +118,13 @@ def test_walk_a_lesson_start_to_end(browser, app_url, slug):
             visible_button(page, pressed[-1]).evaluate("b => b.scrollIntoView({block: 'start'})")
         else:  # the tab's captions (the sentences computed from its charts) and the charts below them
             page.evaluate(FIRST_VIEW)
-        time.sleep(0.3)
+        painted(page)
         page.screenshot(path=str(FOLDER / f"{slug}-{k}.png"))
         errors = [t.inner_text() for t in page.locator(f"{ERROR_TOAST} [data-testid=toast-text]").all()]
         assert not errors, f"{slug}, step {k} ({step.title}): {errors}"
         if k < n:
             page.evaluate("() => window.scrollTo(0, 0)")
-            page.get_by_role("button", name="Next →").click()
+            press(page, page.get_by_role("button", name="Next →"))
         else:  # the last step says the lesson is over
             page.get_by_text("End of the lesson.").wait_for()
     context.close()

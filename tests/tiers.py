@@ -56,7 +56,23 @@ def worker_group(item) -> str:
 
 
 def expected_cost(item) -> int:
-    """A rank of how long a test's group takes, for handing the longest out first: a browser test's module, then
-    one that launches an app or opens SmolLM2, then a slow one; the fast tier last."""
+    """A rank of how long a test takes: a browser test, then one that launches an app or opens SmolLM2, then a
+    slow one; the fast tier last."""
     marks = {mark.name for mark in item.iter_markers()}
     return 3 * ("browser" in marks) + 2 * bool({"app", "pretrained"} & marks) + ("slow" in marks)
+
+
+def ordered_for_workers(items: list) -> list:
+    """The tests, group by group, longest groups first (so no worker is left with a long one at the end), the
+    browser groups taking turns with the others: a browser test mostly waits for its app and Chromium, and the
+    other worker's computing fills that wait. A group keeps its tests' order."""
+    groups: dict = {}
+    for item in items:
+        groups.setdefault(worker_group(item), []).append(item)
+    cost = {name: max(expected_cost(item) for item in members) for name, members in groups.items()}
+    by_cost = sorted(groups, key=lambda name: -cost[name])
+    browser = [name for name in by_cost if cost[name] >= 3]
+    others = [name for name in by_cost if cost[name] < 3]
+    turns = [name for pair in zip(browser, others) for name in pair]
+    turns += browser[len(others):] + others[len(browser):]
+    return [item for name in turns for item in groups[name]]
