@@ -100,10 +100,15 @@ def test_a_link_and_the_cli_accept_the_model():
 def test_the_warm_up_leaves_the_pretrained_model_to_its_first_pick(monkeypatch):
     import explorer.state.shipped as shipped
     from explorer.server.launch import warm_up
+    from model_core.training import sampling_workers
 
     opened = []
     real = shipped.shipped_template
     monkeypatch.setattr(shipped, "shipped_template", lambda name: opened.append(name) or real(name))
+    # the warm-up sets the worker count and starts Compare's pool in a thread: neither may outlive this test (a
+    # pool still starting reached the next module run in this process, tests/test_sampling_workers.py)
+    monkeypatch.setattr(sampling_workers, "WORKERS", sampling_workers.WORKERS)
+    monkeypatch.setattr(sampling_workers, "start", lambda: False)
     warm_up(1, "shakespeare")
     assert MODEL not in opened and "shakespeare" in opened
     opened.clear()

@@ -21,6 +21,7 @@ SETTINGS = [SamplingSettings(0.0), SamplingSettings(1.0, top_k=5), SamplingSetti
 @pytest.fixture
 def workers(monkeypatch):
     monkeypatch.setattr(sampling_workers, "WORKERS", 2)  # the app's default (the library's is 0: in-process)
+    sampling_workers.shutdown()  # a pool another module of this process left: each test starts from none
     yield sampling_workers
     sampling_workers.shutdown()
 

@@ -14,6 +14,7 @@ SAMPLE = "() => [...document.querySelectorAll('textarea')].find((t) => /^step \\
 
 
 def test_a_classroom_run_shows_progress_from_its_first_evaluations(page):  # noqa: F811 - the fixture
+    page.set_default_timeout(180_000)  # the run's child process and its data start beside the other worker's tests
     page.get_by_role("tab", name="Train").click()
     page.wait_for_function(f"() => {VISIBLE_PANEL}.innerText.includes('parameters')")
     visible(page.get_by_role("button", name="Start")).click()  # the classroom preset: evaluations every 200 steps
