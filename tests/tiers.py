@@ -4,45 +4,20 @@ a test's marks come from where it lives and what it uses, so a renamed or moved 
 - `browser`: the module's name ends in `_browser.py`, or the test uses the `browser` fixture.
 - `app`: the test uses a launched app (`app_url`, `class_url`), or says `@pytest.mark.app` (it launches its own).
 - `pretrained`: `@pytest.mark.pretrained` on the test or its module, or it uses the `smollm2` fixture.
-- `slow`: `@pytest.mark.slow` on the test or its module (`pytestmark`), or it uses a fixture made with
-  `slow_fixture` (a shared model that costs seconds to build: every test that needs it is slow, not only the
-  first one to ask) or the `training_sessions` fixture.
+- `slow`: `@pytest.mark.slow` on the test or its module (`pytestmark`, where a module-scoped fixture costs
+  seconds: every test that needs it is slow, not only the first one to ask), or it uses `training_sessions`.
 `make test` prints the 25 slowest tests (`--durations=25`): a new fast-tier test of a quarter second or more gets
 `@pytest.mark.slow` the day it shows there."""
-import pytest
 
 # A test that uses one of these fixtures, directly or through another fixture, gets the mark.
 FIXTURE_MARKS = {"browser": "browser", "app_url": "app", "class_url": "app", "smollm2": "pretrained",
                  "training_sessions": "slow"}
-_SLOW_FIXTURES: set = set()  # the functions behind fixtures made with slow_fixture
-
-
-def slow_fixture(*args, **kwargs):
-    """pytest.fixture for a fixture that takes a quarter second or more to build: its users are marked slow."""
-    if args and callable(args[0]):
-        _SLOW_FIXTURES.add(args[0])
-        return pytest.fixture(args[0])
-
-    def decorate(function):
-        _SLOW_FIXTURES.add(function)
-        return pytest.fixture(*args, **kwargs)(function)
-    return decorate
-
-
-def _uses_a_slow_fixture(item) -> bool:
-    info = getattr(item, "_fixtureinfo", None)
-    if info is None:
-        return False
-    return any(definition.func in _SLOW_FIXTURES for definitions in info.name2fixturedefs.values()
-               for definition in definitions)
 
 
 def tier_marks(item) -> set[str]:
     marks = {mark for fixture, mark in FIXTURE_MARKS.items() if fixture in item.fixturenames}
     if item.path.name.endswith("_browser.py"):
         marks.add("browser")
-    if _uses_a_slow_fixture(item):
-        marks.add("slow")
     return marks
 
 
