@@ -4,8 +4,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from explorer.figures.ffn import neuron_sparsity_figure
 from explorer.figures.sampling import SEED_LOGITS
 from explorer.teaching import captions as C
+from explorer.teaching import captions_circuits as CCirc
 from explorer.teaching import captions_roles as CR
 from explorer.teaching import captions_training as CT
 from explorer.teaching.captions_features import steering_caption
@@ -203,6 +205,42 @@ def test_ffn_captions():
         "This neuron fires hardest at 2:c (4.00); none of its other top 1 positions reaches a quarter of that.")
     assert C.top_tokens_caption(np.array([1, 0]), np.array([-0.01, -0.2]), list("ab")) == (
         "This neuron does not fire on this prompt (its largest activation is -0.01).")
+
+
+def test_the_ffn_caption_and_its_charts_title_give_the_same_numbers():
+    fraction = np.array([0.0] * 12 + [0.5] * 500)
+    title = neuron_sparsity_figure(fraction, np.array([0.2, 1 - fraction.mean()]), layer=1).layout.title.text
+    caption = C.ffn_caption(fraction, int((fraction == 0).sum()))
+    assert "12 of 512 dead" in title and "12 of 512 neurons never fire" in caption
+    assert "mean active share 49%" in title and "active at 49% of positions" in caption
+
+
+def composition_scores_2x2() -> np.ndarray:
+    """[2, 2, 2, 2] K-composition of a 2-layer, 2-head model as a trained induction model scores it: the four
+    layer-0 -> layer-1 pairs score 0.22 to 0.36 (median 0.28), the strongest L0·H0 -> L1·H1."""
+    scores = np.zeros((2, 2, 2, 2))
+    scores[0, 0, 1, 1], scores[0, 1, 1, 1], scores[0, 0, 1, 0], scores[0, 1, 1, 0] = 0.36, 0.31, 0.25, 0.22
+    return scores
+
+
+def test_the_composition_caption_sets_the_strongest_pair_against_the_others_without_undercutting_it():
+    """The step that shows the induction circuit read 'L0·H0 → L1·H1 (0.36; the median pair scores 0.28, about
+    what heads that do not compose score)': the circuit's own pair, called no better than chance."""
+    scores, copying = composition_scores_2x2(), np.array([[0.1, 0.2], [0.3, 0.9]])
+
+    def caption(kind, link):
+        return CCirc.composition_caption(scores, kind, [link], {link[:2]: 0.9}, {link[2:4]: 0.9}, copying)
+
+    text = caption("k", (0, 0, 1, 1, 0.36))
+    assert text.startswith("The strongest K-composition of the 4 head pairs is L0·H0 → L1·H1 at 0.36 (the next "
+                           "pair scores 0.31, the median pair 0.28).")
+    assert "(K-composition 0.36, the strongest pair)" in text and "do not compose" not in text
+    assert "(K-composition 0.31, 2nd strongest of 4 pairs)" in caption("k", (0, 1, 1, 1, 0.31))
+    assert "(K-composition 0.31):" in caption("q", (0, 1, 1, 1, 0.31))  # a Q chart: its ranks are not K's
+    assert len(CCirc.later_pair_scores(np.ones((3, 2, 3, 2)))) == 12  # 4 head pairs for each of 3 layer pairs
+    one = CCirc.composition_caption(np.full((2, 1, 2, 1), 0.4), "k", [], {}, {}, np.array([[0.1], [0.3]]))
+    assert one.startswith("The strongest K-composition is L0·H0 → L1·H0 at 0.40, the only pair of heads in different "
+                          "layers.")
 
 
 def test_sampling_and_generation_captions():

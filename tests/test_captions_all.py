@@ -198,8 +198,8 @@ CASES = {
     "token_circuit_figure": lambda: (head_circuit_case(), "copying score **+0.80**: it copies"),
     "positional_figure": lambda: (head_circuit_case(), "80% of the query positions after the first score the "
                                                        "position just before highest"),
-    "composition_figure": lambda: (composition_case(), "The strongest K-composition is L0·H1 → L1·H0 (0.80; the "
-                                                       "median pair scores 0.10"),
+    "composition_figure": lambda: (composition_case(), "The strongest K-composition of the 4 head pairs is "
+                                                       "L0·H1 → L1·H0 at 0.80 (the next pair scores 0.10"),
     "copying_figure": lambda: (composition_case(), "The head that copies most is L1·H1 (copying score +0.90)"),
     "induction_circuit_figure": lambda: (composition_case(), "previous-token head L0·H1 → induction head L1·H0"),
     "frequency_norms_figure": lambda: (grokking_case(), "**1 frequency** (3) carries 75%"),

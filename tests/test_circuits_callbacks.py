@@ -92,7 +92,7 @@ def test_progress_chart_follows_the_evaluations_and_its_caption_states_the_cross
     fig_json, caption = progress_json(evals, 300)
     fig = json.loads(fig_json)
     assert {t["name"] for t in fig["data"]} == {"induction score (strongest head)",
-                                                "in-context learning: late − early loss (nats, right)"}
+                                                "in-context learning: late − early loss (nats)"}
     assert fig["layout"]["xaxis"]["range"] == [0, 300]
     assert "crossed 0.3 at step 200" in caption and "between steps 100 and 200" in caption
     assert progress_json([{"step": 0, "train_loss": 1.0, "val_loss": 1.0}], 0)[0] == ""

@@ -2,6 +2,7 @@
 import ast
 import json
 import pathlib
+import re
 import sys
 
 import numpy as np
@@ -12,6 +13,7 @@ from explorer.figures.attention import attention_overview_figure
 from explorer.figures.common import figure_to_json, index_labels
 from explorer.figures.grokking import frequency_norms_figure, phase_curves_figure
 from explorer.figures.heads import HEAD_TABLE_COLUMNS
+from explorer.figures.plain import AXIS, axis_key
 from explorer.figures.progress import MIN_NATS_SPAN, progress_figure
 from tests.helpers import assert_plotly_would_send_the_same
 
@@ -204,9 +206,27 @@ def test_ffn_figures_and_table():
     fraction[[3, 10, 40]] = 0
     fig = F.neuron_sparsity_figure(fraction, np.array([0.4, 0.6]), layer=1)
     assert list(fig.data[1].x) == [3, 10, 40] and fig.data[1].marker.color == F.common.RED
-    assert "3 of 64 neurons dead" in fig.layout.title.text
+    assert "3 of 64 dead" in fig.layout.title.text
     rows = F.top_tokens_table(np.array([7, 0]), np.array([2.5, 1.0]), TOKENS)
     assert rows[0] == [1, "7:e", 2.5, "ello␣h[e]ll"] and rows[1][3] == "[h]el"
+
+
+def test_the_ffn_title_counts_what_its_bars_show():
+    """The title said '264 of 512 neurons dead' beside a bar of 97 % 'inactive share': two measures, two words.
+    Its count is now the neurons whose bar is 0 (each marked red), its share the layer's bar beside them, which is
+    the mean of those bars; a neuron active once is not counted dead."""
+    fraction = rng.uniform(0.1, 1, 64)
+    fraction[[3, 10, 40]] = 0
+    fraction[20] = 0.0004  # active at 1 position in 2,500: rare, not dead
+    fig = F.neuron_sparsity_figure(fraction, np.array([0.4, 1 - fraction.mean(), 0.9]), layer=1)
+    neurons, dead, layers = fig.data
+    title = fig.layout.title.text
+    count, total = re.search(r"(\d+) of (\d+) dead", title).groups()
+    assert list(dead.x) == list(np.flatnonzero(np.asarray(neurons.y) == 0)) == [3, 10, 40]
+    assert (int(count), int(total)) == (len(dead.x), len(neurons.y)) and neurons.y[20] > 0
+    shown = layers.y[layers.marker.color.index(F.common.ORANGE)]
+    assert f"mean active share {shown:.0%} (orange bar)" in title and abs(shown - np.mean(neurons.y)) < 1e-3
+    assert [a.text for a in fig.layout.annotations] == ["mean active share per layer"]
 
 
 def test_next_token_figure_greys_cut_tokens_and_zeroes_after():
@@ -259,15 +279,65 @@ def test_a_temperature_keeps_its_colour_whatever_is_drawn_beside_it():
     assert [t.line.color for t in F.temperature_curve_figure(None, [0.5, 1.0, 2.0]).data] == list(first.values())
 
 
+def axis_of(fig, t) -> dict:
+    """The layout of the y axis trace t is drawn on."""
+    return fig.layout[axis_key(t.yaxis or "y")]
+
+
+def px_above_bottom(fig, axis: dict, value: float) -> float:
+    """How many pixels above its panel's bottom edge a value sits on this y axis."""
+    low, high = axis.range
+    bottom, top = axis.domain or [0, 1]
+    plot = fig.layout.height - fig.layout.margin["t"] - fig.layout.margin["b"]
+    return (value - low) / (high - low) * (top - bottom) * plot
+
+
+PROGRESS_CASES = {  # a run of each task as its evaluations report it, and one with only the nats measure
+    "induction": {"induction": [0.02, 0.05, 0.45, 0.6], "k_composition": [0.1, 0.1, 0.3, 0.35],
+                  "icl": [0.0, -0.1, -1.4, -1.6]},
+    "grokking": {"train_acc": [0.1, 0.9, 1.0, 1.0], "val_acc": [0.0, 0.0, 0.0, 0.2],
+                 "restricted_loss": [4.0, 3.0, 1.0, 0.0], "excluded_loss": [4.0, 4.5, 5.0, 6.0]},
+    "icl only": {"icl": [0.0, -0.3, -1.2, -1.4]},
+}
+
+
+@pytest.mark.parametrize("case", sorted(PROGRESS_CASES))
+def test_the_progress_chart_puts_each_unit_in_its_own_panel_with_0_in_view(case):
+    """Nats on a second y axis over the scores put the right axis's 0 beside the left axis's 1: the in-context-
+    learning score seemed to start at 1. Each unit has its own panel now, every y axis runs upwards through 0."""
+    fig = progress_figure([0, 100, 200, 300], PROGRESS_CASES[case], max_step=300)
+    y_axes = [fig.layout[k] for k in fig.layout if (m := AXIS.match(k)) and m[1] == "y"]
+    for axis in y_axes:
+        low, high = axis.range
+        assert low <= 0 < high and axis.autorange != "reversed" and axis.overlaying is None, axis
+    nats = {t.yaxis for t in fig.data if "nats" in t.name}
+    scores = {t.yaxis for t in fig.data if "nats" not in t.name}
+    assert len(nats) <= 1 and len(scores) <= 1 and not nats & scores and len(y_axes) == len(nats | scores)
+    if nats and scores:  # scores above, nats below, on one step axis
+        assert fig.layout[axis_key(*nats)].domain[1] < fig.layout[axis_key(*scores)].domain[0]
+    assert all(fig.layout[k].range == [0, 300] for k in fig.layout if (m := AXIS.match(k)) and m[1] == "x")
+
+
+def test_a_progress_line_at_0_is_drawn_inside_its_panel():
+    """A test accuracy of 0 lay on the x axis, half cut off by the plot's edge: it seemed not to be there."""
+    fig = progress_figure([0, 100, 200, 300], PROGRESS_CASES["grokking"], max_step=300)
+    for t in fig.data:
+        lowest = float(np.nanmin(t.y))
+        marker_and_line = 6 / 2 + 2 / 2  # Plotly's default marker radius and half its line width, in px
+        assert px_above_bottom(fig, axis_of(fig, t), lowest) > marker_and_line, t.name
+    accuracy = next(t for t in fig.data if t.name.startswith("test accuracy"))
+    assert "markers" in accuracy.mode and axis_of(fig, accuracy).range[0] < 0
+
+
 def test_the_progress_charts_nats_axis_does_not_magnify_noise():
-    """An in-context-learning score that moves by 0.005 nats drew as a signal filling the chart's right axis."""
+    """An in-context-learning score that moves by 0.005 nats drew as a signal filling the chart's nats axis."""
     steps = [0, 100, 200, 300]
     flat = progress_figure(steps, {"induction": [0.1, 0.1, 0.2, 0.2], "icl": [0.001, -0.002, 0.003, -0.001]})
-    low, high = flat.layout.yaxis2.range
+    low, high = axis_of(flat, flat.data[1]).range
     assert high - low >= MIN_NATS_SPAN and low <= -0.002 and high >= 0.003
     learnt = progress_figure(steps, {"icl": [-0.01, -0.3, -1.2, -1.4]})
-    low, high = learnt.layout.yaxis2.range
-    assert low <= -1.4 and 0 <= high < 0.2  # covers the values and 0, without much room to spare
+    low, high = axis_of(learnt, learnt.data[0]).range
+    assert low <= -1.4 and 0 < high < 0.2  # covers the values and 0, without much room to spare
     assert "yaxis2" not in progress_figure(steps, {"induction": [0.1, 0.2, 0.3, 0.4]}).layout
 
 

@@ -27,7 +27,7 @@ from explorer.figures.compare import character_bits_figure, next_token_pair_figu
 from explorer.figures.experiments import loss_change_figure, next_token_change_figure
 from explorer.figures.features import logit_effects_figure
 from explorer.figures.grokking import logit_fourier_figure
-from explorer.figures.plain import AXIS, props
+from explorer.figures.plain import AXIS, axis_key, props
 from explorer.figures.roles import role_map_figure, role_scores_over_steps_figure
 from explorer.teaching import captions
 from explorer.teaching.captions_attribution import attribution_caption
@@ -306,15 +306,18 @@ def test_circuits_of_forty_long_tokens_label_every_token_on_both_axes():
             assert fig.layout[key].tickfont.size >= SMALL_FONT
 
 
-def test_the_role_scores_loss_axis_labels_a_tick_beside_each_score_gridline():
-    """The right axis's ticks were Plotly's own, thinned and between the grid lines: one per score gridline now."""
+def test_the_role_scores_loss_has_a_panel_of_its_own_from_0():
+    """The loss was on a second y axis over the scores, its smallest value level with a score of 0: the loss
+    seemed to fall to nothing. It has its own panel below now, on the same step axis, its axis starting at 0."""
     loss = np.array([4.17, 2.23, 2.0, 1.9, 1.64, np.nan])
     fig = role_scores_over_steps_figure(np.arange(6) * 200, {"self": rng.uniform(0, 1, 6)}, 0, 0, loss)
-    left, right = fig.layout.yaxis, fig.layout.yaxis2
-    assert len(right.tickvals) == len(left.tickvals) == len(right.ticktext)
-    low, top = right.range
-    at = [(v - low) / (top - low) * left.range[1] for v in right.tickvals]  # where each sits on the score axis
-    np.testing.assert_allclose(at, left.tickvals, atol=1e-9)
-    assert right.tickvals[0] == np.nanmin(loss) and abs(right.tickvals[-1] - np.nanmax(loss)) < 1e-9
-    assert right.ticktext[0] == "1.64" and right.ticktext[-1] == "4.17"
-    assert "tickvals" not in role_scores_over_steps_figure([0, 1], {"self": [0.1, 0.2]}, 0, 0).layout.yaxis2
+    scores, val = fig.data
+    upper, lower = fig.layout[axis_key(scores.yaxis)], fig.layout[axis_key(val.yaxis)]
+    assert upper is not lower and lower.domain[1] < upper.domain[0]
+    assert lower.rangemode == "tozero" and upper.range[0] < 0 < upper.range[1] and upper.range[1] > 1
+    assert not any(fig.layout[k].overlaying for k in fig.layout if AXIS.match(k))
+    assert fig.layout[axis_key(scores.xaxis)].matches == val.xaxis  # one step axis: a change lines up
+    alone = role_scores_over_steps_figure([0, 1], {"self": [0.1, 0.2]}, 0, 0)
+    assert len(alone.data) == 1 and "yaxis2" not in alone.layout
+
+

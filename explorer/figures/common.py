@@ -31,6 +31,10 @@ SLANT_PITCH = 1.8  # labels turned 45° need this × their font apart not to tou
 ADVANCED_TRACE = "advanced"  # a trace's meta for a measure Simple view leaves out (tabs/live_plot.py)
 THIN_MARKS = frozenset(",.;:'`\"!|-_")  # a token made only of these is a speck as a label: drawn large, in quotes
 THIN_MARK_STYLE = "<span style='font-size:1.5em'><b>{}</b></span>"
+# An axis of scores or shares (0 to 1), a little wider: a line at 0 or 1 is drawn inside the plot, not half hidden
+# under its edge (a test accuracy of 0 for the first thousand steps was invisible on the x axis).
+UNIT_RANGE = [-0.04, 1.04]
+UNIT_TICKS = [0, 0.2, 0.4, 0.6, 0.8, 1]
 
 
 def index_labels(tokens: list[str]) -> list[str]:
@@ -110,6 +114,14 @@ def style_figure(fig: Figure, title: str, height: int, chart_width: int = CHART_
 def top_legend(**extra) -> dict:
     """Horizontal legend above the plot area, so it never covers data."""
     return dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0, **extra)
+
+
+def step_panels(rows: int) -> Figure:
+    """rows (1 or 2) panels stacked over one training-step axis, the first the taller. A quantity in another unit
+    gets a panel and y axis of its own: a second y axis over the same plot lines up one axis's 0 with the other's
+    1, and a line seems to start where it does not."""
+    return subplots(rows=rows, cols=1, shared_xaxes=True, vertical_spacing=0.1,
+                    row_heights=[0.6, 0.4] if rows == 2 else None)
 
 
 def lines_figure(x, series: list[tuple[str, np.ndarray]], title: str, x_title: str, y_title: str,

@@ -25,26 +25,29 @@ def ffn_histograms_figure(pre_hist, pre_edges, post_hist, post_edges, layer: int
 
 
 def neuron_sparsity_figure(fraction_active, layer_sparsity, layer: int) -> Figure:
-    """fraction_active [M] per neuron and layer_sparsity [L] (share inactive) -> two panels; dead neurons red."""
-    fraction = compact(fraction_active, 3)
+    """fraction_active [M] per neuron and layer_sparsity [L] (share inactive) -> how often each neuron is active,
+    dead ones (never active) marked red, and beside it each layer's mean of those bars (1 - layer_sparsity)."""
+    fraction = np.asarray(fraction_active, dtype=np.float32)  # not rounded: a rare neuron must not read as dead
     dead = np.flatnonzero(fraction == 0)
+    active = 1 - compact(layer_sparsity, 3)
     fig = subplots(rows=1, cols=2, column_widths=[0.78, 0.22], horizontal_spacing=0.08,
-                        subplot_titles=["", "inactive share per layer"])
+                   subplot_titles=["", "mean active share per layer"])
     fig.add_trace(bar(x=np.arange(len(fraction)), y=fraction, name="active neuron", marker_color=BLUE,
-                         marker_line_width=0, hovertemplate="neuron %{x}<br>active at %{y:.0%}<extra></extra>"),
+                      marker_line_width=0, hovertemplate="neuron %{x}<br>active at %{y:.1%}<extra></extra>"),
                   row=1, col=1)
     fig.add_trace(scatter(x=dead, y=np.zeros(len(dead)), mode="markers", name="dead neuron (never active)",
-                             marker=dict(color=RED, symbol="x", size=9), cliponaxis=False,
-                             hovertemplate="neuron %{x}: never active (dead)<extra></extra>"), row=1, col=1)
-    sparsity = compact(layer_sparsity, 3)
-    fig.add_trace(bar(x=[f"L{i}" for i in range(len(sparsity))], y=sparsity, showlegend=False, width=0.7,
-                         marker_color=[ORANGE if i == layer else GREY for i in range(len(sparsity))],
-                         hovertemplate="%{x}: inactive %{y:.0%}<extra></extra>"), row=1, col=2)
+                          marker=dict(color=RED, symbol="x", size=9), cliponaxis=False,
+                          hovertemplate="neuron %{x}: never active (dead)<extra></extra>"), row=1, col=1)
+    fig.add_trace(bar(x=[f"L{i}" for i in range(len(active))], y=active, showlegend=False, width=0.7,
+                      marker_color=[ORANGE if i == layer else GREY for i in range(len(active))],
+                      hovertemplate="%{x}: a neuron is active at %{y:.0%} of positions on average<extra></extra>"),
+                  row=1, col=2)
     fig.update_xaxes(title_text="neuron index", row=1, col=1)
     fig.update_xaxes(title_text="layer", type="category", row=1, col=2)
     fig.update_yaxes(title_text="fraction of positions active", range=[0, 1.02], row=1, col=1)
     fig.update_yaxes(range=[0, 1.02], tickformat=".0%", row=1, col=2)
-    title = f"Layer {layer} · FFN neuron activity ({len(dead)} of {len(fraction)} neurons dead)"
+    title = (f"Layer {layer} · FFN neurons: {len(dead)} of {len(fraction)} dead (red ×); mean active share "
+             f"{active[layer]:.0%} (orange bar)")
     return style_figure(fig, title, height=400, chart_width=WIDE_CHART, bargap=0, legend=top_legend(), margin=dict(t=100))
 
 

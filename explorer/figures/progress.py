@@ -1,37 +1,42 @@
 """Progress measures over training (model_core.analysis.progress), drawn on the loss chart's step axis so a
-phase change lines up with the loss: scores in [0, 1] on the left axis, losses in nats on the right."""
+phase change lines up with the loss: scores in [0, 1] in the upper panel, losses in nats in a panel of their own
+below (never a second y axis over the same plot, whose 0 would sit beside the other axis's 1)."""
 import numpy as np
 
 from explorer.figures.common import (
     ADVANCED_TRACE,
     BLUE,
     GREEN,
+    GREY,
     ORANGE,
     PURPLE,
     RED,
+    UNIT_RANGE,
+    UNIT_TICKS,
     compact,
+    step_panels,
     style_figure,
     top_legend,
     value_range,
 )
 from explorer.figures.plain import Figure, scatter
 
-# measure -> (legend name, colour, right axis?)
+# measure -> (legend name, colour, in nats? (the lower panel; else a score from 0 to 1, the upper one))
 MEASURES = {
     "induction": ("induction score (strongest head)", RED, False),
     "prev_token": ("previous-token score (strongest head)", BLUE, False),
     "k_composition": ("K-composition (strongest pair)", PURPLE, False),
-    "icl": ("in-context learning: late − early loss (nats, right)", GREEN, True),
+    "icl": ("in-context learning: late − early loss (nats)", GREEN, True),
     "train_acc": ("train accuracy", BLUE, False),
     "val_acc": ("test accuracy (pairs never trained on)", ORANGE, False),
-    "restricted_loss": ("restricted loss (key frequencies only, right)", PURPLE, True),
-    "excluded_loss": ("excluded loss (key frequencies removed, right)", RED, True),
+    "restricted_loss": ("restricted loss (key frequencies only, nats)", PURPLE, True),
+    "excluded_loss": ("excluded loss (key frequencies removed, nats)", RED, True),
 }
-# The right axis (nats) spans at least this much, from 0: an in-context-learning score that moves by 0.005 nats
-# is a flat line near 0, not noise stretched over the chart's height (an induction head moves it by ~0.5-1.5).
-# Its ticks are its own round numbers ('auto'; an overlaying axis would put them at the left axis's gridlines).
+# The nats axis spans at least this much, and always 0: an in-context-learning score that moves by 0.005 nats
+# is a flat line near 0, not noise stretched over the panel's height (an induction head moves it by ~0.5-1.5).
 MIN_NATS_SPAN = 0.5
 ADVANCED = {"k_composition"}  # measures for advanced students: marked so that Simple view leaves them out
+SCORE_AXIS = dict(title_text="score / accuracy", range=UNIT_RANGE, tickvals=UNIT_TICKS)
 
 
 def progress_series(evals: list[dict]) -> tuple[list, dict]:
@@ -42,19 +47,25 @@ def progress_series(evals: list[dict]) -> tuple[list, dict]:
     return steps, series
 
 
+def nats_axis(series: dict) -> dict:
+    """The lower panel's y axis: every value in nats and 0 (drawn darker: above it a loss, below it a fall)."""
+    values = [v for k, vs in series.items() if MEASURES[k][2] for v in vs]
+    return dict(title_text="nats", range=value_range(values, MIN_NATS_SPAN), zeroline=True, zerolinecolor=GREY)
+
+
 def progress_figure(steps, series: dict, max_step=None) -> Figure:
-    """Lines of the progress measures over training steps; x from 0 to max_step (the loss chart's range)."""
-    fig = Figure()
+    """Lines of the progress measures over training steps, scores above and nats below (a panel only for a unit
+    present); x from 0 to max_step (the loss chart's range)."""
+    units = [nats for nats in (False, True) if any(MEASURES[k][2] == nats for k in series)] or [False]
+    fig = step_panels(len(units))
     for key, values in series.items():
-        name, colour, right = MEASURES[key]
+        name, colour, nats = MEASURES[key]
         fig.add_trace(scatter(x=list(steps), y=compact(values, 3), mode="lines+markers", name=name,
-                              yaxis="y2" if right else "y", line=dict(color=colour, dash="dot" if right else "solid"),
-                              hovertemplate=f"step %{{x}}<br>{name}: %{{y:.3f}}<extra></extra>",
-                              meta=ADVANCED_TRACE if key in ADVANCED else None))
-    right = [v for k, values in series.items() if MEASURES[k][2] for v in values]
-    fig.update_layout(yaxis=dict(title_text="score / accuracy (0 to 1)", range=[0, 1.02]),
-                      **({"yaxis2": dict(title_text="nats", overlaying="y", side="right", showgrid=False,
-                                         range=value_range(right, MIN_NATS_SPAN), tickmode="auto")} if right else {}))
-    fig.update_xaxes(title_text="training step", **({"range": [0, max_step]} if max_step else {}))
-    return style_figure(fig, "Progress measures (measured at every evaluation)", height=360,
-                        legend=top_legend(), margin=dict(t=110, r=70))
+                              line=dict(color=colour), hovertemplate=f"step %{{x}}<br>{name}: %{{y:.3f}}<extra></extra>",
+                              meta=ADVANCED_TRACE if key in ADVANCED else None), row=units.index(nats) + 1, col=1)
+    for row, nats in enumerate(units, start=1):
+        fig.update_yaxes(row=row, col=1, **(nats_axis(series) if nats else SCORE_AXIS))
+    fig.update_xaxes(**({"range": [0, max_step]} if max_step else {}))
+    fig.update_xaxes(title_text="training step", row=len(units), col=1)
+    return style_figure(fig, "Progress measures (measured at every evaluation)", height=240 + 120 * len(units),
+                        legend=top_legend(), margin=dict(t=110))

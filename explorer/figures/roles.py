@@ -10,9 +10,12 @@ from explorer.figures.common import (
     ORANGE,
     PALETTE,
     SMALL_FONT,
+    UNIT_RANGE,
+    UNIT_TICKS,
     attention_coloraxis,
     compact,
     head_label,
+    step_panels,
     style_figure,
     top_legend,
 )
@@ -112,41 +115,24 @@ def film_strip_figure(patterns, step_labels: list[str], tokens: list[str], layer
                              height=max(260, 230 * rows))
 
 
-SCORE_TOP, SCORE_TICKS = 1.02, (0, 0.2, 0.4, 0.6, 0.8, 1)  # the role scores' axis and its gridlines
-
-
-def loss_ticks(loss) -> dict:
-    """The loss axis's range and one labelled tick beside each of the score axis's gridlines, from the smallest
-    loss (at 0) to the largest (at 1): every label drawn, level with a grid line (Plotly's own thinned them)."""
-    finite = loss[np.isfinite(loss)]
-    low, high = float(finite.min()), float(finite.max())
-    span = high - low if high > low else max(abs(high), 1.0) * 0.1
-    values = [low + span * t for t in SCORE_TICKS]
-    decimals = max(0, 2 - int(np.floor(np.log10(span))))  # about three figures of the span
-    return dict(range=[low, low + span * SCORE_TOP], tickmode="array", tickvals=values,
-                ticktext=[f"{v:.{decimals}f}" for v in values])
-
-
 def role_scores_over_steps_figure(steps, scores: dict, layer: int, head: int, val_loss=None) -> Figure:
-    """scores {name: [S]} of one head over training steps, with the validation loss on a second axis."""
-    fig = Figure()
+    """scores {name: [S]} of one head over training steps; below them, in a panel of its own, the validation loss."""
+    loss = np.asarray([] if val_loss is None else val_loss, dtype=float)
+    rows = 2 if np.isfinite(loss).any() else 1
+    fig = step_panels(rows)
     for i, (name, values) in enumerate(scores.items()):
         fig.add_trace(scatter(x=steps, y=compact(values, 3), mode="lines+markers", name=name,
-                                 line=dict(color=PALETTE[i % len(PALETTE)]),
-                                 hovertemplate=f"{name}<br>step %{{x}}<br>score %{{y:.2f}}<extra></extra>"))
-    loss = np.asarray([] if val_loss is None else val_loss, dtype=float)
-    has_loss = bool(np.isfinite(loss).any())
-    if has_loss:
-        fig.add_trace(scatter(x=steps, y=val_loss, mode="lines", name="validation loss (right axis)", yaxis="y2",
-                                 line=dict(color="black", dash="dot"), connectgaps=True,
-                                 hovertemplate="step %{x}<br>val loss %{y:.2f}<extra></extra>"))
-    fig.update_layout(yaxis=dict(title_text="score (share of attention)", range=[0, SCORE_TOP], tickmode="array",
-                                 tickvals=SCORE_TICKS, ticktext=[f"{v:g}" for v in SCORE_TICKS]),
-                      yaxis2=dict(title_text="loss", overlaying="y", side="right", showgrid=False,
-                                  **(loss_ticks(loss) if has_loss else {})))
-    fig.update_xaxes(title_text="training step")
-    return style_figure(fig, f"Role scores of {head_label(layer, head)} over training", height=400,
-                        legend=top_legend(), margin=dict(t=110, r=60))
+                              line=dict(color=PALETTE[i % len(PALETTE)]),
+                              hovertemplate=f"{name}<br>step %{{x}}<br>score %{{y:.2f}}<extra></extra>"), row=1, col=1)
+    if rows == 2:
+        fig.add_trace(scatter(x=steps, y=val_loss, mode="lines", name="validation loss", connectgaps=True,
+                              line=dict(color="black", dash="dot"),
+                              hovertemplate="step %{x}<br>val loss %{y:.2f}<extra></extra>"), row=2, col=1)
+        fig.update_yaxes(title_text="loss", rangemode="tozero", row=2, col=1)
+    fig.update_yaxes(title_text="score (share of attention)", range=UNIT_RANGE, tickvals=UNIT_TICKS, row=1, col=1)
+    fig.update_xaxes(title_text="training step", row=rows, col=1)
+    return style_figure(fig, f"Role scores of {head_label(layer, head)} over training", height=300 + 100 * rows,
+                        legend=top_legend(), margin=dict(t=110))
 
 
 def aligned_signs(coords: list) -> list:

@@ -33,18 +33,17 @@ def positional_sentence(scores) -> str:
 
 
 def composition_caption(scores, kind: str, links: list, previous: dict, induction: dict, copying) -> str:
-    L = scores.shape[0]
-    if L < 2:
+    """scores [L, H, L, H] of the chart's kind ('q', 'k' or 'v'); links from the K-composition scores, strongest
+    first -> the strongest pair, the induction circuit (where it ranks in a K chart) and the head that copies most."""
+    if scores.shape[0] < 2:
         return "This model has one layer: no head can read what another head wrote, so there is no composition."
-    i = np.unravel_index(int(np.argmax(scores)), scores.shape)
-    name = kind.upper()
-    text = (f"The strongest {name}-composition is L{i[0]}·H{i[1]} → L{i[2]}·H{i[3]} ({float(scores[i]):.2f}; "
-            f"the median pair scores {median_score(scores):.2f}, about what heads that do not compose score).")
+    text = strongest_pair_sentence(scores, kind.upper())
     if links:
         a = links[0]
+        rank = f", {pair_rank(scores, a[4])}" if kind == "k" else ""
         text += (f" The induction circuit: previous-token head L{a[0]}·H{a[1]} → induction head L{a[2]}·H{a[3]} "
-                 f"(K-composition {a[4]:.2f}): the induction head's key reads which token came before, written by "
-                 "the previous-token head.")
+                 f"(K-composition {a[4]:.2f}{rank}): the induction head's key reads which token came before, "
+                 "written by the previous-token head.")
     elif induction:
         text += " Induction heads were found, but no previous-token head in an earlier layer."
     else:
@@ -53,7 +52,32 @@ def composition_caption(scores, kind: str, links: list, previous: dict, inductio
     return text + f" The head that copies most is L{best[0]}·H{best[1]} (copying score {float(copying[best]):+.2f})."
 
 
-def median_score(scores) -> float:
-    """The median of the scores that exist: most head pairs do not compose, so this is their chance level."""
-    values = np.asarray(scores)[np.asarray(scores) > 0]
-    return float(np.median(values)) if values.size else 0.0
+def later_pairs(scores) -> np.ndarray:
+    """[L, H, L, H] -> bool, True for the pairs the chart draws (the second head in a later layer)."""
+    layers = np.arange(scores.shape[0])
+    return (layers[:, None, None, None] < layers[None, None, :, None]) & np.ones(scores.shape, dtype=bool)
+
+
+def later_pair_scores(scores) -> np.ndarray:
+    """[L, H, L, H] -> the scores of the pairs the chart draws, highest first."""
+    return np.sort(np.asarray(scores, dtype=np.float64)[later_pairs(scores)])[::-1]
+
+
+def strongest_pair_sentence(scores, name: str) -> str:
+    """The pair that composes most, and how far above the next pair and the median pair it stands."""
+    i = np.unravel_index(int(np.argmax(np.where(later_pairs(scores), scores, -np.inf))), scores.shape)
+    pair, pairs = f"L{i[0]}·H{i[1]} → L{i[2]}·H{i[3]} at", later_pair_scores(scores)
+    if len(pairs) < 2:
+        return f"The strongest {name}-composition is {pair} {pairs[0]:.2f}, the only pair of heads in different layers."
+    return (f"The strongest {name}-composition of the {len(pairs)} head pairs is {pair} {pairs[0]:.2f} (the next "
+            f"pair scores {pairs[1]:.2f}, the median pair {float(np.median(pairs)):.2f}).")
+
+
+def pair_rank(scores, score: float) -> str:
+    """Where a pair scoring `score` ranks among the chart's pairs: 'the strongest pair' or '3rd of 6 pairs'."""
+    pairs = later_pair_scores(scores)
+    rank = 1 + int(np.sum(pairs > score + 1e-9))
+    if rank == 1:
+        return "the strongest pair"
+    suffix = "th" if 10 <= rank % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(rank % 10, "th")
+    return f"{rank}{suffix} strongest of {len(pairs)} pairs"
