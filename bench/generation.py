@@ -26,7 +26,7 @@ from model_core.model.kv_cache import KVCache
 from model_core.model.sampling import SamplingSettings, compare, generate
 from model_core.training import sampling_workers
 
-APP_PROMPT = "First Citizen:\nBefore we proceed any further, hear me speak."  # explorer.tabs.common.DEFAULT_PROMPT
+APP_PROMPT = "First Citizen:\nBefore we proceed any further, hear me speak."  # explorer.common.controls.DEFAULT_PROMPT
 SHORT_PROMPT = "ROMEO:"
 GENERATE_TARGET, COMPARE_TARGET = 0.1, 0.35  # seconds, for TARGET_TOKENS new tokens
 TARGET_TOKENS = 150

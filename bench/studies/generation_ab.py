@@ -14,7 +14,7 @@ import sys
 import tempfile
 import time
 
-APP_PROMPT = "First Citizen:\nBefore we proceed any further, hear me speak."  # explorer.tabs.common.DEFAULT_PROMPT
+APP_PROMPT = "First Citizen:\nBefore we proceed any further, hear me speak."  # explorer.common.controls.DEFAULT_PROMPT
 TARGETS = {"generate": 0.1, "compare": 0.35, "/compare callback": 0.35}  # seconds for 150 new tokens
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the checkout
 

@@ -6,10 +6,12 @@ import gradio as gr
 from explorer.callbacks.links import apply_link
 from explorer.callbacks.models import opening_note
 from explorer.common import app_state
+from explorer.common.controls import DEFAULT_PROMPT
 from explorer.common.errors import UserError
 from explorer.state.session import Session
 from explorer.teaching import view_params
 from explorer.teaching.glossary import first_uses, terms_in, words_note
+from explorer.teaching.lesson_claims import models_in_effect
 from explorer.teaching.lessons import (
     FILE_KEY,
     NO_LESSON,
@@ -17,6 +19,7 @@ from explorer.teaching.lessons import (
     LessonError,
     lesson_choices,
     lesson_title,
+    page_lesson,
     read_lesson,
     shipped_lessons,
 )
@@ -82,7 +85,7 @@ def _step_model(key: str, index: int):
 def lesson_for_page(session: Session, requested: str) -> dict:
     """Page load: the lesson a `?lesson=slug` link asks for, else the --lesson file, else nothing to change
     (the picker's choices are refreshed either way: a --lesson file is added after the UI is built)."""
-    key = requested if requested in shipped_lessons() else FILE_KEY if app_state.lesson_file else ""
+    key = page_lesson(requested)
     if key:
         return open_lesson(session, key)
     return {"picker": gr.Dropdown(choices=lesson_choices())}
@@ -92,7 +95,9 @@ def _step_view(session: Session, key: str, lesson: Lesson, index: int, opening: 
     """The player on one step, its settings applied as a link's are (a named model first, layer and head fitted to
     it); opening: also the accordion opened, the picker on the lesson and the lesson's simple view."""
     step = lesson.steps[index]
+    before = (model_for_opening(session, lesson.steps, index) + run_going_note(session)) if opening else []
     summary, notes, values = apply_link(session, step.settings)
+    notes = before + notes
     opened = {"box": gr.Accordion(open=True), "picker": gr.Dropdown(choices=lesson_choices(), value=key),
               "simple": lesson.simple} if opening else {}
     intro = f"{lesson.intro}\n\n" if index == 0 and lesson.intro else ""
@@ -104,6 +109,49 @@ def _step_view(session: Session, key: str, lesson: Lesson, index: int, opening: 
             "counter": f"**Step {index + 1} of {len(lesson.steps)}: {step.title}**",
             "text": intro + step.text + (f"\n\n{words}" if words else "") + notes + end,
             **_buttons(index, len(lesson.steps)), **_question_view(session, state, step.question), "controls": values}
+
+
+def model_for_opening(session: Session, steps, index: int) -> list[str]:
+    """A lesson opened at step index (a link, the picker, a teacher's push) on whatever the session holds: the
+    shipped model its steps are written for there (models_in_effect: named by this step or an earlier one, else
+    the app's default; the one its claims are measured on) is opened, unless the step names one itself
+    (apply_link opens it), the session inspects it already, or it inspects a model of the student's own that
+    reads the lesson's prompt there. -> a note when the student's own model was set aside."""
+    wanted = models_in_effect(steps)[index]
+    key = session.inspected.shared_key or ""
+    if "model" in steps[index].settings or key == f"shipped:{wanted}":
+        return []
+    own = not key.startswith("shipped:")
+    if own and reads(session, prompt_in_effect(steps, index)):
+        return []
+    name = session.inspected.name
+    session.inspected.use_shipped(wanted)
+    return [f"This lesson is written for the {wanted} model, and the model you had open ({name}) cannot read "
+            f"its text: the lesson opened {wanted}."] if own else []
+
+
+def prompt_in_effect(steps, index: int) -> str:
+    """The prompt the lesson sets at step index or before it, else the page's default one."""
+    named = [step.settings["prompt"] for step in steps[:index + 1] if "prompt" in step.settings]
+    return view_params.parse_params({"prompt": named[-1]})[0].get("prompt", DEFAULT_PROMPT) if named else DEFAULT_PROMPT
+
+
+def reads(session: Session, prompt: str) -> bool:
+    """Whether the inspected model's tokenizer knows every piece of the prompt."""
+    try:
+        session.inspected.tokenizer.encode(prompt)
+    except Exception:  # noqa: BLE001 - an unknown token, or no model at all: either way it cannot read it
+        return False
+    return True
+
+
+def run_going_note(session: Session) -> list[str]:
+    """When the session's training run is still going as a lesson opens: what to do before the lesson's own."""
+    run = session.workspace.run
+    if run is None or not run.active or run.progress.requested != "running":
+        return []
+    return [f"Your earlier training run is still going (step {run.progress.step:,}). Before a step that says "
+            "**Start**, press **Stop** on the Train tab (or **Pause** to keep it): one run per student at a time."]
 
 
 def new_words(lesson: Lesson) -> list[list[str]]:

@@ -2,6 +2,9 @@
 
 Plain data, importable without torch, so the page is built before the model code loads (explorer.tabs.lazy)."""
 
+# The shared prompt box's text on a fresh page (every analysis tab reads it)
+DEFAULT_PROMPT = "First Citizen:\nBefore we proceed any further, hear me speak."
+
 # The widest range each model slider offers before it is fitted to the inspected model (the API always sees
 # these: it never receives the browser's resizing). Large enough for any model this app builds or loads.
 SLIDER_MAX = {"layer": 63, "hidden": 64, "head": 63, "query": 4095}

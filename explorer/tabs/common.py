@@ -3,11 +3,10 @@ import json
 
 import gradio as gr
 
-from explorer.common.controls import SLIDER_MAX
+from explorer.common.controls import DEFAULT_PROMPT, SLIDER_MAX
 from explorer.common.limits import LIMITS
 from explorer.tabs.raw_inputs import RawSlider
 
-DEFAULT_PROMPT = "First Citizen:\nBefore we proceed any further, hear me speak."
 API = dict(api_visibility="public")
 # Light views (a forward pass and figures, ~0.02-0.1 s) share `analysis`; work that takes seconds (ablation maps,
 # whole-text passes, patching, model B) runs in the heavy slot (explorer.state.heavy_slot: one at a time, in fair

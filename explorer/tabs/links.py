@@ -4,11 +4,13 @@ import json
 
 import gradio as gr
 
+from explorer.common.views import VIEWS
 from explorer.tabs.binding import bind, by_name, outputs_of
 from explorer.tabs.common import ANALYSIS
 from explorer.tabs.lazy import callbacks
 from explorer.tabs.opening_note import hidden_after
 from explorer.teaching import view_params
+from explorer.teaching.lessons import page_lesson
 
 apply_link, opening_for_link, shipped_name = callbacks("links", "apply_link", "opening_for_link", "shipped_name")
 
@@ -84,11 +86,31 @@ def wire_link_on_load(start, model_info, note, lesson: gr.State, views: dict, op
         return by_name({"model_info": summary, **shown, "lesson": values.get("lesson"), "controls": values}, fields)
 
     dispatch, inputs, outputs = selected_view(views)
+
+    def draw(request: gr.Request, requested, shown, tab, *values):
+        """The selected tab's view, unless a lesson opens on this page (its player draws the step's view); a view
+        that cannot draw (the prompt in the box is not one the session's model reads) says why under the link
+        row, so the page's later load steps still run."""
+        if page_lesson(requested):
+            return [gr.skip()] * (1 + len(outputs))
+        try:
+            return [gr.skip(), *dispatch(request, tab, *values)]
+        except gr.Error as err:
+            said = f"{shown}\n" if shown else ""
+            return [gr.update(value=f"{said}- **The {tab_label(tab)} tab could not draw:** {err.message}",
+                              visible=True), *[gr.skip()] * len(outputs)]
+
     tracker = view_params.TAB_TRACKER[0]
     announced = start.then(opening_note, None, opening, api_visibility="private", concurrency_limit=None)
     applied = hidden_after(announced.then(on_load, None, outputs_of(fields), api_visibility="private", **ANALYSIS),
                            opening)
-    return applied.then(dispatch, [tracker, *inputs], outputs, api_visibility="private", **ANALYSIS)
+    return applied.then(draw, [lesson, note, tracker, *inputs], [note, *outputs], api_visibility="private",
+                        **ANALYSIS)
+
+
+def tab_label(tab_id) -> str:
+    """The label of a view's tab ('Attention' for 'attention')."""
+    return next((spec.label for spec in VIEWS if spec.id == tab_id), str(tab_id))
 
 
 def selected_view(views: dict):

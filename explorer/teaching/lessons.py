@@ -307,6 +307,12 @@ FILE_KEY = "file"  # the picker's value for the lesson opened with `python app.p
 NO_LESSON = "Pick a lesson above: each step sets the app up for you and asks you a question."
 
 
+def page_lesson(requested) -> str:
+    """The lesson a page opens as it loads: its ?lesson= slug when that is a shipped lesson, else the --lesson
+    file, else '' (none)."""
+    return requested if requested in shipped_lessons() else FILE_KEY if app_state.lesson_file else ""
+
+
 def lesson_choices() -> list[tuple[str, str]]:
     """(title, key) of every choice in the picker: none, the --lesson file, then the shipped lessons."""
     mine = [(f"{lesson_title(app_state.lesson_file)} (your file)", FILE_KEY)] if app_state.lesson_file else []
