@@ -178,7 +178,7 @@ CASES = {
     "attribution_figure": lambda: (
         CA.attribution_caption("The logit of x", 3.0, 3.0, np.array([[0.5, -2.0], [0.1, 0.2]]),
                                [("embeddings", 0.5), ("layer 0 attention", -1.5), ("layer 0 MLP", 4.0)]),
-        "The head with the largest part, up or down, is 0.1: -2.00, against it (it pushes the answer down); the largest part overall is layer 0 MLP (+4.00)"),
+        "The head with the largest part, up or down, is L0·H1: -2.00, against it (it pushes the answer down); the largest part overall is layer 0 MLP (+4.00)"),
     "head_source_figure": lambda: (CA.source_caption("1.0", np.array([0.1, 0.9, 0.0]), TOKENS[:3]),
                                    "gets 90% of its part from reading b (+0.90)"),
     "class_loss_figure": lambda: (CC.class_caption(

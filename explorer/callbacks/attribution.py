@@ -6,7 +6,7 @@ from explorer.callbacks.work_budget import fits, largest_fitting, refuse_unless_
 from explorer.common.controls import PATCH_CHOICES
 from explorer.common.errors import UserError
 from explorer.figures.attribution import attribution_figure, head_source_figure, patching_figure
-from explorer.figures.common import index_labels
+from explorer.figures.common import head_label, index_labels
 from explorer.state.session import Session, require_model
 from explorer.teaching.captions_attribution import attribution_caption, patching_caption, source_caption
 from explorer.teaching.prompt_pairs import prompt_pair
@@ -70,10 +70,10 @@ def logit_attribution_view(session: Session, prompt: str, position=-1, target: s
                f"| sum of the parts | {attribution.total:.4f} |\n| difference | "
                f"{attribution.total - attribution.logit:+.1e} |")
     return (attribution_figure(attribution.heads, parts, what),
-            head_source_figure(sources, labels[:position + 1], f"{layer}.{head}", what),
+            head_source_figure(sources, labels[:position + 1], head_label(layer, head), what),
             numbers,
             attribution_caption(f"{what[0].upper()}{what[1:]} {where}", attribution.logit, attribution.total,
-                                attribution.heads, parts) + " " + source_caption(f"{layer}.{head}", sources,
+                                attribution.heads, parts) + " " + source_caption(head_label(layer, head), sources,
                                                                                  labels[:position + 1]))
 
 

@@ -1,18 +1,20 @@
 """Captions for direct logit attribution and activation patching, computed from the numbers."""
 import numpy as np
 
+from explorer.figures.common import head_label
+
 
 def attribution_caption(what: str, logit: float, total: float, heads, layer_parts: list[tuple[str, float]]) -> str:
-    """'The logit of ␣Paris is 13.69; the parts sum to 13.69 ... The head with the largest part, up or down, is 29.0: +4.10, for it; ...'"""
+    """'The logit of ␣Paris is 13.69; the parts sum to 13.69 ... The head with the largest part, up or down, is L29·H0: +4.10, for it; ...'"""
     heads = np.asarray(heads, dtype=np.float64)
     layer, head = np.unravel_index(int(np.abs(heads).argmax()), heads.shape)
     names, values = zip(*layer_parts)
     top = int(np.argmax(np.abs(values)))
     role = "for it" if heads[layer, head] > 0 else "against it (it pushes the answer down)"
     return (f"{what} is {logit:.2f}; the parts sum to {total:.2f} (the final norm's scale is frozen at this run's "
-            f"value, which makes the split exact). The head with the largest part, up or down, is {layer}.{head}: "
-            f"{heads[layer, head]:+.2f}, {role}; the largest part overall is {names[top]} ({values[top]:+.2f}). "
-            f"Below: that head's part split by the position it read from.")
+            f"value, which makes the split exact). The head with the largest part, up or down, is "
+            f"{head_label(layer, head)}: {heads[layer, head]:+.2f}, {role}; the largest part overall is {names[top]} "
+            f"({values[top]:+.2f}). Below: that head's part split by the position it read from.")
 
 
 def source_caption(head: str, values, sources: list[str]) -> str:

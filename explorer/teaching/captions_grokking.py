@@ -33,7 +33,7 @@ def lab_caption(lab, neuron: Optional[int], phase_list: list, p: int, labels: Op
              f"{share:.0%} of the number embedding's squared Fourier norm (of {p // 2} frequencies): the model "
              f"writes each number as cosines and sines of these. Test accuracy on the pairs it never saw: "
              f"**{lab.test_accuracy:.1%}**."]
-    parts.append(f"With only those frequencies' cos/sin(w(a + b)) parts of the logits the loss is "
+    parts.append(f"With only those frequencies' cos/sin(2πk(a + b)/p) parts of the logits the loss is "
                  f"{lab.final.restricted:.3g} (restricted); with them removed, on the training pairs, "
                  f"{lab.final.excluded:.3g} (excluded): " + (
                      "the answer is carried by these frequencies." if lab.final.restricted < lab.final.excluded / 2

@@ -10,8 +10,9 @@ TERMS = {
                               "probabilities; a higher logit means a more likely token"),
     "softmax": (r"\bsoftmax\b", "turns a row of scores into shares that are all positive and add up to 100%; the "
                                 "highest score gets the largest share"),
-    "nats": (r"\bnats\b", "the unit of the loss, how surprised the model is by the real next token; 0 is no "
-                          "surprise, and ln 2 ≈ 0.69 nats is as unsure as a coin toss"),
+    "nats": (r"\bnats\b", "the unit of the loss when it is measured with the natural logarithm (ln): how surprised "
+                          "the model is by the real next token. 0 nats is no surprise, and a uniform guess over 64 "
+                          "tokens costs ln 64 ≈ 4.16 nats"),
     "bits": (r"\bbits\b", "a count of yes-or-no questions: 1 bit is a choice between two equally likely options, "
                           "and each extra bit doubles the number of options (0 bits: no doubt at all)"),
     "mean log-prob": (r"\bmean log-prob(ability)?\b", "the average logarithm of the probability the model gave each "
@@ -23,6 +24,58 @@ TERMS = {
                                         "never at later ones"),
     "value vectors": (r"\bvalue vectors?\b", "what each token offers to pass on; a head adds up the value vectors "
                                              "of the tokens it looks at, weighted by its attention"),
+    # the model's sizes, as the Train tab's size line and the FFN tab write them
+    "d_model": (r"\bd_model\b", "the length of the vector the model keeps for every token: the width of the residual "
+                                 "stream that every layer reads and writes"),
+    "d_head": (r"\bd_head\b", "the length of one head's query, key and value vectors: d_model divided by the number "
+                               "of heads"),
+    "d_mlp": (r"\bd_mlp\b", "the number of neurons in each FFN: it widens every token's vector from d_model to d_mlp "
+                             "numbers and narrows it back (GPT-2 uses 4 × d_model)"),
+    "GELU": (r"\bGELU\b", "the smooth activation function of GPT-2's FFN: large positive inputs pass almost "
+                           "unchanged, large negative ones become almost 0, and it bends smoothly in between (dipping "
+                           "a little below 0)"),
+    "ReLU": (r"\bReLU\b", "the activation function max(0, x): negative inputs become 0 and positive ones pass "
+                           "unchanged, with a sharp corner at 0"),
+    "rotary positions": (r"\brotary\b|\bRoPE\b", "a way to tell attention where the tokens are without adding "
+                                                  "position vectors: each query and key is turned by an angle that "
+                                                  "grows with its position, so a query·key score depends on how far "
+                                                  "apart the two tokens are"),
+    # a head's circuits, read off its weights (Heads tab)
+    "W_E W_V W_O W_U": (r"W_E\s*W_V\s*W_O\s*W_U", "a head's OV circuit as the product of the matrices a token "
+                                                  "passes through: the token embedding (W_E), the head's value (W_V) "
+                                                  "and output (W_O) matrices, and the unembedding (W_U) that turns a "
+                                                  "vector into logits. Its row for a token says how attending to that "
+                                                  "token changes the logit of every next token"),
+    "eigenvalues": (r"\beigenvalues?\b", "the numbers λ for which a square matrix sends some vector v to λ·v, "
+                                          "stretching it without turning it. A positive λ keeps v's direction, a "
+                                          "negative one flips it"),
+    "Σλ / Σ|λ|": (r"Σλ\s*/\s*Σ\|λ\|", "the copying score: the sum of the OV circuit's eigenvalues λ divided by the "
+                                     "sum of their sizes. +1 when all are positive (attending to a token raises that "
+                                     "token's logit), −1 when all are negative (it lowers it)"),
+    # the grokking lab's losses (Nanda et al., 2023)
+    "restricted loss": (r"\brestricted loss(es)?\b", "the loss when the logits keep only their key-frequency parts "
+                                                      "(the cos and sin of 2πk(a + b)/p for the key frequencies k, "
+                                                      "and a constant): low once those few waves alone give the "
+                                                      "answer"),
+    "excluded loss": (r"\bexcluded loss(es)?\b", "the loss on the training pairs with those key-frequency parts "
+                                                  "removed from the logits: it rises as the model stops answering "
+                                                  "from memory and relies on the waves"),
+    # a sparse autoencoder (SAE), as the Features tab's SAE line and steering caption describe it
+    "explained variance": (r"\bexplained variance\b", "how much of the spread of the model's vectors (around their "
+                                                      "average) the SAE's rebuilt vectors reproduce: 1 is a perfect "
+                                                      "copy, 0 no better than always giving the average vector"),
+    "CE loss recovered": (r"\bCE loss recovered\b", "how much of the model's skill survives when the SAE's rebuilt "
+                                                    "vectors replace the real ones (CE: cross-entropy, the loss): 1 "
+                                                    "means the loss does not change, 0 that it is as bad as with "
+                                                    "those vectors set to zero"),
+    "L0": (r"(?<!after )\bL0\b(?!\s*·\s*H)", "how many features are active (not zero) at a token, on average (a "
+                                             "TopK SAE keeps exactly k)"),
+    "decoder direction": (r"\bdecoder directions?\b", "the vector the SAE adds back into the model for each unit of "
+                                                      "a feature's activation: what the feature stands for in the "
+                                                      "model's own space"),
+    "SAELens": (r"\bSAELens\b", "an open-source library for sparse autoencoders. An SAE saved in SAELens's layout "
+                                 "(a folder with cfg.json and sae_weights.safetensors) loads in SAELens, and SAELens's "
+                                 "own SAEs load here"),
 }
 
 
@@ -37,7 +90,8 @@ def definition(term: str) -> str:
 
 
 def terms_in(text: str) -> list[str]:
-    """The glossary terms text uses (case-insensitive), in the glossary's order."""
+    """The glossary terms text uses (case-insensitive, a line break counting as a space), in the glossary's order."""
+    text = " ".join(text.split())
     return [term for term, (pattern, _) in TERMS.items() if re.search(pattern, text, re.IGNORECASE)]
 
 
