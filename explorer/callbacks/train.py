@@ -1,13 +1,17 @@
 """Train tab: build a model from the controls, train it in a child process (explorer.state.training_run), read its
 progress."""
+import functools
+
+import gradio as gr
 import torch
 
 from explorer.callbacks.data import choices_vocab_size, choose_data
 from explorer.callbacks.model_size import check_model_size, count_params, size_text  # noqa: F401  (count_params: used by ui/tests)
 from explorer.callbacks.task_data import task_training
+from explorer.callbacks.train_comparison import kept_run
 from explorer.callbacks.train_fields import checked_field
 from explorer.common.controls import ARCH_FIELDS, DEFAULT_VAL_SPLIT, LIVE_CAPTION, OPTIM_FIELDS, d_mlp_for
-from explorer.common.errors import UserError
+from explorer.common.errors import UserError, apology, user_sentence
 from explorer.common.limits import LIMITS
 from explorer.figures.attention import live_attention_figure
 from explorer.figures.common import figure_to_json
@@ -15,6 +19,7 @@ from explorer.figures.progress import progress_figure, progress_series
 from explorer.figures.training import loss_figure
 from explorer.state.session import Session
 from explorer.state.training_run import TrainingRun, slots_text
+from explorer.state.workspace import PreviousRun, StatusNote, Workspace
 from explorer.teaching import captions, captions_progress
 from explorer.teaching.captions_training import loss_caption
 from model_core import GPT, GPTConfig
@@ -42,6 +47,18 @@ def model_config(session: Session, arch: dict, vocab_size: int | None = None) ->
     if "mlp_ratio" in fields:
         fields["d_mlp"] = d_mlp_for(fields.pop("mlp_ratio"), fields["d_model"])
     return GPTConfig(vocab_size=vocab_size, **fields)
+
+
+def train_config(session: Session, optim: dict) -> TrainConfig:
+    """The run the Train tab's optimiser controls (OPTIM_FIELDS -> values) describe on the prepared data (a task
+    trains on the full batch)."""
+    settings = {k: _number(k, v) for k, v in optim.items()}
+    settings |= task_training(session.workspace.data, settings["batch_size"], eval_iters=10)
+    tc = TrainConfig(**{"eval_iters": 10, **settings},
+                     snapshot_interval=max(25, _number("eval_interval", optim["eval_interval"])), device="cpu")
+    if tc.max_steps > LIMITS.max_steps:
+        raise UserError(f"{tc.max_steps:,} steps is more than this server allows ({LIMITS.max_steps:,}).")
+    return tc
 
 
 DEFAULT_CORPUS = "shakespeare"  # what Start prepares when the Data tab names no corpus
@@ -72,32 +89,59 @@ def prepare_controls_data(session: Session, corpus: str, kind: str, bpe_vocab, v
         choose_data(session, corpus or DEFAULT_CORPUS, None, kind or "char", bpe_vocab, val_split)
 
 
+def noted(action):
+    """A Train-tab action whose refusal or failure is noted for the status line (poll shows it first) until the next
+    action, or, when a run was going, until that run ends; the error still reaches the caller (the page's toast,
+    the API's error)."""
+
+    @functools.wraps(action)
+    def noting(session: Session, *args):
+        ws = session.workspace
+        ws.note = None
+        try:
+            return action(session, *args)
+        except Exception as err:  # noqa: BLE001 - noted, then raised on
+            sentence = user_sentence(err)
+            ws.note = StatusNote(sentence or apology(action.__name__), ws.going_run)
+            if sentence is None:  # logged now, under the reference the note quotes
+                raise gr.Error(ws.note.text, print_exception=False) from None
+            raise
+    return noting
+
+
+def going_refusal(run: TrainingRun) -> str:
+    """Why Start starts nothing while run goes, and what to do."""
+    p = run.progress
+    if p.requested == "stopped":
+        return "The run you stopped is still finishing its last step: press **Start** again in a moment."
+    return (f"A run is already going ({'paused' if p.requested == 'paused' else 'training'} at step {p.step:,} of "
+            f"{p.cfg.max_steps:,}), so Start started nothing. To start a new run, press **Stop**, then **Start** "
+            "again: the stopped run's curves stay on the charts, faded, beside the new run's.")
+
+
+@noted
 def start_training(session: Session, corpus: str, kind: str, bpe_vocab, *values) -> str:
     """Build the model from the controls and start its run. values: the
     ARCH_FIELDS, the OPTIM_FIELDS, then (optionally) the validation split choice."""
-    if session.workspace.run is not None and session.workspace.run.active:
-        raise UserError("A run is already going: pause or stop it before starting a new one.")
+    if session.workspace.going_run is not None:
+        raise UserError(going_refusal(session.workspace.going_run))
     n_fixed = len(ARCH_FIELDS) + len(OPTIM_FIELDS)
     prepare_controls_data(session, corpus, kind, bpe_vocab, (values[n_fixed:] or (DEFAULT_VAL_SPLIT,))[0])
     arch, optim = dict(zip(ARCH_FIELDS, values)), dict(zip(OPTIM_FIELDS, values[len(ARCH_FIELDS):]))
-    cfg = model_config(session, arch)
-    settings = {k: _number(k, v) for k, v in optim.items()}
-    settings |= task_training(session.workspace.data, settings["batch_size"], eval_iters=10)  # a task's: full batch
-    tc = TrainConfig(**{"eval_iters": 10, **settings},
-                     snapshot_interval=max(25, _number("eval_interval", optim["eval_interval"])), device="cpu")
-    if tc.max_steps > LIMITS.max_steps:
-        raise UserError(f"{tc.max_steps:,} steps is more than this server allows ({LIMITS.max_steps:,}).")
+    cfg, tc = model_config(session, arch), train_config(session, optim)
     check_model_size(count_params(cfg), tc.batch_size, cfg.block_size, tc.max_steps)
     torch.manual_seed(tc.seed)
     model = GPT(cfg)
-    d = session.workspace.data
+    ws, d = session.workspace, session.workspace.data
     job = TrainJob(model, d.train, val_or_none(d.val), tc, d.tokenizer)
-    session.workspace.run = TrainingRun(job, d.name, sample_every=max(50, tc.eval_interval),
-                                        adopt=session.inspected.adopt_training_model).start()
+    run = TrainingRun(job, d.name, sample_every=max(50, tc.eval_interval),
+                      adopt=session.inspected.adopt_training_model).start()
+    ws.previous, ws.run = kept_run(ws.run, cfg, tc, d.name), run  # one previous run at most: this one replaces it
     where = "" if len(d.val) else " (no validation split: losses are measured on the training text)"
     return f"Training started: {model.num_params():,} parameters on {d.name}, {tc.max_steps:,} steps{where}."
 
 
+@noted
 def control(session: Session, action: str) -> str:
     run = session.workspace.run
     if run is None or not run.active:
@@ -111,32 +155,64 @@ def poll(session: Session) -> dict:
     """-> {loss, status, live, live_caption, sample, progress, progress_note: what the Train tab shows (figures as
     JSON), running: whether the run goes on (the page polls while it does)}. Reads the run only: the session adopts
     the trained model when the run's child confirms a pause or the end (TrainingRun.adopt)."""
-    run = session.workspace.run
+    ws = session.workspace
+    run = ws.run
     if run is None:
-        return {"loss": "", "status": f"No training run yet: set the controls and press **Start** ({slots_text()}).",
-                "live": "", "live_caption": LIVE_CAPTION, "sample": "", "progress": "", "progress_note": "",
-                "running": False}
+        return {"loss": "", "status": note_text(ws) + "No training run yet: set the controls and press **Start** "
+                f"({slots_text()}).", "live": "", "live_caption": LIVE_CAPTION, "sample": "", "progress": "",
+                "progress_note": "", "running": False}
     run.heartbeat()
     p = run.progress
-    status = status_text(run, p.history[-1] if p.history else {})
-    if p.error:
-        status += f" The other tabs still inspect **{session.inspected.name}**."
-    if run.expired:
-        status += f" The server stopped this run because {run.expired}, to free its slot for others."
     live, live_caption = live_attention(run)
-    progress, progress_note = progress_json(p.evals, p.step)
-    return {"loss": loss_json(p.history, p.evals, p.has_val, p.step), "status": status, "live": live,
-            "live_caption": live_caption, "sample": sample_text(run), "progress": progress,
+    progress, progress_note = progress_json(p.evals, p.step, ws.previous)
+    return {"loss": loss_json(p.history, p.evals, p.has_val, p.step, ws.previous), "status": run_status(session),
+            "live": live, "live_caption": live_caption, "sample": sample_text(run), "progress": progress,
             "progress_note": progress_note, "running": run.active}
 
 
-def progress_json(evals: list[dict], step: int) -> tuple[str, str]:
-    """The progress measures chart as figure JSON (same step axis as the loss chart) and its caption."""
+def run_status(session: Session) -> str:
+    """The status line of the session's run: a refusal noted first, what the faded curves are last."""
+    ws = session.workspace
+    p = ws.run.progress
+    status = note_text(ws) + status_text(ws.run, p.history[-1] if p.history else {})
+    if p.error:
+        status += f" The other tabs still inspect **{session.inspected.name}**."
+    if ws.run.expired:
+        status += f" The server stopped this run because {ws.run.expired}, to free its slot for others."
+    if ws.previous is not None:
+        status += f" Faded on the charts, for comparison: the {ws.previous.label}."
+    return status
+
+
+def note_text(ws: Workspace) -> str:
+    """The last action's refusal as the status line's first paragraph, while it holds ('' when none)."""
+    return f"⚠️ {ws.note.text}\n\n" if ws.note is not None and ws.note.shown else ""
+
+
+def progress_json(evals: list[dict], step: int, previous: PreviousRun = None) -> tuple[str, str]:
+    """The progress measures chart as figure JSON (same step axis as the loss chart, the previous run's measures
+    faded) and its caption."""
     steps, series = progress_series(evals)
-    if not series:
+    earlier = previous_measures(previous)
+    if not series and earlier is None:
         return "", "Progress measures appear here at each evaluation."
-    fig = progress_figure(steps, series, max_step=step).update_layout(uirevision="progress")
-    return figure_to_json(fig), captions_progress.progress_caption(steps, series, step)
+    fig = progress_figure(steps, series, max_step=axis_end(step, previous), previous=earlier)
+    caption = captions_progress.progress_caption(steps, series, step) if series else \
+        "This run's progress measures appear here at each evaluation, beside the previous run's (faded)."
+    return figure_to_json(fig.update_layout(uirevision="progress")), caption
+
+
+def previous_measures(previous: PreviousRun = None) -> tuple | None:
+    """progress_figure's previous: (legend label, steps, series), or None when that run measured nothing."""
+    if previous is None:
+        return None
+    steps, series = progress_series(previous.evals)
+    return (previous.label, steps, series) if series else None
+
+
+def axis_end(step: int, previous: PreviousRun = None) -> int:
+    """Where the charts' shared step axis ends: this run's step, or the previous run's last if that is later."""
+    return max(step, previous.last_step if previous is not None else 0)
 
 
 def sample_text(run: TrainingRun) -> str:
@@ -206,18 +282,26 @@ def loss_sentence(t: RunProgress) -> str:
                         [e["train_loss"] for e in ev] or None, t.model.cfg.vocab_size)
 
 
-def loss_json(history: list[dict], evals: list[dict], has_val: bool = True, step: int = 0) -> str:
-    """The loss chart as figure JSON for the live Plotly.react view; per-step losses thinned to LOSS_POINTS.
-    has_val False: no validation split, so the evaluated curve is the training text's and the title says so."""
-    if not history and not evals:
+def evaluated_losses(evals: list[dict], has_val: bool) -> tuple[list, list | None, list]:
+    """(evaluation steps, validation losses or None without a validation split, train losses)."""
+    ev = [e for e in evals if e.get("val_loss") is not None or not has_val]
+    return [e["step"] for e in ev], [e["val_loss"] for e in ev] if has_val else None, [e["train_loss"] for e in ev]
+
+
+def loss_json(history: list[dict], evals: list[dict], has_val: bool = True, step: int = 0,
+              previous: PreviousRun = None) -> str:
+    """The loss chart as figure JSON for the live Plotly.react view; per-step losses thinned to LOSS_POINTS, the
+    previous run's evaluated losses faded. has_val False: no validation split, so the evaluated curve is the
+    training text's and the title says so."""
+    if not history and not evals and previous is None:
         return ""
     thinned = history[:: max(1, len(history) // LOSS_POINTS)]
-    ev = [e for e in evals if e.get("val_loss") is not None or not has_val]
-    fig = loss_figure([m["step"] for m in thinned], [m["loss"] for m in thinned], [e["step"] for e in ev],
-                      [e["val_loss"] for e in ev] if has_val else None, [e["train_loss"] for e in ev])
+    earlier = (previous.label, *evaluated_losses(previous.evals, previous.has_val)) if previous else None
+    fig = loss_figure([m["step"] for m in thinned], [m["loss"] for m in thinned], *evaluated_losses(evals, has_val),
+                      previous=earlier)
     if not has_val:
         fig.update_layout(title_text="Training loss" + NO_VAL_NOTE)
     fig.update_layout(uirevision="loss", height=340)  # uirevision: zoom survives every redraw
-    if step:  # the progress chart below uses the same step axis
-        fig.update_xaxes(range=[0, step])
+    if axis_end(step, previous):  # the progress chart below uses the same step axis
+        fig.update_xaxes(range=[0, axis_end(step, previous)])
     return figure_to_json(fig)

@@ -32,15 +32,21 @@ def friendly(fn):
         except gr.Error:
             raise
         except Exception as err:  # noqa: BLE001 - the app must keep serving
-            if isinstance(err, (ValueError, KeyError)) and _ours(err):
-                raise gr.Error(_message(err), print_exception=False) from None
-            raise gr.Error(apology(fn.__name__), print_exception=False) from None
+            raise gr.Error(user_sentence(err) or apology(fn.__name__), print_exception=False) from None
         except BaseException as err:  # noqa: BLE001 - a native panic; the signals that end the app are re-raised
             if not is_native_failure(err):
                 raise
             raise gr.Error(native_apology(fn.__name__, err), print_exception=False) from None
 
     return wrapper
+
+
+def user_sentence(err: BaseException) -> str | None:
+    """What friendly() tells the user of err when it is written for them (an error this project raised on purpose,
+    or a gr.Error), else None (friendly then logs it and apologises)."""
+    if isinstance(err, gr.Error):
+        return err.message
+    return _message(err) if isinstance(err, (ValueError, KeyError)) and _ours(err) else None
 
 
 def native_apology(where: str, err: BaseException) -> str:

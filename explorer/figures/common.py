@@ -124,6 +124,21 @@ def step_panels(rows: int) -> Figure:
                     row_heights=[0.6, 0.4] if rows == 2 else None)
 
 
+FADED_OPACITY = 0.35  # an earlier run's curves, drawn under the current run's for comparison
+
+
+def faded(traces: list, label: str) -> list:
+    """An earlier run's traces (changed in place), faded and dotted under the current run's: one legend entry,
+    label, after the current run's, shows or hides them all (the first trace Simple view keeps carries it); hover
+    names the run, then the curve."""
+    entry = next((t for t in traces if t.get("meta") != ADVANCED_TRACE), None)
+    for t in traces:
+        merge(t, dict(name=label, legendgroup="previous", legendrank=2000, showlegend=t is entry,
+                      opacity=FADED_OPACITY, line=dict(dash="dot", width=2),
+                      hovertemplate=f"{label}<br>{t.get('hovertemplate') or ''}"))
+    return traces
+
+
 def lines_figure(x, series: list[tuple[str, np.ndarray]], title: str, x_title: str, y_title: str,
                  height: int = 380, with_means: bool = True, colors: list[str] | None = None,
                  x_axis: dict | None = None) -> Figure:

@@ -14,6 +14,7 @@ from explorer.figures.common import (
     UNIT_RANGE,
     UNIT_TICKS,
     compact,
+    faded,
     step_panels,
     style_figure,
     top_legend,
@@ -47,24 +48,36 @@ def progress_series(evals: list[dict]) -> tuple[list, dict]:
     return steps, series
 
 
-def nats_axis(series: dict) -> dict:
-    """The lower panel's y axis: every value in nats and 0 (drawn darker: above it a loss, below it a fall)."""
-    values = [v for k, vs in series.items() if MEASURES[k][2] for v in vs]
+def nats_axis(*series_sets: dict) -> dict:
+    """The lower panel's y axis: every value in nats (of each run drawn) and 0 (drawn darker: above it a loss,
+    below it a fall)."""
+    values = [v for series in series_sets for k, vs in series.items() if MEASURES[k][2] for v in vs]
     return dict(title_text="nats", range=value_range(values, MIN_NATS_SPAN), zeroline=True, zerolinecolor=GREY)
 
 
-def progress_figure(steps, series: dict, max_step=None) -> Figure:
-    """Lines of the progress measures over training steps, scores above and nats below (a panel only for a unit
-    present); x from 0 to max_step (the loss chart's range)."""
-    units = [nats for nats in (False, True) if any(MEASURES[k][2] == nats for k in series)] or [False]
-    fig = step_panels(len(units))
+def measure_lines(steps, series: dict) -> list:
+    """One line per progress measure, in series' order (an advanced one marked for Simple view to leave out)."""
+    lines = []
     for key, values in series.items():
-        name, colour, nats = MEASURES[key]
-        fig.add_trace(scatter(x=list(steps), y=compact(values, 3), mode="lines+markers", name=name,
-                              line=dict(color=colour), hovertemplate=f"step %{{x}}<br>{name}: %{{y:.3f}}<extra></extra>",
-                              meta=ADVANCED_TRACE if key in ADVANCED else None), row=units.index(nats) + 1, col=1)
+        name, colour, _ = MEASURES[key]
+        lines.append(scatter(x=list(steps), y=compact(values, 3), mode="lines+markers", name=name,
+                             line=dict(color=colour), hovertemplate=f"step %{{x}}<br>{name}: %{{y:.3f}}<extra></extra>",
+                             meta=ADVANCED_TRACE if key in ADVANCED else None))
+    return lines
+
+
+def progress_figure(steps, series: dict, max_step=None, previous=None) -> Figure:
+    """Lines of the progress measures over training steps, scores above and nats below (a panel only for a unit
+    present); x from 0 to max_step (the loss chart's range). previous: (legend label, steps, series) of an earlier
+    run, drawn faded on the same panels for comparison."""
+    earlier = previous[2] if previous else {}
+    units = [nats for nats in (False, True) if any(MEASURES[k][2] == nats for k in (*series, *earlier))] or [False]
+    fig = step_panels(len(units))
+    lines = faded(measure_lines(previous[1], earlier), previous[0]) if previous else []
+    for line, key in zip(lines + measure_lines(steps, series), [*earlier, *series]):
+        fig.add_trace(line, row=units.index(MEASURES[key][2]) + 1, col=1)
     for row, nats in enumerate(units, start=1):
-        fig.update_yaxes(row=row, col=1, **(nats_axis(series) if nats else SCORE_AXIS))
+        fig.update_yaxes(row=row, col=1, **(nats_axis(series, earlier) if nats else SCORE_AXIS))
     fig.update_xaxes(**({"range": [0, max_step]} if max_step else {}))
     fig.update_xaxes(title_text="training step", row=len(units), col=1)
     return style_figure(fig, "Progress measures (measured at every evaluation)", height=240 + 120 * len(units),

@@ -5,8 +5,9 @@ sessions, expires idle training runs and tells evicted users what happened.
 Memory budget per session (docs/classroom.md): the inspected model (at most --max-params x 4 bytes, plus one copy
 while a run is paused) and, for an uploaded one, its tokenizer, history and snapshots (at most
 LIMITS.session_data_mb: LoadLimits.max_record_bytes); its training data as int16/int32 ids with their tokenizer
-(at most LIMITS.session_data_mb), one cached analysis (one prompt of at most block_size tokens), and at most
-LIMITS.snapshots_kept training snapshots."""
+(at most LIMITS.session_data_mb), one cached analysis (one prompt of at most block_size tokens), at most
+LIMITS.snapshots_kept training snapshots, and the previous run's evaluations, drawn faded beside the current run's
+(one previous run, at most explorer.callbacks.train_comparison.EVALS_KEPT rows)."""
 import secrets
 import threading
 import time

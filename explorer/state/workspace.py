@@ -39,9 +39,38 @@ class SecondModel:
 
 
 @dataclass
+class PreviousRun:
+    """What the Train tab's charts keep of the run before the current one, drawn faded beside it for comparison:
+    its evaluations only (thinned to a few hundred rows), never its model, snapshots or per-step losses."""
+
+    label: str  # the legend's name for it, with the settings it differed in: "previous run (weight decay 2.0)"
+    evals: list  # its evaluation rows ({step, train_loss, val_loss, progress measures...})
+    has_val: bool  # evaluated on a validation split (else its train_loss is the training text's)
+
+    @property
+    def last_step(self) -> int:
+        return self.evals[-1]["step"] if self.evals else 0
+
+
+@dataclass
+class StatusNote:
+    """The sentence of a refused or failed Train-tab action, shown in the status line until the next action; one
+    written while a run was going (Start refused) goes when that run ends, since it no longer holds."""
+
+    text: str
+    going: Optional[TrainingRun] = None  # the run that was going when it was written
+
+    @property
+    def shown(self) -> bool:
+        return self.going is None or self.going.active
+
+
+@dataclass
 class Workspace:
     data: Optional[DataChoice] = None
     run: Optional[TrainingRun] = None
+    previous: Optional[PreviousRun] = None  # the run before `run` (one at most: each new run replaces it)
+    note: Optional[StatusNote] = None  # the Train tab's last refusal, until its next action
     sae_run: Optional[TrainingRun] = None  # an SAE training on the Features tab (its own run, in a training slot)
     model_b: Optional[SecondModel] = None  # Experiments tab
 
@@ -49,6 +78,11 @@ class Workspace:
         for run in (self.run, self.sae_run):
             if run is not None and run.active:
                 run.control(Command.STOP)
+
+    @property
+    def going_run(self) -> Optional[TrainingRun]:
+        """The run that is going (training, paused, or finishing after a stop), if any."""
+        return self.run if self.run is not None and self.run.active else None
 
     @property
     def holds_paused_run(self) -> bool:

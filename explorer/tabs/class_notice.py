@@ -140,7 +140,7 @@ def wire_class_notice(demo: gr.Blocks, notice, player: LessonPlayer, model_info,
     events = [go.click(pushed, [push_id, consent], outputs_of(fields), js=PUSH_ID_JS, **quiet),
               replace.click(pushed, [push_id, consent], outputs_of(fields), js=REPLACE_JS, **quiet)]
     for event in events:  # after apply_push's outputs have set the controls: no race with them
-        event.then(bind(start_class_run, names=("starts", "question", *START_NAMES)),
-                   [consent, question, *train_start.inputs], train_start.outputs, js=AFTER_GO_JS,
-                   api_visibility="private", **START_QUEUE)
+        train_start.show_refusal(event.then(bind(start_class_run, names=("starts", "question", *START_NAMES)),
+                                            [consent, question, *train_start.inputs], train_start.outputs,
+                                            js=AFTER_GO_JS, api_visibility="private", **START_QUEUE))
     redraw_after(events, player, views, always=True)

@@ -32,6 +32,7 @@ START_NAMES = (*DATA_FIELDS, *ARCH_FIELDS, *OPTIM_FIELDS, "val_split")  # /train
 # Start, and a class run the teacher pushes (explorer.tabs.class_notice), take turns in one queue: Gradio's default
 # of 2 at a time (launch's default_concurrency_limit), as when a pushed run clicked Start
 START_QUEUE = dict(concurrency_limit=2, concurrency_id="train_start")
+QUIET = dict(api_visibility="private", concurrency_limit=None)  # page-only events that only read the session
 
 
 @dataclass
@@ -40,6 +41,13 @@ class TrainStart:
 
     inputs: list  # the Data tab's choices, the architecture, the optimiser, the validation split (START_NAMES)
     outputs: list  # the status line and the poll timer
+    watched: dict  # {poll's field: component} and "running": the timer; what the page shows of the run
+
+    def show_refusal(self, event) -> None:
+        """When event fails (Start refused: a run is going, bad settings, no slot free), the status line keeps the
+        sentence the action noted (no bare error badge, no toast to catch in time) and the page polls the run
+        that goes on, if one does (after a reload the page knows of none)."""
+        event.failure(bind(_watched, fields=self.watched), None, list(self.watched.values()), **QUIET)
 
 
 def _architecture_controls():
@@ -117,9 +125,8 @@ def build_train_tab(data_inputs, model_info, opening, resumed) -> TrainStart:
     _register(arch, optim)
     # A pick fills the controls; a link or lesson step that names a preset fills them itself (its other
     # settings win), so only the note follows every change of the dropdown.
-    quiet = dict(api_visibility="private", concurrency_limit=None)
-    preset.input(bind(apply_preset), preset, [*arch, *optim, corpus, kind, bpe_vocab, val_split], **quiet)
-    preset.change(bind(preset_note), [preset, corpus, kind, bpe_vocab], note, **quiet)
+    preset.input(bind(apply_preset), preset, [*arch, *optim, corpus, kind, bpe_vocab, val_split], **QUIET)
+    preset.change(bind(preset_note), [preset, corpus, kind, bpe_vocab], note, **QUIET)
     with gr.Row():
         start = gr.Button("Start", variant="primary", elem_id="te-train-start")
         pause, resume, stop = gr.Button("Pause"), gr.Button("Resume"), gr.Button("Stop", variant="stop")
@@ -141,17 +148,21 @@ def build_train_tab(data_inputs, model_info, opening, resumed) -> TrainStart:
     count, counted = bind(param_count_view), [corpus, kind, bpe_vocab, *arch]  # the vocabulary Start would use
     for c in counted:
         c.change(count, counted, params, api_visibility="private", concurrency_limit=None)
-    starts = TrainStart([corpus, kind, bpe_vocab, *arch, *optim, val_split], [status, timer])
-    start.click(bind(start_training, names=START_NAMES), starts.inputs, status, api_name="train_start", **API,
-                **START_QUEUE).success(lambda: gr.Timer(active=True), None, timer, api_visibility="private")
+    progress = {"loss": loss, "status": status, "live": live, "live_caption": live_caption, "sample": sample,
+                "progress": progress_chart, "progress_note": progress_note}
+    watched = {**progress, "running": timer}
+    starts = TrainStart([corpus, kind, bpe_vocab, *arch, *optim, val_split], [status, timer], watched)
+    started = start.click(bind(start_training, names=START_NAMES), starts.inputs, status, api_name="train_start",
+                          **API, **START_QUEUE)
+    started.success(lambda: gr.Timer(active=True), None, timer, api_visibility="private")
+    starts.show_refusal(started)
     untrained.click(bind(use_untrained_model, names=(*DATA_FIELDS, *ARCH_FIELDS, "val_split")),
                     [corpus, kind, bpe_vocab, *arch, val_split], model_info,
                     api_name="init_model", **API)
     for button, action in ((pause, "pause"), (resume, "resume"), (stop, "stop")):
-        button.click(bind(lambda s, a=action: control(s, a)), None, status, api_name=f"train_{action}", **API)
-    progress = {"loss": loss, "status": status, "live": live, "live_caption": live_caption, "sample": sample,
-                "progress": progress_chart, "progress_note": progress_note}
-    polled = {**progress, "running": timer, "model_info": model_info}
+        starts.show_refusal(button.click(bind(lambda s, a=action: control(s, a)), None, status,
+                                         api_name=f"train_{action}", **API))
+    polled = {**watched, "model_info": model_info}
     timer.tick(bind(_poll_for_ui, fields=polled), None, list(polled.values()), api_visibility="private",
                concurrency_limit=None)
     gr.Button("Refresh progress", size="sm").click(bind(_progress, fields=progress), None, list(progress.values()),
@@ -159,6 +170,7 @@ def build_train_tab(data_inputs, model_info, opening, resumed) -> TrainStart:
     data_button("train", [loss, live, progress_chart], [*arch, *optim])
     _model_controls(model_info, opening)
     resumed.then(count, counted, params, api_visibility="private")
+    resumed.then(bind(_watched, fields=watched), None, list(watched.values()), **QUIET)  # a reloaded page's run
     return starts
 
 
@@ -169,10 +181,15 @@ def _progress(session):
     return shown
 
 
-def _poll_for_ui(session):
-    """poll's view, its timer kept ticking while the run goes on, and the inspected model's summary."""
+def _watched(session):
+    """poll's view, its timer kept ticking while the run goes on (a reloaded page finds its run again this way)."""
     shown = poll(session)
-    return {**shown, "running": gr.Timer(active=shown["running"]), "model_info": model_summary(session)}
+    return {**shown, "running": gr.Timer(active=shown["running"])}
+
+
+def _poll_for_ui(session):
+    """_watched, and the inspected model's summary."""
+    return {**_watched(session), "model_info": model_summary(session)}
 
 
 def _model_controls(model_info, opening):
