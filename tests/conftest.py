@@ -126,6 +126,27 @@ def browser():
 @pytest.fixture
 def page(browser, app_url):
     """A fresh browser context (so a fresh server-side session) on the app, after the first analysis drew."""
+    yield from opened_app(browser, app_url)
+
+
+@pytest.fixture(scope="module")
+def module_page(browser, app_url):
+    """One such page for a module's tests that leave it as they found it (each opens its own tab, say): a page
+    load costs seconds of two shared cores."""
+    yield from opened_app(browser, app_url)
+
+
+@pytest.fixture
+def blank_page(browser, app_url):
+    """A fresh browser context's page that has opened nothing yet: for a test that opens its own link."""
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    yield page
+    context.close()
+
+
+def opened_app(browser, app_url):
     context = browser.new_context(viewport={"width": 1400, "height": 900})
     page = context.new_page()
     page.set_default_timeout(TIMEOUT_MS)

@@ -40,7 +40,9 @@ def test_empty_prompt_shows_an_error_toast(page):
 
 
 @pytest.mark.parametrize("tab, name, button, n_plots", TABS, ids=[t[1] for t in TABS])
-def test_tab_runs_without_errors(page, tab, name, button, n_plots):
+def test_tab_runs_without_errors(module_page, tab, name, button, n_plots):
+    """The tabs one after another on one page, as a student clicks through them."""
+    page = module_page
     page.get_by_role("tab", name=tab).click()
     if button:
         press(page, visible(page.get_by_role("button", name=button)))

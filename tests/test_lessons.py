@@ -515,3 +515,19 @@ def test_every_lesson_opens_after_every_other_lessons_last_step(app):
             if drawn is None:  # a tab with a button to press (Data): the student's next tab reads the prompt too
                 drawn = drawn_view(app, "pairs", DEFAULT_VIEW, opened["controls"])
             assert drawn is None or any(v is not None for v in drawn), (first, then)
+
+
+def test_a_lesson_opened_while_a_run_goes_says_to_stop_it_first(app):
+    """Its Start would be refused while the run goes: the lesson box says so before the student gets there."""
+    from types import SimpleNamespace
+
+    from explorer.callbacks.lessons import open_lesson
+    REGISTRY.close("lesson-run")
+    session = REGISTRY.get("lesson-run")
+    assert "still going" not in open_lesson(session, "grokking")["text"]
+    session.workspace.run = SimpleNamespace(active=True, progress=SimpleNamespace(requested="running", step=850))
+    text = open_lesson(session, "grokking")["text"]
+    assert "Your earlier training run is still going (step 850)" in text and "press **Stop**" in text
+    session.workspace.run.progress.requested = "stopped"  # stopping: Start works once it has ended
+    assert "still going" not in open_lesson(session, "grokking")["text"]
+    session.workspace.run = None

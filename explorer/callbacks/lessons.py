@@ -151,7 +151,8 @@ def run_going_note(session: Session) -> list[str]:
     if run is None or not run.active or run.progress.requested != "running":
         return []
     return [f"Your earlier training run is still going (step {run.progress.step:,}). Before a step that says "
-            "**Start**, press **Stop** on the Train tab (or **Pause** to keep it): one run per student at a time."]
+            "**Start**, press **Stop** on the Train tab: one run per student at a time (its curves stay on the "
+            "charts, faded, beside the new run's)."]
 
 
 def new_words(lesson: Lesson) -> list[list[str]]:

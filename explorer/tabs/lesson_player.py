@@ -64,9 +64,9 @@ def build_lesson_player() -> LessonPlayer:
             name = gr.Textbox(label="Your name (your teacher sees it beside your answers)", max_lines=1,
                               max_length=40, scale=2, elem_id="te-student-name")
             simple = gr.Checkbox(False, label="Simple view (hide advanced controls)", scale=1)
-        heading = gr.Markdown()
+        heading = gr.Markdown(elem_id="te-lesson-title")
         counter = gr.Markdown()
-        text = gr.Markdown(NO_LESSON)
+        text = gr.Markdown(NO_LESSON, elem_id="te-lesson-text")
         with gr.Group(elem_id="te-question"):
             question = gr.Markdown(visible=False)
             choice = gr.Radio([], label="Your answer", visible=False, elem_id="te-answer-choice")
