@@ -30,6 +30,9 @@ CSS = """
   font-family: ui-monospace, monospace; font-size: 0.95rem; margin: 0; }
 .te-metrics { margin-top: 6px; font-size: 0.9rem; color: var(--body-text-color-subdued); }
 .te-examples mark { color: #111827; }  /* dark text on the light highlight, in both themes */
+/* a highlighted token as tall as its glyph: a line break's ⏎ comes from a fallback font that reaches below the
+   code font's line, and an inline highlight's box stops at that font's line */
+.te-examples mark, .te-examples b { display: inline-block; line-height: 1.35; }
 /* the header while the model line is being worked out (Gradio's status tracker shown): a request that takes over
    1.5 s says so, since a pretrained model's first open takes ~20 s and the old line looked current meanwhile */
 #te-model-info:has([data-testid="status-tracker"]:not(.hide))::after {

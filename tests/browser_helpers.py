@@ -80,3 +80,53 @@ def still_pages(browser) -> None:
         context.add_init_script(STILL)
         return context
     browser.new_context = new_context
+
+
+# Text cut off by its box: in the visible tab panel and the lesson box, a visible element with text of its own that
+# either hides an overflow it has (overflow hidden/clip or an ellipsis, scrollWidth > clientWidth + 1) or reaches
+# past the box of the nearest ancestor that clips it. What scrolls on purpose (overflow auto/scroll, a textarea or
+# input), a box of no height (hidden on purpose) and chart text (SVG, laid out by Plotly) are not looked at.
+CLIPPED_TEXTS = f"""() => {{
+  const roots = [{VISIBLE_PANEL}, ...['#te-lesson-title', '#te-lesson-text', '#te-question']
+    .map(s => document.querySelector(s))].filter(r => r && r.getClientRects().length);
+  const clips = v => v === 'hidden' || v === 'clip';
+  const scrolls = v => v === 'auto' || v === 'scroll';
+  const ownText = el => [...el.childNodes].filter(n => n.nodeType === 3 && n.textContent.trim());
+  const textBox = nodes => {{ const r = document.createRange(); r.setStartBefore(nodes[0]);
+    r.setEndAfter(nodes[nodes.length - 1]); return r.getBoundingClientRect(); }};
+  const name = el => (el.textContent || '').trim().replace(/\\s+/g, ' ').slice(0, 80);
+  const found = new Set();
+  for (const root of roots) for (const el of root.querySelectorAll('*')) {{
+    if (el.closest('svg, textarea, input, select, .js-plotly-plot') || !el.getClientRects().length) continue;
+    const style = getComputedStyle(el);
+    if (style.visibility === 'hidden' || style.opacity === '0') continue;
+    const text = ownText(el);
+    if (!text.length) continue;
+    const cutsItself = (clips(style.overflowX) || style.textOverflow === 'ellipsis') && !scrolls(style.overflowX);
+    if (cutsItself && el.scrollWidth > el.clientWidth + 1) {{
+      found.add(`"${{name(el)}}" (${{el.tagName.toLowerCase()}}: ${{el.clientWidth}} of ${{el.scrollWidth}} px shown)`);
+      continue;
+    }}
+    let box = el.parentElement;  // the nearest ancestor that clips or scrolls its content
+    while (box && box !== document.body) {{
+      const s = getComputedStyle(box);
+      if (clips(s.overflowX) || clips(s.overflowY) || scrolls(s.overflowX) || scrolls(s.overflowY)) break;
+      box = box.parentElement;
+    }}
+    if (!box || box === document.body) continue;
+    const s = getComputedStyle(box);
+    const t = textBox(text), b = box.getBoundingClientRect();
+    if (b.width < 1 || b.height < 1) continue;  // a box hidden on purpose (a table's row that measures columns)
+    const cutX = clips(s.overflowX) && (t.left < b.left - 1 || t.right > b.right + 1);
+    const cutY = clips(s.overflowY) && (t.top < b.top - 1 || t.bottom > b.bottom + 1);
+    if ((cutX || cutY) && t.width > 0) found.add(`"${{name(el)}}" (${{el.tagName.toLowerCase()}}: outside its box, `
+      + `${{Math.round(t.width)}}×${{Math.round(t.height)}} px text in ${{Math.round(b.width)}}×${{Math.round(b.height)}})`);
+  }}
+  return [...found];
+}}"""
+
+
+def clipped_texts(page) -> list[str]:
+    """The texts of the visible tab panel and the lesson box that their boxes cut off, each with what cuts it
+    (empty when every text shows whole)."""
+    return page.evaluate(CLIPPED_TEXTS)

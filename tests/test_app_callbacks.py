@@ -20,6 +20,7 @@ from explorer.figures.ffn import TOP_TOKENS_HEADERS
 from explorer.figures.plain import Figure
 from explorer.state.inspected import Inspected
 from explorer.state.session import Session
+from explorer.tabs.data import text_controls
 from model_core import GPT, GPTConfig
 from model_core.checkpoints.checkpoint import Checkpoint
 from model_core.data.corpora import CORPORA, load_corpus
@@ -186,6 +187,35 @@ def test_a_tasks_token_chart_shows_its_first_whole_examples(session, task):
     assert n_shown >= 3 and len(bars.x) <= 50 and len(bars.x) == len(bars.customdata)
     read = " ".join(label.split(":", 1)[1] for label in bars.x)  # each example as the model reads it, in order
     assert read == " ".join(line.replace(" → ", " ") for line in examples[:n_shown])
+
+
+@pytest.mark.parametrize("corpus", ["task: modular addition", "task: repeated random tokens", "first-names"])
+def test_the_data_tab_shows_only_what_its_data_reads(session, corpus):
+    """On a task the Data tab showed a tokenizer and a '10 % held out' choice that the task ignores, a chart heading
+    'first 50 tokens' over a title 'first 12 examples', and an empty vocabulary 'count' column."""
+    kind, bpe_vocab, val_split, note, chart = text_controls(corpus, None)
+    task = corpus.startswith("task: ")
+    assert [u["visible"] for u in (kind, bpe_vocab, val_split, note)] == [not task] * 3 + [task]
+    _, vocab, _, fig, _, _ = data.data_view(session, corpus, None, "char", 512)
+    title, heading = fig.layout.title.text, chart["label"]
+    if "examples" in title:  # heading and title name the same unit; the title adds how many
+        assert heading.endswith("the first examples") and re.search(r"the first \d+ examples", title)
+    else:
+        assert heading.endswith(f"the first {len(fig.data[0].x)} tokens")
+    counts = [row[2] for row in vocab]
+    assert all(isinstance(c, int) for c in counts) and sum(counts) > 0 and max(counts) > 0
+
+
+def test_an_upload_shows_the_text_controls_whatever_the_corpus(tmp_path):
+    kind, _, _, note, _ = text_controls("task: sort", str(tmp_path / "mine.txt"))
+    assert kind["visible"] and not note["visible"]
+
+
+def test_a_tasks_vocabulary_counts_every_token_of_its_examples(session):
+    _, vocab, *_ = data.data_view(session, "task: sort", None, "char", 512)
+    d = session.workspace.data
+    n_tokens = (len(d.train) + len(d.val)) * (d.train.shape[-1] + 1)  # an example: its input row and last target
+    assert sum(row[2] for row in vocab) == n_tokens
 
 
 def test_model_summary_and_save_load_roundtrip(session):

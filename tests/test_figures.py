@@ -10,7 +10,15 @@ import pytest
 
 import explorer.figures as F
 from explorer.figures.attention import attention_overview_figure
-from explorer.figures.common import figure_to_json, index_labels
+from explorer.figures.common import (
+    CHAR_WIDTH,
+    CHART_WIDTH,
+    FONT_SIZE,
+    MARGIN,
+    band_label_places,
+    figure_to_json,
+    index_labels,
+)
 from explorer.figures.grokking import frequency_norms_figure, phase_curves_figure
 from explorer.figures.heads import HEAD_TABLE_COLUMNS
 from explorer.figures.plain import AXIS, axis_key
@@ -412,3 +420,46 @@ def test_every_key_frequency_has_its_label(p, keys):
     fig = frequency_norms_figure(np.ones(p // 2 + 1), keys)
     ticks = list(fig.layout.xaxis.tickvals)
     assert set(keys) <= set(ticks) and (len(ticks) == p // 2 or len(ticks) < 20)
+
+
+PLOT_PX = CHART_WIDTH - MARGIN["l"] - MARGIN["r"]
+
+
+def label_extents(fig) -> list[tuple[float, float, float]]:
+    """(left, right, yshift) of each annotation of a chart, in shares of the plot's width (text width estimated)."""
+    return [(a.x, a.x + len(a.text) * FONT_SIZE * CHAR_WIDTH / PLOT_PX, a.yshift or 0) for a in fig.layout.annotations]
+
+
+@pytest.mark.parametrize("phases", [
+    [(0, 50, "memorise"), (50, 700, "build the circuit"), (700, 3000, "clean up")],  # the shipped run
+    [(0, 2900, "memorise"), (2900, 2990, "build the circuit"), (2990, 3000, "clean up")],  # all at the right edge
+])
+def test_the_phase_names_lie_inside_the_plot_and_apart(phases):
+    """Phase names were cut at the chart's right edge or drawn over each other."""
+    fig = phase_curves_figure([0, 1500, 3000], {"train loss": [4.1, 0.03, 3e-7]}, phases)
+    labels = label_extents(fig)
+    assert [a.text for a in fig.layout.annotations] == [name for *_, name in phases]
+    assert all(a.xref == "x domain" and a.yref == "y domain" and a.y == 1 for a in fig.layout.annotations)
+    assert all(0 <= left and right <= 1 for left, right, _ in labels)
+    for i, (left, right, row) in enumerate(labels):
+        assert all(row != other_row or right <= other_left or left >= other_right
+                   for other_left, other_right, other_row in labels[:i])
+
+
+def test_a_band_name_is_placed_a_row_lower_only_when_it_must():
+    places = band_label_places([(0, 10, "a"), (50, 60, "b"), (51, 60, "c")], (0, 100))
+    assert [row for _, row in places] == [0, 0, 1] and places[1][0] == 0.5
+
+
+def test_the_svg_button_sits_beside_the_camera():
+    """The chart toolbar's SVG button fell onto a line of its own, over the chart's title ('suppresses (red)')."""
+    from explorer.tabs.export_button import EXPORT_JS
+    assert "svg.style.display = 'inline-block'" in EXPORT_JS
+
+
+def test_the_report_card_gives_its_explanation_a_wrapping_column():
+    from explorer.common.controls import REPORT_HEADERS
+    from explorer.tabs.heads import REPORT_WIDTHS
+    widths = [float(w.rstrip("%")) for w in REPORT_WIDTHS]
+    assert len(widths) == len(REPORT_HEADERS) and sum(widths) == pytest.approx(100)
+    assert max(widths) == widths[REPORT_HEADERS.index("explanation")]

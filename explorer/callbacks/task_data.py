@@ -3,6 +3,8 @@ copy, reverse, sort. The Data tab lists them after the texts ("task: ..."); exam
 windows, and train on their answers only."""
 import functools
 
+import torch
+
 from explorer.figures.data import token_index_figure
 from explorer.state.session import Session
 from explorer.state.workspace import DataChoice
@@ -69,7 +71,8 @@ def first_examples(train) -> tuple[list[int], list[int]]:
 def task_data_view(d: DataChoice):
     """The Data tab's outputs for a task: summary, vocabulary rows, examples, token-index figure, split, batch."""
     tok, spec = d.tokenizer, d.task
-    vocab_rows = [[i, tok.token_label(i), None] for i in range(tok.vocab_size)]
+    counts = token_counts(d, tok.vocab_size)
+    vocab_rows = [[i, tok.token_label(i), counts[i]] for i in range(tok.vocab_size)]
     if d.train.dim() == 1:
         first, examples = d.train[:TOKENS_SHOWN].tolist(), None
         unit, split = "tokens", (f"Training stream: **{len(d.train):,}** tokens; validation: **{len(d.val):,}** "
@@ -85,6 +88,17 @@ def task_data_view(d: DataChoice):
     labels = [tok.token_label(i) for i in first]
     split += "\n\n**Token indices:** " + captions.token_index_caption(first, labels)
     return summary, vocab_rows, d.sample, token_index_figure(first, labels, examples), split, task_batch_rows(d)
+
+
+def token_counts(d: DataChoice, vocab_size: int) -> list[int]:
+    """How often each token id occurs in the task's data (training and test): in the stream, or in the whole
+    examples (an example is its input row and the last target)."""
+    if d.train.dim() == 1:
+        ids = torch.cat([d.train, d.val]).long()
+    else:
+        rows = torch.cat([d.train, d.val])  # [N, 2, T] (input, target) rows
+        ids = torch.cat([rows[:, 0].reshape(-1), rows[:, 1, -1]])
+    return torch.bincount(ids[ids >= 0], minlength=vocab_size).tolist()
 
 
 def task_batch_rows(d: DataChoice) -> list[list]:

@@ -124,6 +124,23 @@ def step_panels(rows: int) -> Figure:
                     row_heights=[0.6, 0.4] if rows == 2 else None)
 
 
+def band_label_places(bands: list, x_range, plot_px: int = CHART_WIDTH - MARGIN["l"] - MARGIN["r"]) -> list:
+    """bands [(x0, x1, name)] on an x axis spanning x_range -> each name's (left edge as a share of the plot's
+    width, row from the top): at its band's start, moved left as far as it must to end inside the plot, and a row
+    lower when it would overlap a name before it (names' widths estimated from the font)."""
+    low, high = x_range
+    span = max(high - low, 1e-12)
+    ends: list[float] = []  # per row, where its last name ends
+    places = []
+    for x0, _, name in bands:
+        width = len(name) * FONT_SIZE * CHAR_WIDTH / plot_px + 0.01  # a little air between two names
+        left = min(max((x0 - low) / span, 0.0), max(1.0 - width, 0.0))
+        row = next((r for r, end in enumerate(ends) if end <= left), len(ends))
+        ends[row:row + 1] = [left + width]
+        places.append((left, row))
+    return places
+
+
 FADED_OPACITY = 0.35  # an earlier run's curves, drawn under the current run's for comparison
 
 

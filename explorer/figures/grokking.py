@@ -11,6 +11,7 @@ from explorer.figures.common import (
     PURPLE,
     RED,
     WIDE_CHART,
+    band_label_places,
     compact,
     labelled_rows_height,
     style_figure,
@@ -81,10 +82,12 @@ def phase_curves_figure(steps, curves: dict, phases: list) -> Figure:
                               line=dict(color=colours.get(name, GREY), width=2,
                                         dash="dot" if name in ("restricted loss", "excluded loss") else "solid"),
                               hovertemplate=f"step %{{x}}<br>{name} %{{y:.4g}}<extra></extra>"))
-    for i, ((start, end, name), colour) in enumerate(zip(phases, PHASE_COLOURS)):
-        # every second name a line lower: a short phase (memorising takes 50 of 3,000 steps) puts names side by side
-        fig.add_vrect(x0=start, x1=end, annotation_text=name, annotation_yshift=-16 * (i % 2), fillcolor=colour,
-                      line_width=0)
+    # each name inside the plot, a row lower where it would overlap the one before (memorising takes 50 of 3,000)
+    places = band_label_places(phases, (min(steps), max(steps))) if len(steps) else []
+    for (start, end, name), colour, (left, row) in zip(phases, PHASE_COLOURS, places):
+        fig.add_vrect(x0=start, x1=end, fillcolor=colour, line_width=0)
+        fig.add_annotation(text=name, x=left, xref="x domain", xanchor="left", y=1, yref="y domain", yanchor="top",
+                           yshift=-20 * row, showarrow=False)
     fig.update_xaxes(title_text="training step")
     fig.update_yaxes(title_text="loss (log scale)", type="log")
     return style_figure(fig, "Losses over training: memorise, build the circuit, clean up", height=420,

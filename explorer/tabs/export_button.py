@@ -60,6 +60,8 @@ if (!window.teExportInstalled) {
     if (!camera || camera.parentNode.querySelector('.te-svg-btn')) return;
     const svg = document.createElement('a');
     svg.className = 'modebar-btn te-svg-btn';
+    svg.style.display = 'inline-block';  // beside the camera: the page's CSS made it a block on a line of its own,
+    // over the chart's title
     svg.setAttribute('rel', 'tooltip');
     svg.setAttribute('data-title', 'Download plot as SVG');
     svg.innerHTML = SVG_ICON;

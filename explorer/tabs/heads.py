@@ -44,6 +44,12 @@ scores over the steps (the induction score is measured on a random sequence show
 embeddings moving (press play)."""
 
 
+# the explanation a fixed share of the table, so that it wraps inside the page (sized to its text, it ran 1,300 px
+# wide and the table scrolled sideways to read each sentence); each score column as wide as a header word
+# ("induction", "duplicate") at a 1400 px window (at 5.5 % they broke mid-word)
+REPORT_WIDTHS = ["5%", "8%", "5%", "22%"] + ["7.5%"] * (len(REPORT_HEADERS) - 4)
+
+
 def build_heads_tab():
     """-> (report view, inputs, outputs), made when the tab opens, and the named controls (links and lessons
     set the film strip's layer and head)."""
@@ -51,7 +57,8 @@ def build_heads_tab():
     run = gr.Button("Make the report card", variant="primary")
     note = caption()
     role_map = gr.Plot(label="Role map (layer × head)")
-    table = gr.Dataframe(headers=REPORT_HEADERS, label="Report card", interactive=False, wrap=True)
+    table = gr.Dataframe(headers=REPORT_HEADERS, label="Report card", interactive=False, wrap=True,
+                         column_widths=REPORT_WIDTHS)
     gr.Markdown(INDUCTION_INTRO)
     induction_note = caption()
     with gr.Row():

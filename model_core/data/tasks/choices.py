@@ -12,6 +12,8 @@ REPEATS_TASK = {"name": "repeated-tokens", "copies": 3}
 # trained on every training example at each step (Nanda et al.): the batch is the training set, one evaluation
 # pass covers every example (the Train tab and the command line both follow this)
 FULL_BATCH_TASKS = ("modular-addition",)
+# one long token stream cut into windows, as a text is (the other tasks are whole examples, prompt then answer)
+STREAM_TASKS = ("repeated-tokens",)
 # the Data tab's names for the tasks, with their settings (the presets' own)
 CHOICES = {
     "task: modular addition": GROKKING_TASK,
