@@ -28,8 +28,7 @@ _SHARED_APP: dict = {}  # the app_url fixture's process and log, for shared_app_
 def pytest_collection_modifyitems(config, items):
     """Runs before pytest's own -m selection (a conftest's hook is called first), so these marks select. Also
     groups the tests for pytest-xdist's `--dist loadgroup` (`make test`): a module's tests run in one worker, so a
-    module-scoped fixture is built once, except where a module says its tests stand alone (`SPREAD`); see
-    ordered_for_workers for the order."""
+    module-scoped fixture is built once; see ordered_for_workers for the order."""
     for item in items:
         for mark in tier_marks(item):
             item.add_marker(mark)

@@ -24,10 +24,8 @@ def tier_marks(item) -> set[str]:
 # ---------------------------------------------------------------- how `make test` spreads the tests over workers
 
 def worker_group(item) -> str:
-    """The xdist group: the module, or the test itself where the module sets `SPREAD = True` (its tests share no
-    module-scoped fixture and each takes minutes, like the lesson walks)."""
-    module = item.path.name
-    return item.nodeid if getattr(item.module, "SPREAD", False) else module
+    """The xdist group: the module (its module-scoped fixtures are built once, in one worker)."""
+    return item.path.name
 
 
 def expected_cost(item) -> int:
