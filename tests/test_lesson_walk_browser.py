@@ -1,7 +1,7 @@
 """Every shipped lesson walked start to end in headless Chromium, one after another in one browser context, as a
 student goes on: each lesson opened from the end of the one before (its `next:` link, else its own link), so it
 meets what that one left behind; the lesson box must show its title. On each step do what the text says (type what it says to type, press the buttons it names), answer its question in the box,
-then Next. No error toast may appear, every button a step names must be on the step's tab, a question with a
+then Next. No error toast and no text cut off by its box may appear, every button a step names must be on the step's tab, a question with a
 right answer must say "Not quite" to a wrong one and "Right." to it, and the last step must end the lesson.
 
 Screenshots land in tests/screenshots/lessons/<lesson>-<step>.png: the page as the student sees it after the
@@ -17,7 +17,7 @@ import pytest
 from explorer.common.shipped_list import shipped_models
 from explorer.teaching.lesson_claims import models_in_effect
 from explorer.teaching.lessons import read_lesson, shipped_lessons
-from tests.browser_helpers import ERROR_TOAST, SCREENSHOTS, VISIBLE_PANEL, painted, press
+from tests.browser_helpers import ERROR_TOAST, SCREENSHOTS, VISIBLE_PANEL, clipped_texts, painted, press
 
 # SmolLM2's lessons are among them; half an hour is for a loaded machine (about 7 minutes on two idle cores)
 pytestmark = [pytest.mark.browser, pytest.mark.pretrained, pytest.mark.timeout(3600)]
@@ -162,6 +162,8 @@ def walk(page, slug: str) -> None:
         page.screenshot(path=str(FOLDER / f"{slug}-{k}.png"))
         errors = [t.inner_text() for t in page.locator(f"{ERROR_TOAST} [data-testid=toast-text]").all()]
         assert not errors, f"{slug}, step {k} ({step.title}): {errors}"
+        clipped = clipped_texts(page)  # at 1400 px wide: a label cut by its box, on the tab or in the lesson box
+        assert not clipped, f"{slug}, step {k} ({step.title}): text cut off: {clipped}"
         if k < n:
             page.evaluate("() => window.scrollTo(0, 0)")
             press(page, page.get_by_role("button", name="Next →"))
