@@ -531,3 +531,11 @@ def test_a_lesson_opened_while_a_run_goes_says_to_stop_it_first(app):
     session.workspace.run.progress.requested = "stopped"  # stopping: Start works once it has ended
     assert "still going" not in open_lesson(session, "grokking")["text"]
     session.workspace.run = None
+
+
+def test_a_refused_move_stays_in_the_lesson_box(app):
+    """Next with no lesson open (a reload that lost it, say) says why in the lesson box, not in a toast."""
+    player = Player(app)
+    player.state = None
+    out = player.click("Next →")
+    assert any(isinstance(v, str) and v.startswith("**That did not work:** Open a lesson first") for v in out.values())

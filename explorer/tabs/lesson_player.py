@@ -4,10 +4,12 @@
 Built in two parts because a step sets controls of every tab: build_lesson_player() makes the components
 where the player is shown (above the tabs), wire_lesson_player() connects them once every tab has
 registered its controls."""
+import functools
 from dataclasses import dataclass
 
 import gradio as gr
 
+from explorer.common.errors import UserError
 from explorer.tabs.binding import bind, outputs_of
 from explorer.tabs.common import ADVANCED_CLASS, ANALYSIS, HEAVY
 from explorer.tabs.lazy import callbacks
@@ -102,10 +104,10 @@ def wire_lesson_player(player: LessonPlayer, page_load, requested: gr.State, mod
     back, forward = (announced(p.back.click, _opening_back, p.state, opening),
                      announced(p.next.click, _opening_next, p.state, opening))
     linked = announced(page_load.then, opening_for_lesson, requested, opening)  # a ?lesson= link's first step
-    events = [hidden_after(linked.then(bind(lesson_for_page, fields=fields), requested, outputs, **quiet), opening),
-              hidden_after(picked.then(bind(open_lesson, fields=fields), p.picker, outputs, **quiet), opening),
-              hidden_after(back.then(bind(_back, fields=fields), p.state, outputs, **quiet), opening),
-              hidden_after(forward.then(bind(_next, fields=fields), p.state, outputs, **quiet), opening)]
+    moves = ((linked, lesson_for_page, requested), (picked, open_lesson, p.picker), (back, _back, p.state),
+             (forward, _next, p.state))
+    events = [hidden_after(before.then(bind(said_in_the_box(fn), fields=fields), given, outputs, **quiet), opening)
+              for before, fn, given in moves]
     redraw_after(events, p, views)
     return events
 
@@ -145,6 +147,19 @@ def _opening_back(session, state):
 
 def _opening_next(session, state):
     return opening_for_step(session, state, +1)
+
+
+def said_in_the_box(fn):
+    """A move of the player whose refusal (a lesson file with a mistake, a model that cannot open, Next with no
+    lesson open) stays in the lesson box until the next move, instead of a toast gone in seconds."""
+    @functools.wraps(fn)
+    def said(session, *args):
+        try:
+            return fn(session, *args)
+        except UserError as err:
+            return {"text": f"**That did not work:** {err}\n\nPick a lesson above, or press Back or Next to try "
+                            "again."}
+    return said
 
 
 def _back(session, state):
