@@ -1,5 +1,7 @@
 """Lesson files: the parser (line-numbered errors), the shipped lessons, and the player on the built app
 (Next to the end and Back to the start, each step's settings landing on the registered controls)."""
+import copy
+
 import gradio as gr
 import pytest
 
@@ -539,3 +541,21 @@ def test_a_refused_move_stays_in_the_lesson_box(app):
     player.state = None
     out = player.click("Next →")
     assert any(isinstance(v, str) and v.startswith("**That did not work:** Open a lesson first") for v in out.values())
+
+
+def test_a_pushed_step_asks_before_it_sets_aside_a_model_that_cannot_read_the_lesson(app):
+    """The teacher's push of a step that names no model still asks the student first when opening it would set
+    their own model aside (a task model cannot read the lesson's text), as for a step that names one."""
+    from explorer.callbacks.classroom import replacement_question
+    from explorer.classroom.broadcast import Push
+    from explorer.state.shipped import shipped_template
+    from model_core.checkpoints.checkpoint import Checkpoint
+
+    REGISTRY.close("pushed")
+    session = REGISTRY.get("pushed")
+    push = Push(id=1, kind="step", text="step 1", lesson="watch-gpt-learn", step=0)
+    grokking = shipped_template("grokking")
+    session.inspected.use(Checkpoint(copy.deepcopy(grokking.model), grokking.tokenizer), "my grokking run")
+    assert "in place of the model you are inspecting now (my grokking run)" in replacement_question(session, push)
+    session.inspected.use_shipped("grokking")  # a shipped model is kept nowhere but is lost to nobody
+    assert replacement_question(session, push) == ""

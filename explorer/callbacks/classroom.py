@@ -4,7 +4,7 @@ import time
 
 import gradio as gr
 
-from explorer.callbacks.lessons import load_lesson, open_lesson, verdict
+from explorer.callbacks.lessons import load_lesson, open_lesson, opening_model, verdict
 from explorer.callbacks.links import apply_link
 from explorer.callbacks.train import start_training
 from explorer.classroom.answers import Answer, check_answer
@@ -60,18 +60,19 @@ def start_class_run(session: Session, starts: bool, question: str, corpus, kind,
     return start_training(session, corpus, kind, bpe_vocab, *values), gr.Timer(active=True)
 
 
-def pushed_model(push) -> str:
-    """The shipped model a push opens ('' when it keeps the inspected one): a lesson step's or a link's `model`."""
+def pushed_model(session: Session, push) -> str:
+    """The shipped model a push opens ('' when it keeps the inspected one): a lesson step's (lessons.opening_model)
+    or a link's `model`."""
     if push.kind == "step":
         steps = load_lesson(push.lesson).steps
-        return steps[push.step].settings.get("model", "") if 0 <= push.step < len(steps) else ""
+        return opening_model(session, steps, push.step) if 0 <= push.step < len(steps) else ""
     return push.query.get("model", "") if push.kind == "link" else ""
 
 
 def replacement_question(session: Session, push) -> str:
     """What to ask before a push replaces the student's own model with a shipped one; '' when nothing of theirs
     would be lost (they inspect a shipped model, or the push keeps the model)."""
-    wanted = pushed_model(push)
+    wanted = pushed_model(session, push)
     if not wanted or session.inspected.shared_key is not None:  # an unmodified shipped model: nothing to lose
         return ""
     where = "This lesson step" if push.kind == "step" else "This view"

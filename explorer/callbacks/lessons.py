@@ -111,20 +111,28 @@ def _step_view(session: Session, key: str, lesson: Lesson, index: int, opening: 
             **_buttons(index, len(lesson.steps)), **_question_view(session, state, step.question), "controls": values}
 
 
+def opening_model(session: Session, steps, index: int) -> str:
+    """The shipped model opening a lesson at step index opens ('' when the session keeps what it inspects): the one
+    the step names, else the one its steps are written for there (models_in_effect: named by an earlier step, else
+    the app's default; the one its claims are measured on) when the session inspects another shipped model, or a
+    model of the student's own that cannot read the lesson's prompt there (a task model, say)."""
+    named = steps[index].settings.get("model")
+    if named:
+        return named
+    wanted, key = models_in_effect(steps)[index], session.inspected.shared_key or ""
+    if key == f"shipped:{wanted}":
+        return ""
+    return wanted if key.startswith("shipped:") or not reads(session, prompt_in_effect(steps, index)) else ""
+
+
 def model_for_opening(session: Session, steps, index: int) -> list[str]:
     """A lesson opened at step index (a link, the picker, a teacher's push) on whatever the session holds: the
-    shipped model its steps are written for there (models_in_effect: named by this step or an earlier one, else
-    the app's default; the one its claims are measured on) is opened, unless the step names one itself
-    (apply_link opens it), the session inspects it already, or it inspects a model of the student's own that
-    reads the lesson's prompt there. -> a note when the student's own model was set aside."""
-    wanted = models_in_effect(steps)[index]
-    key = session.inspected.shared_key or ""
-    if "model" in steps[index].settings or key == f"shipped:{wanted}":
+    model opening_model names is opened (a model the step names: by apply_link). -> a note when the student's own
+    model was set aside."""
+    wanted = "" if "model" in steps[index].settings else opening_model(session, steps, index)
+    if not wanted:
         return []
-    own = not key.startswith("shipped:")
-    if own and reads(session, prompt_in_effect(steps, index)):
-        return []
-    name = session.inspected.name
+    own, name = not (session.inspected.shared_key or "").startswith("shipped:"), session.inspected.name
     session.inspected.use_shipped(wanted)
     return [f"This lesson is written for the {wanted} model, and the model you had open ({name}) cannot read "
             f"its text: the lesson opened {wanted}."] if own else []
