@@ -32,6 +32,15 @@ def open_app(browser, url, plots: int = 3, width: int = 1400):
     return page
 
 
+@pytest.fixture(scope="module")
+def default_page(browser, app_url):
+    """The app as a fresh page opens it, for the tests that only read it or put back what they change (a page load
+    costs seconds of two shared cores)."""
+    page = open_app(browser, app_url)
+    yield page
+    page.context.close()
+
+
 def test_dark_mode_captions_have_enough_contrast(browser, app_url):
     page = open_app(browser, app_url + "?__theme=dark")
     assert page.evaluate("document.body.classList.contains('dark') || document.documentElement.classList.contains('dark')"
@@ -45,8 +54,8 @@ def test_dark_mode_captions_have_enough_contrast(browser, app_url):
     page.context.close()
 
 
-def test_chart_images_download_as_png_and_svg_with_descriptive_names(browser, app_url):
-    page = open_app(browser, app_url)
+def test_chart_images_download_as_png_and_svg_with_descriptive_names(default_page):
+    page = default_page
     chart = page.locator(".js-plotly-plot").nth(1)  # the selected head (the first is the grid)
     chart.hover()
     svg = chart.locator(".te-svg-btn")
@@ -59,11 +68,10 @@ def test_chart_images_download_as_png_and_svg_with_descriptive_names(browser, ap
         names.append(download.value.suggested_filename)
     pattern = r"attention-[a-z0-9-]+-[A-Za-z0-9_]+-First_Citizen\.{}"
     assert re.fullmatch(pattern.format("png"), names[0]) and re.fullmatch(pattern.format("svg"), names[1]), names
-    page.context.close()
 
 
-def test_tab_key_reaches_the_download_button_past_every_chart(browser, app_url):
-    page = open_app(browser, app_url)
+def test_tab_key_reaches_the_download_button_past_every_chart(default_page):
+    page = default_page
     page.locator("textarea").first.focus()
     seen = []
     for _ in range(80):
@@ -74,7 +82,6 @@ def test_tab_key_reaches_the_download_button_past_every_chart(browser, app_url):
             break
     assert seen[-1].startswith("Download data"), seen
     assert len(set(seen)) > len(seen) // 2  # focus moves on; nothing holds it
-    page.context.close()
 
 
 SELECTED_HEAD_TITLE = """() => { const plots = [...document.querySelectorAll('.js-plotly-plot')].filter(
@@ -97,10 +104,10 @@ def test_arrow_keys_on_a_slider_redraw_its_view(browser, app_url):
     page.context.close()
 
 
-def test_the_header_says_it_is_working_while_a_slow_request_fills_it(browser, app_url):
+def test_the_header_says_it_is_working_while_a_slow_request_fills_it(default_page):
     """The model line's status tracker shows while a request fills it (a pretrained model's first open: ~20 s);
     after 1.5 s the header says what is going on, and the note goes once the tracker hides."""
-    page = open_app(browser, app_url)
+    page = default_page
     note = "() => getComputedStyle(document.querySelector('#te-model-info'), '::after')"
     page.wait_for_function(f"({note})().content === 'none'")  # the page's own loading requests are done
     # the tracker shown as Gradio shows it during a request (Gradio may hide it again meanwhile: show it each poll);
@@ -111,7 +118,6 @@ def test_the_header_says_it_is_working_while_a_slow_request_fills_it(browser, ap
         "'opening a model for the first time can take up to half a minute'); }", polling=200)
     page.evaluate("document.querySelector('#te-model-info [data-testid=status-tracker]').classList.add('hide')")
     page.wait_for_function(f"({note})().content === 'none'")
-    page.context.close()
 
 
 def test_the_data_file_box_shows_only_once_it_holds_a_file(browser, app_url):
