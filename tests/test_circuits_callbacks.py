@@ -1,6 +1,7 @@
 """The Heads tab's circuits section, the grokking lab and the Train tab's progress chart, through their
 callbacks: figures from the data, captions that state the numbers, and a sentence for bad input."""
 import json
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -11,7 +12,9 @@ from explorer.callbacks import grokking as G
 from explorer.callbacks.train import progress_json
 from explorer.common.errors import UserError
 from explorer.state.inspected import Inspected
-from explorer.state.session import Session
+from explorer.state.session import REGISTRY, Session
+from explorer.tabs import grokking as grokking_tab
+from explorer.tabs.binding import SHARED
 from model_core.analysis.circuits import copying_scores
 from model_core.checkpoints.checkpoint import Checkpoint
 from model_core.data.tasks.registry import make_task
@@ -80,6 +83,26 @@ def test_the_grokking_lab_reads_a_modular_addition_model():
     with pytest.raises(UserError, match="Neuron"):
         G.grokking_view(session, 10_000)
 
+
+
+@pytest.mark.slow
+def test_the_shipped_models_lab_is_computed_once_and_each_session_sees_what_its_own_would_draw():
+    grokking_tab.precompute_shipped_lab()  # as the server does once its warm-up is over
+    keys = ["grok-a", "grok-b"]
+    try:
+        hits = SHARED.hits
+        for key in keys:  # the tab's buttons: Open the shipped grokking model, then Show the lab (neuron empty)
+            assert "grokking" in grokking_tab.grokking_model(SimpleNamespace(session_hash=key))
+        first = grokking_tab.grokking(None, SimpleNamespace(session_hash="grok-a"))
+        second = grokking_tab.grokking(None, SimpleNamespace(session_hash="grok-b"))
+        assert SHARED.hits == hits + 2 and second is first  # both reuse the precomputed result
+        own = G.grokking_view(REGISTRY.get("grok-a"), None)
+        for stored, fig in zip(first[:5], own[:5]):  # stored as gr.Plot sends a figure
+            assert stored.type == "plotly" and json.loads(stored.plot) == json.loads(fig.to_json())
+        assert first[5] == own[5]
+    finally:
+        for key in keys:
+            REGISTRY.close(key)
 
 def test_the_grokking_lab_says_what_to_do_with_another_model():
     with pytest.raises(UserError, match="not trained on modular addition"):

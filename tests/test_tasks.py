@@ -15,6 +15,8 @@ from model_core.analysis.fourier import (
     fewest_carrying,
     fourier_basis,
     frequency_norms,
+    frequency_of_rows,
+    neuron_frequencies,
     phase_losses,
     sum_directions,
     sum_frequency_norms,
@@ -28,6 +30,7 @@ from model_core.model.config import GPTConfig
 from model_core.model.gpt import GPT
 from model_core.training.train_config import TrainConfig
 from model_core.training.trainer import Trainer
+from tests.helpers import ROOT
 
 
 def pairs_of(examples: torch.Tensor) -> set:
@@ -170,6 +173,41 @@ def test_restricted_loss_with_every_frequency_is_the_loss_and_excluded_with_none
     assert sorted(found.key_frequencies) == [1, 2] and found.restricted == pytest.approx(full)
     assert found.excluded > full + 1  # without its key frequencies the model knows nothing
 
+
+
+def neuron_frequencies_term_by_term(neurons: np.ndarray) -> np.ndarray:
+    """neuron_frequencies written out: every (row of a, row of b) term added to the larger of its two frequencies."""
+    p, n = neurons.shape[0], neurons.shape[-1]
+    basis, freq = fourier_basis(p)[0], frequency_of_rows(p)
+    t = np.einsum("ia,abn,jb->ijn", basis, neurons - neurons.mean((0, 1)), basis) ** 2
+    energy = np.zeros((p // 2 + 1, n))
+    for i in range(p):
+        for j in range(p):
+            energy[max(freq[i], freq[j])] += t[i, j]
+    return energy[1:].argmax(0) + 1
+
+
+@pytest.mark.parametrize("p", [7, 12])
+def test_each_neurons_frequency_is_the_one_carrying_most_of_its_map(p):
+    x = np.arange(p)
+    waves = np.stack([np.cos(2 * np.pi * k * (x[:, None] + x[None, :]) / p) for k in (1, 2, 3)], -1)  # [p, p, 3]
+    noise = np.random.default_rng(0).normal(size=(p, p, 20))
+    neurons = np.concatenate([3 * waves, noise], -1)
+    found = neuron_frequencies(neurons)
+    assert found[:3].tolist() == [1, 2, 3]
+    np.testing.assert_array_equal(found, neuron_frequencies_term_by_term(neurons))
+    assert neuron_frequencies(np.zeros((p, p, 0))).shape == (0,)
+
+
+
+@pytest.mark.slow
+def test_the_shipped_models_neurons_get_the_frequency_written_out_term_by_term():
+    from model_core.checkpoints.checkpoint import load_checkpoint
+
+    model = load_checkpoint(ROOT / "explorer/assets/models/grokking").model
+    _, cache = all_pair_run(model, 59, ("blocks.0.mlp.hook_post",))
+    neurons = cache["blocks.0.mlp.hook_post"].reshape(59, 59, -1)[:, :, :48].numpy()  # the loop is slow: 48 of them
+    np.testing.assert_array_equal(neuron_frequencies(neurons), neuron_frequencies_term_by_term(neurons))
 
 @pytest.mark.slow
 def test_the_prompt_format_in_a_checkpoint_scores_the_model_on_every_pair(tmp_path):

@@ -86,6 +86,7 @@ def main(argv=None) -> None:
                     show_error=False, footer_links=["api"], app_kwargs=guarded_app_kwargs(), prevent_thread_lock=True)
         print(f"Teacher page: {_teacher_link(args.host, args.port, room.gate.key)}", flush=True)
         warm_up_or_say_why(args.torch_threads, app_state.default_model)  # requests wait for it (app_state)
+        precompute_or_say_why()
         release_memory(demo)
         demo.block_thread()
     # show_error=False: our own messages are gr.Error and always shown; Gradio's internal ones are not
@@ -127,6 +128,18 @@ def warm_up_or_say_why(torch_threads: int, default_model: str) -> None:
         traceback.print_exc()
     finally:
         app_state.warmed_up.set()
+
+
+def precompute_or_say_why() -> None:
+    """Once requests run (through the tab's handlers, which wait for the warm-up): the shipped grokking model's
+    lab, which every session's Show the lab then reuses. A failure is told; the first click computes it then."""
+    try:
+        from explorer.tabs.grokking import precompute_shipped_lab
+
+        precompute_shipped_lab()
+    except Exception:  # noqa: BLE001 - a class is better served slowly than not at all
+        print("Precomputing the grokking lab failed (the first Show the lab computes it):", flush=True)
+        traceback.print_exc()
 
 
 def warm_up(torch_threads: int, default_model: str) -> None:

@@ -173,10 +173,9 @@ def neuron_frequencies(neurons: np.ndarray) -> np.ndarray:
     if n == 0:
         return np.zeros(0, dtype=int)
     basis, _ = fourier_basis(p)
+    # optimize=True contracts one axis at a time (two matrix products); the plain einsum loops over all p⁴·n terms
+    t = np.einsum("ia,abn,jb->ijn", basis, neurons - neurons.mean((0, 1)), basis, optimize=True) ** 2  # [p, p, n]
     freq = frequency_of_rows(p)
-    t = np.einsum("ia,abn,jb->ijn", basis, neurons - neurons.mean((0, 1)), basis) ** 2  # [p, p, n]
-    energy = np.zeros((p // 2 + 1, n))
-    for i in range(p):
-        for j in range(p):
-            energy[max(freq[i], freq[j])] += t[i, j]
+    pair_frequency = np.maximum.outer(freq, freq).reshape(-1)  # [p²] the frequency of the term (row i, row j)
+    energy = np.eye(p // 2 + 1)[pair_frequency].T @ t.reshape(p * p, n)  # [p//2 + 1, n] summed per frequency
     return energy[1:].argmax(0) + 1
