@@ -101,7 +101,8 @@ CLIPPED_TEXTS = f"""() => {{
     const style = getComputedStyle(el);
     if (style.visibility === 'hidden' || style.opacity === '0') continue;
     const text = ownText(el);
-    if (!text.length || el.clientWidth <= 1 || el.clientHeight <= 1) continue;  // a 1 px clip: for screen readers
+    const own = el.getBoundingClientRect();
+    if (!text.length || own.width <= 1 || own.height <= 1) continue;  // a 1 px box: a hint for screen readers
     const cutsItself = (clips(style.overflowX) || style.textOverflow === 'ellipsis') && !scrolls(style.overflowX);
     if (cutsItself && el.scrollWidth > el.clientWidth + 1) {{
       found.add(`"${{name(el)}}" (${{el.tagName.toLowerCase()}}: ${{el.clientWidth}} of ${{el.scrollWidth}} px shown)`);
