@@ -4,7 +4,7 @@
 Built in two parts because a step sets controls of every tab: build_lesson_player() makes the components
 where the player is shown (above the tabs), wire_lesson_player() connects them once every tab has
 registered its controls."""
-import functools
+import inspect
 from dataclasses import dataclass
 
 import gradio as gr
@@ -12,7 +12,7 @@ import gradio as gr
 from explorer.common.errors import UserError
 from explorer.tabs.binding import bind, outputs_of
 from explorer.tabs.common import ADVANCED_CLASS, ANALYSIS, HEAVY
-from explorer.tabs.lazy import callbacks
+from explorer.tabs.lazy import LazyCallback, callbacks
 from explorer.tabs.links import chosen_views, selected_view
 from explorer.tabs.opening_note import announced, hidden_after
 from explorer.teaching import view_params
@@ -152,13 +152,14 @@ def _opening_next(session, state):
 def said_in_the_box(fn):
     """A move of the player whose refusal (a lesson file with a mistake, a model that cannot open, Next with no
     lesson open) stays in the lesson box until the next move, instead of a toast gone in seconds."""
-    @functools.wraps(fn)
     def said(session, *args):
         try:
             return fn(session, *args)
         except UserError as err:
             return {"text": f"**That did not work:** {err}\n\nPick a lesson above, or press Back or Next to try "
                             "again."}
+    said.__name__, said.__doc__ = fn.__name__, fn.__doc__
+    said.__signature__ = fn.signature() if isinstance(fn, LazyCallback) else inspect.signature(fn)
     return said
 
 
