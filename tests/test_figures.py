@@ -337,6 +337,14 @@ def test_a_progress_line_at_0_is_drawn_inside_its_panel():
     assert "markers" in accuracy.mode and axis_of(fig, accuracy).range[0] < 0
 
 
+def test_the_grokking_labs_accuracy_at_0_is_drawn_inside_its_chart():
+    """The lab's accuracy chart had the same fault: its axis began at 0, so a test accuracy of 0 hid on the x axis."""
+    from explorer.figures.grokking import accuracy_figure
+    fig = accuracy_figure([0, 100, 200], [0.1, 1.0, 1.0], [0.0, 0.0, 0.3])
+    test = next(t for t in fig.data if t.name == "test accuracy")
+    assert px_above_bottom(fig, axis_of(fig, test), 0.0) > 2 / 2  # half the line's width clear of the edge
+
+
 def test_the_progress_charts_nats_axis_does_not_magnify_noise():
     """An in-context-learning score that moves by 0.005 nats drew as a signal filling the chart's nats axis."""
     steps = [0, 100, 200, 300]

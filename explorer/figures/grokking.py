@@ -10,6 +10,7 @@ from explorer.figures.common import (
     ORANGE,
     PURPLE,
     RED,
+    UNIT_RANGE,
     WIDE_CHART,
     band_label_places,
     compact,
@@ -100,7 +101,7 @@ def accuracy_figure(steps, train_acc, test_acc) -> Figure:
         fig.add_trace(scatter(x=list(steps), y=compact(values, 4), mode="lines", name=name, line=dict(color=colour),
                               hovertemplate=f"step %{{x}}<br>{name} %{{y:.1%}}<extra></extra>"))
     fig.update_xaxes(title_text="training step")
-    fig.update_yaxes(title_text="accuracy", range=[0, 1.02], tickformat=".0%")
+    fig.update_yaxes(title_text="accuracy", range=UNIT_RANGE, tickformat=".0%")  # a line at 0 stays in view
     return style_figure(fig, "Accuracy on the training pairs and on the pairs never trained on", height=360,
                         legend=top_legend(), margin=dict(t=100))
 

@@ -14,7 +14,7 @@ grokking_view, open_shipped_grokking = callbacks("grokking", "grokking_view", "o
 INTRO = """**Grokking.** A one-layer transformer learns a + b mod p from part of the pairs. It first memorises
 them (train accuracy 100 %, test accuracy low), then, long after, generalises to the pairs it never saw. Nanda et
 al. (2023) found how: it writes each number as waves (cosines and sines of a few *key frequencies*) and reads the
-answer off cos(w(a + b − c)). Train the **grokking** preset on the Train tab (weight decay on: without it the model
+answer off cos(2πk(a + b − c)/p). Train the **grokking** preset on the Train tab (weight decay on: without it the model
 never generalises), or open the shipped one, then press **Show the lab**."""
 OPENING = "Opening the shipped grokking model…"
 # what the lab computes (explorer.callbacks.grokking.lab_of), said while it runs: seconds on a busy machine
