@@ -68,11 +68,10 @@ def test_chart_images_download_as_png_and_svg_with_descriptive_names(default_pag
         names.append(download.value.suggested_filename)
     pattern = r"attention-[a-z0-9-]+-[A-Za-z0-9_]+-First_Citizen\.{}"
     assert re.fullmatch(pattern.format("png"), names[0]) and re.fullmatch(pattern.format("svg"), names[1]), names
-    page.mouse.move(0, 0)  # as it found the page: a hovered chart's toolbar would join the next test's Tab order
 
 
-def test_tab_key_reaches_the_download_button_past_every_chart(default_page):
-    page = default_page
+def test_tab_key_reaches_the_download_button_past_every_chart(browser, app_url):
+    page = open_app(browser, app_url)  # its own: a chart once hovered keeps its toolbar in the Tab order
     page.locator("textarea").first.focus()
     seen = []
     for _ in range(80):
@@ -83,6 +82,7 @@ def test_tab_key_reaches_the_download_button_past_every_chart(default_page):
             break
     assert seen[-1].startswith("Download data"), seen
     assert len(set(seen)) > len(seen) // 2  # focus moves on; nothing holds it
+    page.context.close()
 
 
 SELECTED_HEAD_TITLE = """() => { const plots = [...document.querySelectorAll('.js-plotly-plot')].filter(
