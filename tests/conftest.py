@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from explorer.state.session import Session
-from tests.browser_helpers import ARGS, CHROMIUM, PANEL_STATE, TIMEOUT_MS, still_pages
+from tests.browser_helpers import ARGS, CHROMIUM, PANEL_STATE, TIMEOUT_MS, polling_on_a_clock, still_pages
 from tests.helpers import APP_PIDS, ROOT, free_port, tiny_session, wait_for_app
 from tests.tiers import ordered_for_workers, tier_marks, worker_group
 
@@ -118,8 +118,25 @@ def browser():
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
         still_pages(browser)
+        polling_on_a_clock()
         yield browser
         browser.close()
+
+
+@pytest.fixture(autouse=True)
+def close_the_tests_pages(request):
+    """Every browser context a test opens is closed when the test ends, passed or failed: a page left open keeps
+    polling its app and repainting for the rest of the worker's session, a share of a core each on two cores
+    shared by everything. A module's shared page (module_page) is opened before this runs, and stays."""
+    if "browser" not in request.fixturenames:
+        yield
+        return
+    browser = request.getfixturevalue("browser")
+    before = {id(c._impl_obj) for c in browser.contexts}
+    yield
+    for context in browser.contexts:
+        if id(context._impl_obj) not in before:
+            context.close()
 
 
 @pytest.fixture

@@ -57,8 +57,9 @@ def build_heads_tab():
     run = gr.Button("Make the report card", variant="primary")
     note = caption()
     role_map = gr.Plot(label="Role map (layer × head)")
+    # tall enough for every head of the class's models (16 rows of wrapped explanations) without scrolling in it
     table = gr.Dataframe(headers=REPORT_HEADERS, label="Report card", interactive=False, wrap=True,
-                         column_widths=REPORT_WIDTHS)
+                         column_widths=REPORT_WIDTHS, max_height=1800)
     gr.Markdown(INDUCTION_INTRO)
     induction_note = caption()
     with gr.Row():
