@@ -61,6 +61,24 @@ def test_smollm2_logit_split_labels_every_layers_row(blank_page, app_url):
 CLIPPED = "(e) => e.scrollWidth > e.clientWidth + 1"
 
 
+def pick(page, dropdown, name: str, tries: int = 3) -> None:
+    """Choose name in a Gradio dropdown. Its list may close as the answer to the previous pick re-renders the tab
+    (seen on a loaded machine): then it is opened again."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    for attempt in range(tries):
+        dropdown.locator("input").click()
+        option = page.get_by_role("option", name=name)
+        try:
+            option.wait_for(state="visible", timeout=15_000)
+            option.dispatch_event("mousedown", timeout=5_000)  # Gradio picks on mousedown (a click may land as it
+            break                                              # re-renders)
+        except PlaywrightTimeout:
+            if attempt == tries - 1:
+                raise
+    page.wait_for_function("([box, name]) => box.value === name", arg=[dropdown.locator("input").element_handle(), name])
+
+
 def test_patch_choices_read_in_full_and_the_layer_slider_shows_only_where_it_applies(page):
     """The walk: 'What to patch' cut its choices off, and its layer slider showed for sweeps that ignore it."""
     page.get_by_role("tab", name="Experiments").click()
@@ -75,10 +93,7 @@ def test_patch_choices_read_in_full_and_the_layer_slider_shows_only_where_it_app
     assert not any(o.evaluate(CLIPPED) for o in options.all())
     page.keyboard.press("Escape")
     for name in reversed(names):  # the first (the residual stream) last: the slider hides again
-        kind.locator("input").click()
-        option = page.get_by_role("option", name=name)
-        option.wait_for(state="visible")
-        option.dispatch_event("mousedown")  # Gradio's dropdown picks on mousedown (a click may land as it re-renders)
+        pick(page, kind, name)
         assert not kind.locator("input").evaluate(CLIPPED), name
         expect_visible = name == "each head × position, in one layer"
         slider.wait_for(state="visible" if expect_visible else "hidden")
