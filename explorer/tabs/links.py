@@ -4,7 +4,7 @@ import json
 
 import gradio as gr
 
-from explorer.common.views import VIEWS
+from explorer.common.views import VIEW
 from explorer.tabs.binding import bind, by_name, outputs_of
 from explorer.tabs.common import ANALYSIS
 from explorer.tabs.lazy import callbacks
@@ -97,7 +97,8 @@ def wire_link_on_load(start, model_info, note, lesson: gr.State, views: dict, op
             return [gr.skip(), *dispatch(request, tab, *values)]
         except gr.Error as err:
             said = f"{shown}\n" if shown else ""
-            return [gr.update(value=f"{said}- **The {tab_label(tab)} tab could not draw:** {err.message}",
+            label = VIEW[tab].label if tab in VIEW else tab
+            return [gr.update(value=f"{said}- **The {label} tab could not draw:** {err.message}",
                               visible=True), *[gr.skip()] * len(outputs)]
 
     tracker = view_params.TAB_TRACKER[0]
@@ -106,11 +107,6 @@ def wire_link_on_load(start, model_info, note, lesson: gr.State, views: dict, op
                            opening)
     return applied.then(draw, [lesson, note, tracker, *inputs], [note, *outputs], api_visibility="private",
                         **ANALYSIS)
-
-
-def tab_label(tab_id) -> str:
-    """The label of a view's tab ('Attention' for 'attention')."""
-    return next((spec.label for spec in VIEWS if spec.id == tab_id), str(tab_id))
 
 
 def selected_view(views: dict):
