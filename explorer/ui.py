@@ -13,7 +13,14 @@ from explorer.tabs.class_notice import build_class_notice, wire_class_notice
 from explorer.tabs.common import ANALYSIS, RANGE_CLASS, shared_prompt
 from explorer.tabs.lazy import callbacks
 from explorer.tabs.lesson_player import build_lesson_player, wire_lesson_player
-from explorer.tabs.links import link_row, selected_view, wire_copy_link, wire_link_on_load, wire_model_name
+from explorer.tabs.links import (
+    drawn_once_loaded,
+    link_row,
+    selected_view,
+    wire_copy_link,
+    wire_link_on_load,
+    wire_model_name,
+)
 from explorer.tabs.opening_note import opening_note_box
 from explorer.tabs.slider_keys import wire_slider_keys
 from explorer.teaching.view_params import CONTROLS, TAB_TRACKER, register_control, register_tabs, reset_controls
@@ -73,13 +80,14 @@ def build_app() -> gr.Blocks:
         session_key = gr.BrowserState("", storage_key="transformer-explorer-session")
         resumed = demo.load(resume_session, session_key, session_key, api_visibility="private",
                             concurrency_limit=None)
-        views, train_start = _build_tabs(resumed, model_info, opening, prompt, drop)
+        loaded = gr.State(False)  # the page's load steps have run (tabs.links.drawn_once_loaded)
+        views, train_start = _build_tabs(resumed, model_info, opening, prompt, drop, loaded)
         register_control("prompt", prompt)
         register_control("drop_unknown", drop, advanced=True)
         wire_copy_link(copy, link, wire_model_name(model_info))
-        loaded = wire_link_on_load(resumed, model_info, link_note, lesson, views, opening)
-        wire_lesson_player(player, loaded, lesson, model_info, views, opening)
-        wire_class_notice(demo, notice, player, model_info, loaded, views, train_start)
+        applied = wire_link_on_load(resumed, model_info, link_note, lesson, views, opening, loaded)
+        wire_lesson_player(player, applied, lesson, model_info, views, opening)
+        wire_class_notice(demo, notice, player, model_info, applied, views, train_start)
         dispatch, inputs, outputs = selected_view(views)
         prompt.submit(dispatch, [TAB_TRACKER[0], *inputs], outputs, api_visibility="private", **ANALYSIS)
         _resize_sliders_with_model(demo, model_info)
@@ -88,7 +96,7 @@ def build_app() -> gr.Blocks:
     return demo
 
 
-def _build_tabs(resumed, model_info, opening, prompt, drop):
+def _build_tabs(resumed, model_info, opening, prompt, drop, loaded: gr.State):
     """Every view of explorer.common.views in a tab, its controls registered by name; -> ({tab id: (view, inputs,
     outputs)} of the analysis tabs, each drawn when its tab is selected; what the Train tab's Start reads and writes)."""
     views, named = {}, {}
@@ -100,7 +108,7 @@ def _build_tabs(resumed, model_info, opening, prompt, drop):
                 built = build(**{name: shared[name] for name in inspect.signature(build).parameters})
             if spec.draws:
                 views[spec.id], built = built
-                tab.select(*views[spec.id], api_visibility="private", **ANALYSIS)
+                tab.select(*drawn_once_loaded(views[spec.id], loaded), api_visibility="private", **ANALYSIS)
             if spec.id in GIVES:
                 shared[GIVES[spec.id]], built = built, {}
             for name, component in (built or {}).items():

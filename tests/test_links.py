@@ -10,7 +10,7 @@ from explorer.state.session import new_session
 from explorer.state.shipped import shipped_models
 from explorer.tabs.attention import build_attention_tab
 from explorer.tabs.common import shared_prompt
-from explorer.tabs.links import selected_view
+from explorer.tabs.links import drawn_once_loaded, selected_view
 from explorer.tabs.residual import build_residual_tab
 from explorer.teaching import view_params
 from explorer.ui import build_app
@@ -95,3 +95,18 @@ def test_selected_view_runs_only_the_selected_tab():
     residual = result[n_attention:]
     assert "residual" in str(residual[-1]).lower() and all(r != gr.skip() for r in residual)  # caption, charts
     assert all(r == gr.skip() for r in dispatch(None, "guide", *[c.value for c in inputs]))
+
+
+@pytest.mark.slow
+def test_a_tabs_select_draws_nothing_before_the_page_has_loaded():
+    """Gradio fires the selected tab's select as the page mounts, before the load steps resume the session and
+    apply its link: that select must leave the tab alone, and draw once the load has run."""
+    with gr.Blocks():
+        prompt, drop = shared_prompt()
+        loaded = gr.State(False)
+        select, inputs, outputs = drawn_once_loaded(build_attention_tab(prompt, drop)[0], loaded)
+    assert inputs[0] is loaded
+    values = [c.value for c in inputs[1:]]
+    assert select(None, False, *values) == [gr.skip()] * len(outputs)
+    drawn = select(None, True, *values)
+    assert len(drawn) == len(outputs) and all(r != gr.skip() for r in drawn)

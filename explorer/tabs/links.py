@@ -71,10 +71,25 @@ def _initial(component):
     return value if isinstance(value, (str, int, float, bool, list, type(None))) else None
 
 
-def wire_link_on_load(start, model_info, note, lesson: gr.State, views: dict, opening: gr.Markdown):
+def drawn_once_loaded(view: tuple, loaded: gr.State) -> tuple:
+    """A tab's (view, inputs, outputs) for its select event, doing nothing until the page's load steps have run
+    (loaded: the page's flag, set by wire_link_on_load). Gradio fires the selected tab's select as the page mounts,
+    before its load event: that draw would run on a session not resumed yet, or on the model a ?lesson= link is
+    about to set aside (with the link's prompt not applied), and the load's own draw follows anyway."""
+    fn, inputs, outputs = view
+
+    def select(request: gr.Request, ready, *values):
+        return fn(request, *values) if ready else [gr.skip()] * len(outputs)
+
+    return select, [loaded, *inputs], outputs
+
+
+def wire_link_on_load(start, model_info, note, lesson: gr.State, views: dict, opening: gr.Markdown,
+                      loaded: gr.State):
     """After the page-load event start: apply the link's query (model first; opening: the note shown meanwhile
-    when that is a pretrained model's first open), then draw the selected tab's view with it.
-    views {tab id: (view, inputs, outputs)}. -> the last event (further steps chain on it)."""
+    when that is a pretrained model's first open), then draw the selected tab's view with it, and set the page's
+    loaded flag (see drawn_once_loaded). views {tab id: (view, inputs, outputs)}. -> the last event (further steps
+    chain on it)."""
     fields = {"model_info": model_info, "note": note, "lesson": lesson}
 
     def opening_note(request: gr.Request):
@@ -92,20 +107,20 @@ def wire_link_on_load(start, model_info, note, lesson: gr.State, views: dict, op
         that cannot draw (the prompt in the box is not one the session's model reads) says why under the link
         row, so the page's later load steps still run."""
         if page_lesson(requested):
-            return [gr.skip()] * (1 + len(outputs))
+            return [True, gr.skip(), *[gr.skip()] * len(outputs)]
         try:
-            return [gr.skip(), *dispatch(request, tab, *values)]
+            return [True, gr.skip(), *dispatch(request, tab, *values)]
         except gr.Error as err:
             said = f"{shown}\n" if shown else ""
             label = VIEW[tab].label if tab in VIEW else tab
-            return [gr.update(value=f"{said}- **The {label} tab could not draw:** {err.message}",
-                              visible=True), *[gr.skip()] * len(outputs)]
+            return [True, gr.update(value=f"{said}- **The {label} tab could not draw:** {err.message}",
+                                    visible=True), *[gr.skip()] * len(outputs)]
 
     tracker = view_params.TAB_TRACKER[0]
     announced = start.then(opening_note, None, opening, api_visibility="private", concurrency_limit=None)
     applied = hidden_after(announced.then(on_load, None, outputs_of(fields), api_visibility="private", **ANALYSIS),
                            opening)
-    return applied.then(draw, [lesson, note, tracker, *inputs], [note, *outputs], api_visibility="private",
+    return applied.then(draw, [lesson, note, tracker, *inputs], [loaded, note, *outputs], api_visibility="private",
                         **ANALYSIS)
 
 
