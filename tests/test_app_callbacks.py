@@ -161,7 +161,7 @@ def test_steps_view_running_logprob(session):
     assert [r[0] for r in rows] == list(range(1, 7))
     running = np.cumsum([np.log(r[3]) for r in rows])  # model probabilities -> running log-prob
     np.testing.assert_allclose([r[4] for r in rows], running, atol=0.02)
-    assert text.startswith("<p class='te-caption'>Generated 6 tokens") and text.count("<span") == 6
+    assert text.startswith("<p class='te-caption'>Generated 6 tokens") and text.count("<span title='p=") == 6
 
 
 def test_data_view_outputs(session):

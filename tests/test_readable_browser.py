@@ -165,7 +165,7 @@ def test_a_heads_heatmap_draws_every_key_and_query_label_apart(browser, app_url)
     prompt = "To be, or not to be: tha"  # 24 characters
     page = open_app(browser, app_url + "?tab=attention&prompt=" + urllib.parse.quote(prompt), width=1280)
     tokens = [f"{i}:{c}" for i, c in enumerate(prompt.replace(" ", "␣"))]
-    expected = [f"{t[:-1]}“{t[-1]}”" if t[-1] in ",:" else t for t in tokens]  # thin marks in quotes
+    expected = [f"{t[:-1]}“{t[-1]}”" if t[-1] in ",:␣" else t for t in tokens]  # thin marks, spaces in quotes
     for axis in ("x", "y"):  # (the link's prompt is drawn after the page's first view, of the default prompt)
         page.wait_for_function(f"() => ({DRAWN_TICKS})(['attention pattern$', '{axis}']).length === {len(tokens)}")
         drawn = page.evaluate(f"() => ({DRAWN_TICKS})(['attention pattern$', '{axis}'])")
@@ -182,7 +182,7 @@ def test_the_next_token_chart_labels_all_thirty_bars(browser, app_url):
                            "g.layout.title && /filtering cut 0 of \\d+ tokens \\(top 30 shown\\)/.test(g.layout.title.text))")
     drawn = page.evaluate(f"() => ({DRAWN_TICKS})(['^Next-token probabilities', 'x'])")
     shown = [t["text"] for t in drawn]
-    assert len(shown) == 30 and {"e", "i", "a", "r", "␣"} <= set(shown), shown
+    assert len(shown) == 30 and {"e", "i", "a", "r", "“␣”"} <= set(shown), shown
     assert_every_label_drawn_apart(drawn, shown, "x")
     page.context.close()
 

@@ -16,6 +16,7 @@ from explorer.figures.common import (
     TICK_PITCH,
     TITLE_BAND,
     TOOLBAR_PX,
+    WHITESPACE_MARKS,
     WIDE_CHART,
     axis_categories,
     axis_length,
@@ -30,7 +31,8 @@ from explorer.figures.grokking import logit_fourier_figure
 from explorer.figures.plain import AXIS, axis_key, props
 from explorer.figures.roles import role_map_figure, role_scores_over_steps_figure
 from explorer.teaching import captions
-from explorer.teaching.captions_attribution import attribution_caption
+from explorer.teaching.captions_attribution import attribution_caption, source_caption
+from model_core.data.tokenization import visible
 from tests.helpers import assert_plotly_would_send_the_same
 
 rng = np.random.default_rng(7)
@@ -160,7 +162,7 @@ def test_thirty_next_characters_are_all_labelled_and_a_comma_reads():
     assert list(axis.tickvals) == chars and axis.tickfont.size >= SMALL_FONT
     text = dict(zip(axis.tickvals, axis.ticktext))
     assert fig.layout.annotations[0].text == f"most likely: e ({probs[0]:.0%})"  # large, in the empty top right
-    assert text["i"] == "i" and text["␣"] == "␣"
+    assert text["i"] == "i" and text["␣"] == "“<span style='font-size:1.5em'><b>␣</b></span>”"  # a space reads too
     for mark in ",.'!:;-":  # thin marks are drawn large and bold, in quotes
         assert text[mark] == f"“<span style='font-size:1.5em'><b>{mark}</b></span>”", mark
     comma_first = F.next_token_figure(np.array([0.93, 0.05, 0.02]), np.array([0.93, 0.05, 0.02]), np.zeros(3, bool),
@@ -172,8 +174,39 @@ def test_thirty_next_characters_are_all_labelled_and_a_comma_reads():
 def test_visible_tick_makes_thin_marks_readable_and_leaves_words_alone():
     big = "<span style='font-size:1.5em'><b>{}</b></span>"
     assert visible_tick(",") == f"“{big.format(',')}”" and visible_tick("12:.") == f"12:“{big.format('.')}”"
-    assert visible_tick("...") == f"“{big.format('...')}”" and visible_tick("3:␣") == "3:␣"
-    assert visible_tick("␣,") == "␣," and visible_tick("a,") == "a," and visible_tick("12") == "12"
+    assert visible_tick("...") == f"“{big.format('...')}”" and visible_tick("␣,") == f"“{big.format('␣,')}”"
+    assert visible_tick("a,") == "a," and visible_tick("12") == "12" and visible_tick("␣the") == "␣the"
+    assert visible_tick("layer 0") == "layer 0" and visible_tick("") == "" and visible_tick("␣␣a") == "␣␣a"
+
+
+def test_a_space_or_a_line_break_alone_is_a_large_visible_symbol():
+    """A student's walk: the space and line-break bars had a speck of a label (␣, ⏎ at tick size). Every symbol
+    the tokenizers' labels use for whitespace (model_core's visible) is drawn large, alone or after its index."""
+    big = "<span style='font-size:1.5em'><b>{}</b></span>"
+    assert WHITESPACE_MARKS == set(visible(" \n\t\r"))
+    for raw in (" ", "\n", "\t", "\r", "\n\n", " \n"):
+        symbol = visible(raw)
+        assert visible_tick(symbol) == f"“{big.format(symbol)}”", repr(raw)
+        assert visible_tick(f"3:{symbol}") == f"3:“{big.format(symbol)}”", repr(raw)
+    labels = [visible(c) for c in "e \n"]
+    fig = F.next_token_figure(np.array([0.5, 0.3, 0.2]), np.array([0.5, 0.3, 0.2]), np.zeros(3, bool), labels)
+    assert list(fig.layout.xaxis.ticktext) == ["e", f"“{big.format('␣')}”", f"“{big.format('⏎')}”"]
+    assert fig.layout.xaxis.tickfont.size >= SMALL_FONT
+
+
+def test_the_logit_split_says_which_way_is_up_in_its_caption_and_on_its_axes():
+    """Experiments, Split the logit: the caption and the axis titles say that a part above 0 pushes the logit up."""
+    heads = np.array([[0.5, -2.0], [0.1, 0.2]])
+    parts = [("embeddings", 0.5), ("layer 0 attention", -1.5), ("layer 1 attention", 0.3)]
+    caption = attribution_caption("The logit of x", 3.0, 3.0, heads, parts)
+    assert "A part above 0 pushes the logit up" in caption and "a part below 0 pushes it down" in caption
+    assert "bar to the right of 0" in caption and "bar to the left of 0" in caption
+    split = attribution_figure(heads, parts, "the logit of x")
+    by_read = head_source_figure(np.array([0.2, -0.7]), ["0:a", "1:b"], "L0·H1", "the logit of x")
+    for title in (split.layout.xaxis2.title.text, by_read.layout.yaxis.title.text):
+        assert title == "part of the logit (above 0 pushes it up, below 0 down)"
+    assert source_caption("L0·H1", np.array([0.2, -0.7]), ["0:a", "1:b"]).endswith("pushes the prediction down.")
+    assert source_caption("L0·H1", np.array([0.9, -0.1]), ["0:a", "1:b"]).endswith("pushes the prediction up.")
 
 
 def test_a_very_long_axis_shows_evenly_spaced_labels_that_fit_and_hover_names_every_one():

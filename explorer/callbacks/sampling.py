@@ -141,9 +141,25 @@ def steps_view(session: Session, prompt: str, temperature, top_k, top_p, min_p, 
     # Step.logprob is already a running sum; the table wants each step's own log-prob and sums them itself.
     rows = [dict(token_label=tok.token_label(st.token), prob=st.prob, model_prob=st.model_prob,
                  logprob=math.log(max(st.model_prob, 1e-30))) for st in steps]
-    spans = "".join(
-        f"<span title='p={st.prob:.2f}' style='background:rgba(37,99,235,{0.08 + 0.6 * st.prob:.2f})'>"
-        f"{html.escape(tok.decode([st.token]))}</span>" for st in steps)
+    spans = "".join(f"<span title='p={st.prob:.2f}' style='background:{shade(st.prob)}'>"
+                    f"{html.escape(tok.decode([st.token]))}</span>" for st in steps)
     text = (f"<p class='te-caption'>{html.escape(captions.generation_caption(rows))}</p>"
-            f"<pre class='te-gen'><b>{html.escape(tok.decode(ids))}</b>{spans}</pre>")
+            f"<pre class='te-gen'><b>{html.escape(tok.decode(ids))}</b>{spans}</pre>{shading_key()}")
     return generation_steps_table(rows), text
+
+
+KEY_PROBABILITIES = (0.0, 0.25, 0.5, 0.75, 1.0)  # the shades the key under the generated text shows
+
+
+def shade(prob: float) -> str:
+    """A generated token's background: the likelier its pick, the deeper the blue (never quite white)."""
+    return f"rgba(37,99,235,{0.08 + 0.6 * prob:.2f})"
+
+
+def shading_key() -> str:
+    """HTML: what the shades of the generated text mean, with a sample of each in KEY_PROBABILITIES."""
+    samples = " ".join(f"<span style='background:{shade(p)};padding:0 0.4em'>{p:.0%}</span>"
+                       for p in KEY_PROBABILITIES)
+    return (f"<p class='te-caption'>Shading: the probability each new token had when it was picked (after the "
+            f"sampling settings), pale for an unlikely pick, deep blue for a sure one: {samples}. Hover a token "
+            f"for its value.</p>")

@@ -21,6 +21,7 @@ from explorer.figures.common import (
 from explorer.figures.plain import Figure, bar, heatmap, subplots
 
 TEXT_CELLS = 400  # heatmaps with more cells than this show no numbers in the cells (hover still does)
+PART_AXIS = "part of the logit (above 0 pushes it up, below 0 down)"  # the captions say the same
 
 
 def attribution_figure(heads, layer_parts: list[tuple[str, float]], what: str) -> Figure:
@@ -58,7 +59,7 @@ def attribution_figure(heads, layer_parts: list[tuple[str, float]], what: str) -
     order = list(dict.fromkeys(row for row, _, _ in rows.values()))
     fig.update_yaxes(autorange="reversed", type="category", categoryorder="array", categoryarray=order,
                      row=1, col=2)
-    fig.update_xaxes(title_text="part of the logit", zeroline=True, zerolinecolor="#888", row=1, col=2)
+    fig.update_xaxes(title_text=PART_AXIS, zeroline=True, zerolinecolor="#888", row=1, col=2)
     height = 210 + PART_ROW_PX * max(n_layers, len(order))
     legend = {**top_legend(), "x": 0.62, "y": 1 + 28 / (height - 180)}  # above the subplot title: 28 px up
     return style_figure(fig, f"Who wrote {what}: each part's share of the logit", height, chart_width=WIDE_CHART,
@@ -93,7 +94,7 @@ def head_source_figure(values, sources: list[str], head: str, what: str) -> Figu
         hovertemplate="read from %{x}<br>part of the logit %{y:+.3f}<extra></extra>",
     )])
     fig.update_xaxes(**position_axis("position the head read from (position:token)"))
-    fig.update_yaxes(title_text="part of the logit", zeroline=True, zerolinecolor="#888")
+    fig.update_yaxes(title_text=PART_AXIS, zeroline=True, zerolinecolor="#888")
     return style_figure(fig, f"Head {head}'s part of {what}, by the position it read from", 380,
                         chart_width=WIDE_CHART, margin=dict(t=80, b=90))
 

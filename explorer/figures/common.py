@@ -30,6 +30,9 @@ TITLE_BAND = 100  # a titled chart's top margin is at least this (gr.Plot raises
 SLANT_PITCH = 1.8  # labels turned 45° need this × their font apart not to touch (closer ones turn upright)
 ADVANCED_TRACE = "advanced"  # a trace's meta for a measure Simple view leaves out (tabs/live_plot.py)
 THIN_MARKS = frozenset(",.;:'`\"!|-_")  # a token made only of these is a speck as a label: drawn large, in quotes
+# whitespace as token labels show it (model_core's tokenization.visible; tests pin the two together): as small as a
+# thin mark at tick size, drawn the same way
+WHITESPACE_MARKS = frozenset("␣⏎⇥␍")
 THIN_MARK_STYLE = "<span style='font-size:1.5em'><b>{}</b></span>"
 # An axis of scores or shares (0 to 1), a little wider: a line at 0 or 1 is drawn inside the plot, not half hidden
 # under its edge (a test accuracy of 0 for the first thousand steps was invisible on the x axis).
@@ -208,11 +211,12 @@ def unique_labels(labels: list[str]) -> list[str]:
 
 
 def visible_tick(label) -> str:
-    """A category's tick text: a token made only of thin marks (',', '.', "3:,") large and bold between curly
-    quotes, so that it reads under its bar even turned upright; anything else as it is (spaces are already ␣)."""
+    """A category's tick text: a token made only of thin marks or whitespace symbols (',', '.', "3:,", '␣', '⏎')
+    large and bold between curly quotes, so that it reads under its bar even turned upright; anything else as it
+    is."""
     label = str(label)
     prefix, token = re.fullmatch(r"(\d+:)?(.*)", label, re.S).groups()
-    if token and set(token) <= THIN_MARKS:
+    if token and set(token) <= THIN_MARKS | WHITESPACE_MARKS:
         return f"{prefix or ''}“{THIN_MARK_STYLE.format(token)}”"
     return label
 

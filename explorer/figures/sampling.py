@@ -53,13 +53,21 @@ def next_token_figure(probs_before, probs_after, removed, labels: list[str], top
     fig.update_xaxes(title_text="token (most likely first)", type="category")
     fig.update_yaxes(title_text="probability", tickformat=".0%", rangemode="tozero")
     # the top token named in the plot's top right corner, empty with the bars sorted: its turned label is small
-    fig.add_annotation(text=f"most likely: {visible_tick(names[0])} ({before[order[0]]:.0%})", x=1, y=1,
+    fig.add_annotation(text=top_token_note(names[0], after[0], before[order[0]], after_name), x=1, y=1,
                        xref="paper", yref="paper", xanchor="right", yanchor="top", showarrow=False,
                        font=dict(size=FONT_SIZE + 2), bgcolor="rgba(255,255,255,0.85)")
     title = f"Next-token probabilities: filtering cut {int(removed.sum())} of {len(removed)} tokens " \
             f"(top {len(order)} shown)"
     return style_figure(fig, title, height=420, barmode="group", bargap=0.25, legend=top_legend(),
                         margin=dict(t=130, b=80))
+
+
+def top_token_note(label: str, after: float, before: float, after_name: str) -> str:
+    """The corner note on the top token: its probability as the orange bar draws it (after_name: 'after temperature
+    0.3'), and the model's own beside it when the settings change it ('most likely: e (62%)' when they do not)."""
+    if f"{after:.0%}" == f"{before:.0%}":
+        return f"most likely: {visible_tick(label)} ({before:.0%})"
+    return f"most likely: {visible_tick(label)} ({after:.0%} {after_name})<br>the model's own odds: {before:.0%}"
 
 
 def temperature_curve_figure(logits=None, temperatures=(0.5, 1.0, 2.0), labels: list[str] | None = None,

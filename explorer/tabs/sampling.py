@@ -7,7 +7,7 @@ from explorer.tabs.common import ANALYSIS, API, GENERATION, caption, redraw_on, 
 from explorer.tabs.export_button import data_button
 from explorer.tabs.lazy import callbacks
 from explorer.tabs.raw_inputs import RawNumber, RawSlider, RawTable
-from explorer.teaching.glossary import words_note
+from explorer.teaching.glossary import meaning, words_note
 
 comparison_view, distribution_view, steps_view = callbacks(
     "sampling", "comparison_view", "distribution_view", "steps_view")
@@ -24,7 +24,7 @@ def build_sampling_tab(prompt, drop):
         temperature = RawSlider(0, 3, value=1.0, step=0.05, label="Temperature (0 = always the top token)")
         top_k = RawSlider(0, 100, value=0, step=1, label="Top-k (0 = off)")
         top_p = RawSlider(0, 1, value=1.0, step=0.01, label="Top-p (1 = off)")
-        min_p = RawSlider(0, 1, value=0.0, step=0.01, label="Min-p (0 = off)")
+        min_p = RawSlider(0, 1, value=0.0, step=0.01, label="Min-p (0 = off)", info=meaning("min-p"))
     note = caption()
     with gr.Row():
         dist = gr.Plot(label="Next-token distribution before and after filtering")

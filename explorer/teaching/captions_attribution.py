@@ -3,6 +3,10 @@ import numpy as np
 
 from explorer.figures.common import head_label
 
+# which way a part pushes, as the charts draw it (their axis: figures.attribution.PART_AXIS)
+DIRECTIONS = ("A part above 0 pushes the logit up (a red cell, a bar to the right of 0, a red bar in the chart "
+              "below); a part below 0 pushes it down (a blue cell, a bar to the left of 0, a blue bar below).")
+
 
 def attribution_caption(what: str, logit: float, total: float, heads, layer_parts: list[tuple[str, float]]) -> str:
     """'The logit of ␣Paris is 13.69; the parts sum to 13.69 ... The head with the largest part, up or down, is L29·H0: +4.10, for it; ...'"""
@@ -12,7 +16,7 @@ def attribution_caption(what: str, logit: float, total: float, heads, layer_part
     top = int(np.argmax(np.abs(values)))
     role = "for it" if heads[layer, head] > 0 else "against it (it pushes the answer down)"
     return (f"{what} is {logit:.2f}; the parts sum to {total:.2f} (the final norm's scale is frozen at this run's "
-            f"value, which makes the split exact). The head with the largest part, up or down, is "
+            f"value, which makes the split exact). {DIRECTIONS} The head with the largest part, up or down, is "
             f"{head_label(layer, head)}: {heads[layer, head]:+.2f}, {role}; the largest part overall is {names[top]} "
             f"({values[top]:+.2f}). Below: that head's part split by the position it read from.")
 
@@ -24,7 +28,7 @@ def source_caption(head: str, values, sources: list[str]) -> str:
     i = int(np.abs(values).argmax())
     share = abs(values[i]) / max(np.abs(values).sum(), 1e-12)
     return (f"Head {head} gets {share:.0%} of its part from reading {sources[i]} ({values[i]:+.2f}): what it "
-            "copies from there pushes the prediction.")
+            f"copies from there pushes the prediction {'up' if values[i] > 0 else 'down'}.")
 
 
 MIN_PATCHING_SPAN = 0.1  # logits between the clean and corrupted answers' differences; under it, shares are noise

@@ -20,6 +20,9 @@ TERMS = {
     "distinct-2": (r"\bdistinct-2\b", "how many of the pairs of neighbouring tokens are different pairs, as a share: "
                                       "1 means no pair comes twice, near 0 means the text loops"),
     "repetition": (r"\brepetition\b", "the share of three-token runs that already came earlier in the text"),
+    "min-p": (r"\bmin[-_]p\b", "a cut that keeps only the tokens whose probability, after the temperature, is at "
+                               "least min-p times the top token's (min-p 0.1: at least a tenth of it); the kept "
+                               "tokens share 100% again. 0 turns it off"),
     "causal mask": (r"\bcausal mask\b", "the rule that a position may look only at itself and at earlier positions, "
                                         "never at later ones"),
     "value vectors": (r"\bvalue vectors?\b", "what each token offers to pass on; a head adds up the value vectors "
@@ -82,6 +85,11 @@ TERMS = {
 def explained(term: str) -> str:
     """'softmax (turns a row of scores into ...)': the term with its explanation in brackets."""
     return f"{term} ({TERMS[term][1]})"
+
+
+def meaning(term: str) -> str:
+    """'turns a row of scores into ...': the explanation alone, for an info= line beside a control named by it."""
+    return TERMS[term][1]
 
 
 def definition(term: str) -> str:
