@@ -36,6 +36,8 @@ CSS = """
 .te-gen { white-space: pre-wrap; overflow-wrap: anywhere; /* a long run of one letter wraps too */
   font-family: ui-monospace, monospace; font-size: 0.95rem; margin: 0; }
 .te-metrics { margin-top: 6px; font-size: 0.9rem; color: var(--body-text-color-subdued); }
+/* the heads report card's headers wrap between words only (Gradio's tables break anywhere: "inductio/n") */
+#te-report-card thead span, #te-report-card .header-cell span { word-break: normal; overflow-wrap: normal; }
 .te-examples mark { color: #111827; }  /* dark text on the light highlight, in both themes */
 /* a highlighted token as tall as its glyph: a line break's ⏎ comes from a fallback font that reaches below the
    code font's line, and an inline highlight's box stops at that font's line */

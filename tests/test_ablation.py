@@ -131,7 +131,7 @@ def test_eval_windows_are_the_same_every_time_and_fit_a_short_text():
 
 
 @pytest.mark.parametrize("ablation, message", [
-    (Ablation(heads=((0, 2),)), "head 0.2 does not exist"),
+    (Ablation(heads=((0, 2),)), "head L0·H2 does not exist"),
     (Ablation(heads=((5, 0),)), "layer 5 does not exist"),
     (Ablation(neurons=((0, 999),)), "neuron 0.999 does not exist"),
 ])
@@ -161,3 +161,9 @@ def test_running_from_a_layer_equals_the_full_forward_pass():
         assert torch.allclose(logits_from_layer(model, layer, cache[f"blocks.{layer}.hook_resid_pre"]), logits,
                               atol=1e-6)
 
+
+
+def test_describe_names_heads_and_layers_as_the_app_does():
+    """The knock-out captions quote describe(): a head is L1·H3 and the FFN is called FFN, as the tab says."""
+    assert Ablation(heads=((1, 3),), attn_layers=(0,), mlp_layers=(2,), neurons=((0, 17),)).describe() == \
+        "head L1·H3, attention layer 0, FFN layer 2, neuron 0.17"

@@ -76,7 +76,7 @@ def test_attention_view_outputs(session):
 
 def test_attention_view_clamps_layer_head_and_query(session):
     out = attention.attention_view(session, PROMPT, 99, -5, 500)
-    assert "Layer 2 · head 0" in out[1].layout.title.text
+    assert "L2·H0" in out[1].layout.title.text
 
 
 def test_residual_view_outputs(session):
@@ -616,7 +616,7 @@ def test_a_pretrained_models_first_open_is_announced_by_every_way_in(session):
     if shipped.is_open("smollm2-135m"):  # another test of this process opened it: it opens at once now
         assert not smollm2.visible
     else:
-        assert smollm2.visible and smollm2.value.startswith("**Opening SmolLM2-135M** (135 million parameters")
+        assert smollm2.visible and smollm2.value.startswith("**Opening SmolLM2-135M-Instruct** (135 million parameters")
         assert "about 10 s the first time" in smollm2.value
     assert links.opening_for_link(session, {"model": "smollm2-135m", "tab": "attention"}).value == smollm2.value
     assert lessons.opening_for_lesson(session, "a-real-model").value == smollm2.value  # its step 1 opens it

@@ -105,7 +105,7 @@ def test_attention_endpoint(app_url):
     heatmaps = [t for t in plot(grid)["data"] if t["type"] == "heatmap"]
     n_heads = len(stats["data"])  # one statistics row per head of every layer
     assert len(heatmaps) == n_heads >= 2
-    assert "Layer 1 · head 1" in plot(head)["layout"]["title"]["text"]
+    assert "L1·H1" in plot(head)["layout"]["title"]["text"]
     assert len(plot(steps)["data"]) >= 4 and plot(bars)["data"]
     assert "L1·H1" in caption
 
@@ -116,7 +116,7 @@ def test_endpoints_take_their_inputs_by_name(app_url):
     by_name = c.predict(prompt="ROMEO:", layer=1, api_name="/attention")
     spelled_out = c.predict("ROMEO:", 1, 0, -1, False, api_name="/attention")  # the sliders start at 0, query -1
     assert plot(by_name[1]) == plot(spelled_out[1]) and by_name[4] == spelled_out[4] and by_name[5] == spelled_out[5]
-    assert "Layer 1 · head 0" in plot(by_name[1])["layout"]["title"]["text"]
+    assert "L1·H0" in plot(by_name[1])["layout"]["title"]["text"]
     dist, _, caption = c.predict(prompt=PROMPT, top_p=0.0, api_name="/next_token")
     assert "kept 1 of" in caption
     with pytest.raises(TypeError):  # a misspelt name is refused by the client, before any request

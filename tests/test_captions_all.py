@@ -163,12 +163,12 @@ CASES = {
     "embedding_frames_figure": lambda: (CR.embedding_motion_caption(
         [np.zeros((3, 2)), np.array([[0.0, 0.0], [3.0, 4.0], [0.0, 1.0]])], [0, 500], ["a", "b", "c"]),
         "moves furthest in the picture is 'b' (5.00)"),
-    "loss_change_figure": lambda: (CE.ablation_caption("head 1.0", "mean", 2.0, 2.5, [0.0, 1.5], ["1:b", "2:c"],
+    "loss_change_figure": lambda: (CE.ablation_caption("head L1·H0", "mean", 2.0, 2.5, [0.0, 1.5], ["1:b", "2:c"],
                                                        ["a", "ab"]), "hardest to predict are 2:c (after “ab”, +1.50)"),
-    "next_token_change_figure": lambda: (CE.ablation_caption("head 0.1", "zero", 2.0, 2.0, [0.0], ["1:b"], ["a"]),
+    "next_token_change_figure": lambda: (CE.ablation_caption("head L0·H1", "zero", 2.0, 2.0, [0.0], ["1:b"], ["a"]),
                                          "stays at 2.00"),
     "importance_figure": lambda: (CE.importance_caption(2.0, np.array([[0.0, 0.4], [0.1, 0.0]]), [0.2]),
-                                  "Knocking out head 0.1 hurts most"),
+                                  "Knocking out head L0·H1 hurts most"),
     "character_bits_figure": lambda: (CE.compare_caption(("x", "y"), (1.5, 2.0), [0.1, 2.5], ["0:a", "1:b"], True),
                                       "A predicts it better; B falls furthest behind at 1:b (+2.5 bits)"),
     "next_token_pair_figure": lambda: (CE.compare_caption(("x", "y"), (2.0, 2.0), [], [], False),
@@ -177,8 +177,8 @@ CASES = {
                                       "B predicts it better; B is furthest ahead at 0:a"),
     "attribution_figure": lambda: (
         CA.attribution_caption("The logit of x", 3.0, 3.0, np.array([[0.5, -2.0], [0.1, 0.2]]),
-                               [("embeddings", 0.5), ("layer 0 attention", -1.5), ("layer 0 MLP", 4.0)]),
-        "The head with the largest part, up or down, is L0·H1: -2.00, against it (it pushes the answer down); the largest part overall is layer 0 MLP (+4.00)"),
+                               [("embeddings", 0.5), ("layer 0 attention", -1.5), ("layer 0 FFN", 4.0)]),
+        "The head with the largest part, up or down, is L0·H1: -2.00, against it (it pushes the answer down); the largest part overall is layer 0 FFN (+4.00)"),
     "head_source_figure": lambda: (CA.source_caption("1.0", np.array([0.1, 0.9, 0.0]), TOKENS[:3]),
                                    "gets 90% of its part from reading b (+0.90)"),
     "class_loss_figure": lambda: (CC.class_caption(

@@ -23,9 +23,9 @@ def test_clicking_a_grid_cell_selects_that_head(page):
     page.wait_for_function(f"() => (document.querySelector('{GRID}') || {{}}).data")
     n_heads = page.evaluate(f"() => document.querySelector('{GRID}').data.filter(t => t.type === 'heatmap').length")
     assert n_heads == 16  # the default model: 4 layers x 4 heads
-    assert "Layer 0 · head 0 attention pattern" in page.evaluate(TITLES)
+    assert "L0·H0 attention pattern" in page.evaluate(TITLES)
     layer, head = 2, 3
-    selected = f"() => ({TITLES})().includes('Layer {layer} · head {head} attention pattern')"
+    selected = f"() => ({TITLES})().includes('L{layer}·H{head} attention pattern')"
     for attempt in range(3):  # a click while the page still lays itself out (a loaded machine) may land on nothing
         page.locator("#attention-grid").scroll_into_view_if_needed()
         centre = page.evaluate(CELL_CENTRE, layer * 4 + head)
@@ -38,7 +38,7 @@ def test_clicking_a_grid_cell_selects_that_head(page):
             if attempt == 2:
                 raise
     titles = page.evaluate(TITLES)
-    assert f"Layer {layer} · head {head}: from scores to output, step by step" in titles  # the four steps follow
+    assert f"L{layer}·H{head}: from scores to output, step by step" in titles  # the four steps follow
     assert page.evaluate(NUMBER, "Layer") == str(layer) and page.evaluate(NUMBER, "Head") == str(head)
     outlined = page.evaluate(f"() => document.querySelector('{GRID}').layout.shapes.map(s => s.xref)")
     assert outlined == [f"x{layer * 4 + head + 1} domain"]  # the grid outlines the selected head

@@ -58,18 +58,18 @@ def test_ablation_view_shows_both_columns_and_numbers_from_the_same_run():
     before, after, diff = (np.asarray(t.y, dtype=float) for t in losses.data)
     assert len(before) == len(PROMPT) - 1 and np.allclose(after - before, diff, atol=1e-3)
     assert list(losses.data[0].x[:2]) == ["1:i", "2:r"]  # the loss at position t is for predicting token t + 1
-    assert "Intact model" in texts and "Without head 1.1, head 0.0, neuron 2.5" in texts
+    assert "Intact model" in texts and "Without head L1·H1, head L0·H0, neuron 2.5" in texts
     assert texts.count("<pre class='te-gen'>") == 2
     val_before, val_after = (float(x) for x in numbers.splitlines()[2].split("|")[2:4])
     assert f"from {val_before:.2f} to {val_after:.2f}" in note or "stays at" in note
-    assert note.startswith("With head 1.1, head 0.0, neuron 2.5 replaced by its mean")
+    assert note.startswith("With head L1·H1, head L0·H0, neuron 2.5 replaced by its mean")
     assert "tiny text" in numbers and "The val loss in the header was measured by the model's training" in numbers
 
 
 def test_ablation_caption_names_the_tokens_that_got_hardest_from_the_numbers():
-    note = ablation_caption("head 1.3", "mean", 1.63, 1.91, [0.0, 2.5, -0.3, 0.7], ["1:a", "2:b", "3:c", "4:d"],
+    note = ablation_caption("head L1·H3", "mean", 1.63, 1.91, [0.0, 2.5, -0.3, 0.7], ["1:a", "2:b", "3:c", "4:d"],
                             ["x", "xa", "xab", "abc"])
-    assert note == ("With head 1.3 replaced by its mean, the loss on the validation text rises from 1.63 to 1.91 nats "
+    assert note == ("With head L1·H3 replaced by its mean, the loss on the validation text rises from 1.63 to 1.91 nats "
                     "per token; on this prompt the tokens that got hardest to predict are 2:b (after “xa”, +2.50), "
                     "4:d (after “abc”, +0.70).")
     assert "stays at 1.63" in ablation_caption("head 0.0", "zero", 1.63, 1.632, [0.0], ["1:a"], ["x"])
@@ -96,7 +96,7 @@ def test_importance_view_names_the_head_with_the_largest_increase():
     heat = np.asarray(fig.data[0].z, dtype=float)
     assert heat.shape == (N_LAYERS, N_HEADS) and len(fig.data[1].x) == N_LAYERS
     layer, head = np.unravel_index(int(np.argmax(heat)), heat.shape)
-    assert note.startswith(f"Knocking out head {layer}.{head} hurts most")
+    assert note.startswith(f"Knocking out head L{layer}·H{head} hurts most")
     assert top_head_inputs(session, "mean") == (f"{layer}.{head}", "", "", "")
 
 
@@ -109,11 +109,12 @@ def test_importance_view_of_an_attention_only_model_has_only_the_heatmap():
 @pytest.mark.parametrize("kwargs, message", [
     (dict(heads=""), "Nothing to knock out"),
     (dict(heads=" , "), "Nothing to knock out"),
-    (dict(heads="1.7"), "Head 1.7 does not exist: each layer has heads 0 to 1"),
+    (dict(heads="1.7"), "Head L1·H7 does not exist: each layer has heads 0 to 1"),
+    (dict(heads="L1·H7"), "Head L1·H7 does not exist"),  # the captions' name for a head is accepted too
     (dict(heads="9.0"), "Layer 9 does not exist: this model has layers 0 to 2"),
     (dict(heads="1-3"), "Heads: “1-3” is not layer.index; write heads as layer.head, such as 1.3"),
     (dict(heads=[1, 3]), "Heads must be text"),
-    (dict(heads="", mlp="x"), "MLP layers: “x” is not a layer number"),
+    (dict(heads="", mlp="x"), "FFN layers: “x” is not a layer number"),
     (dict(heads="", neurons="0.9999"), "Neuron 0.9999 does not exist"),
     (dict(heads=",".join(["0.0"] * 65)), "at most 64"),
     (dict(mode="half"), "Ablation: choose one of mean, zero"),
@@ -128,7 +129,7 @@ def test_bad_input_gets_one_clear_message(kwargs, message):
 
 
 def test_mlp_ablation_on_an_attention_only_model_is_refused():
-    with pytest.raises(gr.Error, match="attention-only: it has no MLP layers"):
+    with pytest.raises(gr.Error, match="attention-only: it has no FFN layers"):
         friendly(run)(tiny_session(attn_only=True), heads="", mlp="0")
 
 
@@ -220,7 +221,7 @@ def test_attention_grids_show_both_models_patterns_and_name_the_head_that_differ
     causal = torch.tril(torch.ones(ids.shape[1], ids.shape[1], dtype=torch.bool))
     gap = (patterns[0] - patterns[1]).abs()[..., causal].mean(-1)  # [L, H]
     layer, head = divmod(int(gap.argmax()), N_HEADS)
-    assert f"head {layer}.{head} (outlined) differs most" in note and f"differ by {gap.max():.2f}" in note
+    assert f"head L{layer}·H{head} (outlined) differs most" in note and f"differ by {gap.max():.2f}" in note
     panel = layer * N_HEADS + head + 1
     outlined = {shape.xref for shape in grids.layout.shapes}
     assert outlined == {f"x{panel if panel > 1 else ''} domain", f"x{panel + panels} domain"}  # the same head in both

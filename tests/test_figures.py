@@ -106,7 +106,7 @@ def test_attention_head_figure_axes_scale_and_hover():
     assert list(trace.x) == list(trace.y) == index_labels(TOKENS)
     assert fig.layout.yaxis.autorange == "reversed"  # position 0 at the top
     assert "query %{y} → key %{x}" in trace.hovertemplate and "weight" in trace.hovertemplate
-    assert "Layer 1 · head 2" in fig.layout.title.text
+    assert "L1·H2" in fig.layout.title.text
     assert trace.z.dtype == np.float32
 
 
@@ -471,3 +471,13 @@ def test_the_report_card_gives_its_explanation_a_wrapping_column():
     widths = [float(w.rstrip("%")) for w in REPORT_WIDTHS]
     assert len(widths) == len(REPORT_HEADERS) and sum(widths) == pytest.approx(100)
     assert max(widths) == widths[REPORT_HEADERS.index("explanation")]
+
+
+def test_heads_overview_colour_bar_reads_in_the_percents_its_cells_print():
+    """The overview's cells print whole percents (%{z} of 0..100), so its colour bar reads 0%..100%, not 0..1."""
+    fig = attention_overview_figure(random_stats(3, 2), random_patterns(1, 2, T, T)[0], TOKENS, (1, 1))
+    cells = [t for t in fig.data if (t.name or "").startswith("overview:")]
+    assert len(cells) == 3 and all(t.texttemplate == "%{z}" and np.asarray(t.z).max() <= 100 for t in cells)
+    bar = fig.layout.coloraxis.colorbar
+    assert (fig.layout.coloraxis.cmin, fig.layout.coloraxis.cmax) == (0, 100)
+    assert list(bar.ticktext) == ["0%", "25%", "50%", "75%", "100%"] and "%" in bar.title.text

@@ -26,6 +26,10 @@ SCREEN_WORDS = {
                 [("features-not-neurons", "A feature for one of them")]),
     "decoder direction": ("decoder direction", "explorer/teaching/captions_features.py",
                           [("features-not-neurons", "Steer with it")]),
+    "K-composition": ("K-composition (strongest pair)", "explorer/figures/progress.py",  # a progress line's name
+                      [("how-an-induction-head-forms", "Train and watch the phase change")]),
+    "FFN": ("FFN", "explorer/common/views.py",  # the tab's name; the Experiments tab and the split say FFN too
+            [("who-wrote-the-answer", "Split the logit")]),
     "eigenvalues": ("eigenvalues", "explorer/assets/lessons/how-an-induction-head-forms.md",
                     [("how-an-induction-head-forms", "The two heads")]),
     "Σλ / Σ|λ|": ("Σλ / Σ|λ|", "explorer/figures/circuits.py", [("how-an-induction-head-forms", "The two heads")]),

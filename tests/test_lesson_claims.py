@@ -19,7 +19,7 @@ PRETRAINED = "smollm2-135m"
     ("attention of head 1.3 from 41 to 0 below 0.5", "attention", ("1.3", "41", "0"), "below", (0.5,)),
     ("restored at layer 0, position 33 above 99%", "restored", ("layer 0, position 33",), "above", (0.99,)),
     ("most restored is head 1, position 34", "most restored", (), "is", ("head 1, position 34",)),
-    ("part layer 1 MLP above 5", "part", ("layer 1 MLP",), "above", (5.0,)),
+    ("part layer 1 FFN above 5", "part", ("layer 1 FFN",), "above", (5.0,)),
     ("parameters between 25M and 26M", "parameters", (), "between", (25e6, 26e6)),
     ('greedy continuation starts with "een"', "greedy continuation", (), "starts with", ("een",)),
     ("heads with role resting on the sink above 30", "heads with role", ("resting on the sink",), "above", (30.0,)),

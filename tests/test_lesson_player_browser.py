@@ -12,7 +12,7 @@ HEAD_TITLE = "() => [...document.querySelectorAll('.gtitle')].map(t => t.textCon
 
 
 def wait_for_head_chart(page, layer: int, head: int) -> None:
-    page.wait_for_function(f"() => ({HEAD_TITLE})().includes('Layer {layer} · head {head} attention pattern')")
+    page.wait_for_function(f"() => ({HEAD_TITLE})().includes('L{layer}·H{head} attention pattern')")
 
 
 def test_lesson_link_steps_and_simple_view(browser, app_url):

@@ -21,7 +21,7 @@ def test_a_lesson_link_whose_first_step_opens_smollm2_says_so_until_it_is_open(b
         page.goto(url + "?lesson=a-real-model")
         note = page.locator(NOTE)
         note.wait_for(state="visible")
-        assert "Opening SmolLM2-135M (135 million parameters" in note.inner_text()
+        assert "Opening SmolLM2-135M-Instruct (135 million parameters" in note.inner_text()
         screenshot(page, "opening-note-lesson-link")
         note.wait_for(state="hidden")  # hidden once the step has opened the model
         page.wait_for_function("() => document.body.innerText.includes('smollm2')")

@@ -109,6 +109,6 @@ def test_bad_requests_get_sentences():
         patching_sweep(model, clean, corrupted, kind="everything")
     with pytest.raises(PatchingError, match="pick a layer"):
         patching_sweep(model, clean, corrupted, kind="z_pos", layer=7)
-    with pytest.raises(PatchingError, match="no MLP layers"):
+    with pytest.raises(PatchingError, match="no FFN layers"):
         patching_sweep(GPT(GPTConfig(vocab_size=50, block_size=32, d_model=32, n_heads=4, n_layers=2,
                                      attn_only=True)), clean, corrupted, kind="mlp_out")

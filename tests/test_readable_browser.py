@@ -96,12 +96,12 @@ def test_arrow_keys_on_a_slider_redraw_its_view(browser, app_url):
     slider = page.get_by_label("range slider for Head").first
     slider.focus()
     page.keyboard.press("ArrowRight")  # keydown moves the value, keyup sends the release the view listens to
-    page.wait_for_function(f"({SELECTED_HEAD_TITLE})() === 'Layer 0 · head 1 attention pattern'")
+    page.wait_for_function(f"({SELECTED_HEAD_TITLE})() === 'L0·H1 attention pattern'")
     page.keyboard.down("ArrowRight")  # a held key repeats the move; its one keyup redraws once, at the end
     for _ in range(2):
         page.keyboard.down("ArrowRight")
     page.keyboard.up("ArrowRight")
-    page.wait_for_function(f"({SELECTED_HEAD_TITLE})() === 'Layer 0 · head 3 attention pattern'")
+    page.wait_for_function(f"({SELECTED_HEAD_TITLE})() === 'L0·H3 attention pattern'")
     page.context.close()
 
 
@@ -198,9 +198,9 @@ def test_layer_and_head_typed_in_quick_succession_end_in_the_chart(browser, app_
         page.keyboard.press("Tab")  # leaving the box sends its release
         head_box.fill(str(head))
         page.keyboard.press("Enter")  # committed in the box, which keeps the focus
-    page.wait_for_function(f"({SELECTED_HEAD_TITLE})() === 'Layer 1 · head 3 attention pattern'")
+    page.wait_for_function(f"({SELECTED_HEAD_TITLE})() === 'L1·H3 attention pattern'")
     page.wait_for_function("() => document.querySelectorAll('.eta-bar, .pending').length === 0")
-    assert page.evaluate(SELECTED_HEAD_TITLE) == "Layer 1 · head 3 attention pattern"  # and nothing redrew it after
+    assert page.evaluate(SELECTED_HEAD_TITLE) == "L1·H3 attention pattern"  # and nothing redrew it after
     assert (layer_box.input_value(), head_box.input_value()) == ("1", "3")
     page.context.close()
 

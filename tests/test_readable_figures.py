@@ -42,13 +42,13 @@ T_LONG = len(LONG_TOKENS)
 
 
 def smollm2_parts(n_layers: int = 30) -> list[tuple[str, float]]:
-    """Parts shaped like SmolLM2's: the largest is layer 23's attention, beside a small layer 23 MLP."""
+    """Parts shaped like SmolLM2's: the largest is layer 23's attention, beside a small layer 23 FFN."""
     parts = [("embeddings", 0.3)]
     for layer in range(n_layers):
-        parts += [(f"layer {layer} attention", float(rng.normal(0, 0.3))), (f"layer {layer} MLP",
+        parts += [(f"layer {layer} attention", float(rng.normal(0, 0.3))), (f"layer {layer} FFN",
                                                                               float(rng.normal(0, 0.3)))]
     parts[1 + 2 * 23] = ("layer 23 attention", 1.92)
-    parts[2 + 2 * 23] = ("layer 23 MLP", 0.05)
+    parts[2 + 2 * 23] = ("layer 23 FFN", 0.05)
     return parts + [("biases", 0.0)]
 
 
@@ -73,7 +73,7 @@ def test_every_part_of_a_30_layer_split_has_its_own_labelled_row():
     by_series = {t.name: dict(zip(t.y, t.customdata)) for t in bars}
     assert set(by_series) == set(PART_SERIES)
     assert all(by_series["attention (all heads)"][f"layer {i}"] == f"layer {i} attention" for i in range(30))
-    assert all(by_series["MLP"][f"layer {i}"] == f"layer {i} MLP" for i in range(30))
+    assert all(by_series["FFN"][f"layer {i}"] == f"layer {i} FFN" for i in range(30))
     assert sum(len(t.x) for t in bars) == len(parts)  # every part drawn once
     caption = attribution_caption("The logit of ␣Paris", 2.0, 2.0, heads, parts)
     assert "the largest part overall is layer 23 attention (+1.92)" in caption
@@ -81,7 +81,7 @@ def test_every_part_of_a_30_layer_split_has_its_own_labelled_row():
     biggest = int(np.argmax(attention.x))
     assert attention.y[biggest] == "layer 23" and attention.customdata[biggest] == "layer 23 attention"
     # attention sits above the MLP in its row (the y axis runs top-down), neither over the other
-    (a_off, a_width, _), (m_off, _, _) = PART_SERIES["attention (all heads)"], PART_SERIES["MLP"]
+    (a_off, a_width, _), (m_off, _, _) = PART_SERIES["attention (all heads)"], PART_SERIES["FFN"]
     assert a_off + a_width <= m_off + 1e-9
     assert_plotly_would_send_the_same(fig)
 

@@ -14,7 +14,7 @@ VALID = {"tab": ("residual", "residual"), "prompt": ("ROMEO: hi", "ROMEO: hi"), 
          "top_k": ("20", 20), "top_p": ("0.9", 0.9), "min_p": ("0.05", 0.05), "seed": ("7", 7),
          "clean": ("The Eiffel Tower is in", "The Eiffel Tower is in"), "answer": (" Paris", " Paris"),
          "corrupted": ("The Colosseum is in", "The Colosseum is in"), "against": (" Rome", " Rome"),
-         "patch": ("MLP output (layer × position)", "MLP output (layer × position)")}
+         "patch": ("FFN output (layer × position)", "FFN output (layer × position)"), "heads": ("0.1", "0.1")}
 INVALID = {"tab": "nowhere", "layer": "two", "head": "1.5", "query": "5000", "temperature": "9",
            "top_k": "-3", "top_p": "0.333", "min_p": "nan", "seed": "1e400", "drop_unknown": "maybe",
            "prompt": "x" * (view_params.TEXT_CAP + 1), "model": "gpt-5", "lesson": "no-such-lesson",

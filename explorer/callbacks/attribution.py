@@ -18,7 +18,7 @@ PATCHED = {  # sweep kind -> (what is copied, rows, columns)
     "resid_pre": ("the residual stream", "layer", "position"),
     "z": ("a head's output", "layer", "head"),
     "z_pos": ("a head's output at one position", "head", "position"),
-    "mlp_out": ("an MLP layer's output", "layer", "position"),
+    "mlp_out": ("an FFN layer's output", "layer", "position"),
 }
 assert set(PATCHED) == set(PATCH_KINDS) == set(PATCH_CHOICES.values())
 
@@ -43,12 +43,12 @@ def logit_name(session: Session, target: int, baseline) -> str:
 
 
 def attribution_parts(attribution) -> list[tuple[str, float]]:
-    """(name, value) of every bar of the split: the embeddings, each layer's attention and MLP, the biases."""
+    """(name, value) of every bar of the split: the embeddings, each layer's attention and FFN, the biases."""
     parts = [("embeddings", attribution.embed)]
     for layer in range(len(attribution.heads)):
         parts.append((f"layer {layer} attention", float(attribution.heads[layer].sum())))
         if attribution.mlps is not None:
-            parts.append((f"layer {layer} MLP", float(attribution.mlps[layer])))
+            parts.append((f"layer {layer} FFN", float(attribution.mlps[layer])))
     return parts + [("biases", attribution.bias)]
 
 

@@ -36,6 +36,7 @@ from model_core.data.tokenization import visible
 MAX_UNITS = 64  # units knocked out at once: enough for any experiment, and a bound on the hooks' work
 CONTEXT_TOKENS = 3  # tokens of context shown before a hard-hit token in the caption
 PAIR = re.compile(r"^(\d{1,6})\.(\d{1,6})$")
+HEAD = re.compile(r"^L(\d{1,6})·?H(\d{1,6})$", re.IGNORECASE)  # a head as captions name it: L1·H3 (or L1H3)
 LAYER = re.compile(r"^\d{1,6}$")
 FALLBACK_CORPUS = "shakespeare"  # the evaluation text of a large model trained elsewhere (SmolLM2)
 
@@ -54,11 +55,12 @@ def unit_entries(value, name: str) -> list[str]:
     return entries
 
 
-def parse_pairs(value, name: str, example: str) -> tuple:
-    """'1.3, 2.0' -> ((1, 3), (2, 0)), duplicates dropped; anything else gets a message with an example."""
+def parse_pairs(value, name: str, example: str, forms=(PAIR,)) -> tuple:
+    """'1.3, 2.0' -> ((1, 3), (2, 0)), duplicates dropped (forms: the patterns an entry may match); anything else
+    gets a message with an example."""
     pairs = []
     for entry in unit_entries(value, name):
-        match = PAIR.match(entry)
+        match = next((m for m in (form.match(entry) for form in forms) if m), None)
         if not match:
             raise UserError(f"{name}: “{entry[:20]}” is not layer.index; write {example}.")
         pairs.append((int(match.group(1)), int(match.group(2))))
@@ -78,13 +80,14 @@ def parse_layers(value, name: str) -> tuple:
 def ablation_from_inputs(session: Session, heads, attn_layers, mlp_layers, neurons) -> Ablation:
     """The checked Ablation, or a message when it is empty or names a unit the model lacks."""
     ablation = Ablation(
-        heads=parse_pairs(heads, "Heads", "heads as layer.head, such as 1.3 (several: 1.3, 2.0)"),
+        heads=parse_pairs(heads, "Heads", "heads as layer.head, such as 1.3 for L1·H3 (several: 1.3, 2.0)",
+                          (PAIR, HEAD)),
         attn_layers=parse_layers(attn_layers, "Attention layers"),
-        mlp_layers=parse_layers(mlp_layers, "MLP layers"),
+        mlp_layers=parse_layers(mlp_layers, "FFN layers"),
         neurons=parse_pairs(neurons, "Neurons", "neurons as layer.neuron, such as 0.17"),
     )
     if ablation.is_empty():
-        raise UserError("Nothing to knock out: type a head such as 1.3 in “Heads”, or a layer or a neuron.")
+        raise UserError("Nothing to knock out: type a head such as 1.3 (L1·H3) in “Heads”, or a layer or a neuron.")
     return ablation.validate(session.inspected.model.cfg)
 
 
@@ -223,7 +226,7 @@ def cached_importance_map(session: Session, mode: str):
 
 
 def importance_view(session: Session, mode):
-    """-> importance heatmap (+ MLP bars), caption."""
+    """-> importance heatmap (+ FFN bars), caption."""
     require_model(session)
     mode = ablation_mode(mode)
     imap = cached_importance_map(session, mode)

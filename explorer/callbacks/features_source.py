@@ -7,6 +7,7 @@ from explorer.callbacks.experiments import validation_source
 from explorer.callbacks.second_model import uploaded_path
 from explorer.common.errors import UserError
 from explorer.common.limits import LIMITS
+from explorer.common.shipped_list import display_name
 from explorer.state.inspected import SAEChoice
 from explorer.state.session import Session, require_model
 from explorer.state.shipped_features import shipped_sae, shipped_sae_names
@@ -21,9 +22,9 @@ LARGE_STATS_TOKENS = 8_192  # ... on a large (pretrained) one: each token is a p
 
 
 def no_sae_sentence(session: Session) -> str:
-    shipped = ", ".join(shipped_sae_names()) or "none"
-    return (f"There is no SAE for the inspected model ({session.inspected.name}). SAEs ship for these models: "
-            f"{shipped} (pick one on the Train tab's model list), or upload an SAE trained on this model "
+    shipped = ", ".join(map(display_name, shipped_sae_names())) or "none"
+    return (f"There is no SAE for the inspected model ({display_name(session.inspected.name)}). SAEs ship for "
+            f"these models: {shipped} (pick one on the Train tab's model list), or upload an SAE trained on this model "
             "(a .zip of a SAELens folder: cfg.json + sae_weights.safetensors; `python -m model_core.features "
             "train` makes one).")
 

@@ -6,7 +6,7 @@ import gradio as gr
 
 from explorer.common.errors import UserError
 from explorer.common.limits import LIMITS
-from explorer.common.shipped_list import PRETRAINED
+from explorer.common.shipped_list import PRETRAINED, display_name
 from explorer.common.tempfiles import new_temp_dir
 from explorer.common.wording import model_shape
 from explorer.state.session import Session, refuse_pretrained
@@ -20,7 +20,7 @@ def model_summary(session: Session) -> str:
     c = session.inspected.held  # read only: a shared shipped model is not copied for its summary
     cfg = c.model.cfg
     trained = _last_loss(c.evals or [])
-    return (f"Inspecting **{session.inspected.name}**: {model_shape(cfg.n_layers, cfg.n_heads)}, d_model "
+    return (f"Inspecting **{display_name(session.inspected.name)}**: {model_shape(cfg.n_layers, cfg.n_heads)}, d_model "
             f"{cfg.d_model}, context {cfg.block_size}, vocabulary {cfg.vocab_size}, "
             f"{c.model.num_params():,} parameters{trained}.")
 

@@ -16,7 +16,9 @@ from explorer.callbacks.models import model_summary, upload_limits
 from explorer.callbacks.prompting import encode_prompt, token_labels
 from explorer.common.errors import UserError
 from explorer.common.limits import LIMITS
+from explorer.common.shipped_list import display_name
 from explorer.common.wording import model_shape
+from explorer.figures.common import head_label
 from explorer.figures.compare import attention_pair_figure, character_bits_figure, next_token_pair_figure
 from explorer.state.session import Session, require_model
 from explorer.state.shipped import load_shipped, shipped_models
@@ -65,7 +67,7 @@ def keep(session: Session, checkpoint: Checkpoint, name: str) -> str:
 def use_shipped_as_b(session: Session, name) -> str:
     if not isinstance(name, str) or name not in shipped_models():
         raise UserError(f"Pick one of the shipped models: {', '.join(shipped_models())}.")
-    return keep(session, load_shipped(name), f"shipped {name}")
+    return keep(session, load_shipped(name), f"shipped {display_name(name)}")
 
 
 def copy_inspected_as_b(session: Session) -> str:
@@ -73,7 +75,7 @@ def copy_inspected_as_b(session: Session) -> str:
     require_model(session)
     c = session.inspected.checkpoint
     return keep(session, Checkpoint(copy.deepcopy(c.model), c.tokenizer, corpus=c.corpus),
-                f"copy of {session.inspected.name}")
+                f"copy of {display_name(session.inspected.name)}")
 
 
 def uploaded_path(upload, what: str) -> Path:
@@ -206,8 +208,8 @@ def most_different_head(patterns_a, patterns_b):
     if diff[most] < 0.005:  # the grids show whole percents: smaller differences are invisible there
         return None, (f"Attention: A's and B's heads attend alike here (no head's weights differ by more than "
                       f"{diff[most]:.3f} on average).")
-    return most, (f"Attention: head {most[0]}.{most[1]} (outlined) differs most between A and B: its weights "
-                  f"differ by {diff[most]:.2f} on average (on a 0..1 scale); head {least[0]}.{least[1]} differs "
+    return most, (f"Attention: head {head_label(*most)} (outlined) differs most between A and B: its weights "
+                  f"differ by {diff[most]:.2f} on average (on a 0..1 scale); head {head_label(*least)} differs "
                   f"least ({diff[least]:.2f}).")
 
 

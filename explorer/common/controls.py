@@ -68,6 +68,6 @@ PATCH_CHOICES = {
     "residual stream (layer × position)": "resid_pre",
     "each head, all positions (layer × head)": "z",
     "each head × position, in one layer": "z_pos",
-    "MLP output (layer × position)": "mlp_out",
+    "FFN output (layer × position)": "mlp_out",
 }
 PATCH_WITH_LAYER = "each head × position, in one layer"  # the one choice the layer slider applies to

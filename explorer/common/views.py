@@ -78,7 +78,7 @@ VIEWS = (
                   "/compare": ("prompt", "settings", "max_new_tokens", "seed", "drop_unknown", "chat_format"),
                   "/generate": ("prompt", *SAMPLING, "max_new_tokens", "seed", "drop_unknown", "chat_format")},
              quantities=("top token", "probability", "tokens kept", "greedy continuation", "most repetitive column")),
-    ViewSpec("experiments", "Experiments", params=("answer", "against", "clean", "corrupted", "patch", "layer"),
+    ViewSpec("experiments", "Experiments", params=("heads", "answer", "against", "clean", "corrupted", "patch", "layer"),
              api={"/ablate": ("prompt", "heads", "attn_layers", "mlp_layers", "neurons", "mode", "position",
                               "temperature", "max_new_tokens", "seed", "drop_unknown"),
                   "/importance_map": ("mode",),

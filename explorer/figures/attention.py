@@ -74,9 +74,16 @@ def _percent(shares) -> np.ndarray:
     return np.rint(np.clip(shares, 0, 1) * 100).astype(np.uint8)
 
 
-def _percent_coloraxis(**colorbar) -> dict:
-    """The 0..1 attention scale for uint8 percent data: cmin/cmax 0..100, ticks still read 0..1."""
-    axis = attention_coloraxis(tickvals=[0, 25, 50, 75, 100], ticktext=["0", "0.25", "0.5", "0.75", "1"], **colorbar)
+PERCENT_TICKS = [0, 25, 50, 75, 100]
+
+
+def _percent_coloraxis(in_percent: bool = False, **colorbar) -> dict:
+    """The 0..1 attention scale for uint8 percent data: cmin/cmax 0..100, ticks still read 0..1; in_percent: ticks
+    and title in % (a chart whose cells print percents reads its colour bar in the same unit)."""
+    ticks = [f"{t}%" for t in PERCENT_TICKS] if in_percent else ["0", "0.25", "0.5", "0.75", "1"]
+    if in_percent:
+        colorbar["title"] = dict(text="% of attention", side="right")
+    axis = attention_coloraxis(tickvals=PERCENT_TICKS, ticktext=ticks, **colorbar)
     return {**axis, "cmin": 0, "cmax": 100}
 
 
@@ -137,7 +144,7 @@ def attention_overview_figure(stats: dict[str, np.ndarray], layer_patterns, toke
                   y1=1.04, line=dict(color=RED, width=3))
     title = (f"Every head at a glance ({model_shape(n_layers, n_heads)}: click a cell), then layer {layer}'s "
              "heads (query ↓, key →)")
-    return style_figure(fig, title, height=height, chart_width=WIDE_CHART, coloraxis=_percent_coloraxis(),
+    return style_figure(fig, title, height=height, chart_width=WIDE_CHART, coloraxis=_percent_coloraxis(True),
                         margin=dict(l=50, r=20, t=100, b=20))
 
 
@@ -166,7 +173,7 @@ def attention_head_figure(pattern, tokens: list[str], layer: int, head: int) -> 
     ))
     fig.update_xaxes(**position_axis("key position (looked at)"))
     fig.update_yaxes(**position_axis("query position (looking)"), autorange="reversed")
-    title = f"Layer {layer} · head {head} attention pattern"
+    title = f"{head_label(layer, head)} attention pattern"
     height = int(np.clip(labelled_rows_height(n, labels, bottom=90), 440, HEAD_MAP_MAX_HEIGHT))
     return style_figure(fig, title, height=height, chart_width=WIDE_CHART, margin=dict(l=90, b=90))
 
@@ -193,7 +200,7 @@ def attention_steps_figure(scores_unmasked, scores_masked, pattern, z, tokens: l
     fig.update_xaxes(title_text="d_head dimension", type="linear", showticklabels=True, row=1, col=4)
     fig.update_yaxes(**position_axis(""), autorange="reversed")
     fig.update_yaxes(title_text="query position", row=1, col=1)
-    title = f"Layer {layer} · head {head}: from scores to output, step by step"
+    title = f"{head_label(layer, head)}: from scores to output, step by step"
     height = int(np.clip(labelled_rows_height(len(tokens), labels, bottom=70), 400, STEPS_MAX_HEIGHT))
     return style_figure(fig, title, height=height, chart_width=WIDE_CHART, margin=dict(l=80, r=60, t=90, b=70))
 

@@ -26,8 +26,8 @@ PART_AXIS = "part of the logit (above 0 pushes it up, below 0 down)"  # the capt
 
 def attribution_figure(heads, layer_parts: list[tuple[str, float]], what: str) -> Figure:
     """Left: [L, H] each head's part of the logit (difference); right: the parts in reading order, one row per layer
-    with its attention (all heads) and its MLP side by side, embeddings above and biases below. Every row is
-    labelled (PART_ROW_PX per row). layer_parts: (name, value) as 'embeddings', 'layer N attention', 'layer N MLP',
+    with its attention (all heads) and its FFN side by side, embeddings above and biases below. Every row is
+    labelled (PART_ROW_PX per row). layer_parts: (name, value) as 'embeddings', 'layer N attention', 'layer N FFN',
     'biases'. Red cells add to `what`, blue take away; a bar's direction says the same."""
     heads = np.asarray(heads, dtype=np.float64)
     n_layers, n_heads = heads.shape
@@ -43,7 +43,7 @@ def attribution_figure(heads, layer_parts: list[tuple[str, float]], what: str) -
         colorbar=dict(title=dict(text="logit part", side="right"), thickness=14, x=0.37),  # beside the heatmap
     ), row=1, col=1)
     rows = _part_rows(layer_parts)
-    has_mlp = any(kind == "MLP" for _, kind, _ in rows.values())
+    has_mlp = any(kind == "FFN" for _, kind, _ in rows.values())
     for series, (offset, width, color) in PART_SERIES.items():
         found = [(row, name, value) for name, (row, kind, value) in rows.items() if kind == series]
         if not has_mlp:  # attention only: its bars take the whole row
@@ -67,9 +67,9 @@ def attribution_figure(heads, layer_parts: list[tuple[str, float]], what: str) -
 
 
 PART_ROW_PX = 26  # pixels per row of the parts chart: over 1.2 × the tick font, so Plotly draws every label
-PART_SERIES = {  # series -> (offset, width, colour): attention above MLP within a layer's row
+PART_SERIES = {  # series -> (offset, width, colour): attention above FFN within a layer's row
     "attention (all heads)": (-0.42, 0.42, PURPLE),
-    "MLP": (0.0, 0.42, GREEN),
+    "FFN": (0.0, 0.42, GREEN),
     "embeddings, biases": (-0.42, 0.84, GREY),
 }
 
@@ -79,8 +79,8 @@ def _part_rows(layer_parts: list[tuple[str, float]]) -> dict[str, tuple[str, str
     rows = {}
     for name, value in layer_parts:
         layer, _, kind = name.rpartition(" ")
-        if name.startswith("layer ") and kind in ("attention", "MLP"):
-            rows[name] = (layer, "MLP" if kind == "MLP" else "attention (all heads)", float(value))
+        if name.startswith("layer ") and kind in ("attention", "FFN"):
+            rows[name] = (layer, "FFN" if kind == "FFN" else "attention (all heads)", float(value))
         else:
             rows[name] = (name, "embeddings, biases", float(value))
     return rows

@@ -1,5 +1,5 @@
 """Experiments: loss per position before/after an ablation, the next-token distribution before/after, and
-the importance map (validation-loss increase per knocked-out head and MLP layer). numpy in, Plotly out."""
+the importance map (validation-loss increase per knocked-out head and FFN layer). numpy in, Plotly out."""
 import numpy as np
 
 from explorer.figures.common import (
@@ -66,12 +66,12 @@ def next_token_change_figure(probs_before, probs_after, vocab: list[str], where:
 
 def importance_figure(head_increase, mlp_increase=None, mode: str = "mean") -> Figure:
     """Heatmap [layer, head] of the validation-loss increase when that head alone is knocked out, and beside
-    it one bar per MLP layer (when the model has MLPs). Red: the loss rises; white: no change."""
+    it one bar per FFN layer (when the model has FFNs). Red: the loss rises; white: no change."""
     heads = np.asarray(head_increase, dtype=np.float64)
     n_layers, n_heads = heads.shape
     layers = [f"layer {layer}" for layer in range(n_layers)]
     has_mlp = mlp_increase is not None
-    titles = ["each head alone", "each MLP layer alone"][:1 + has_mlp]
+    titles = ["each head alone", "each FFN layer alone"][:1 + has_mlp]
     fig = subplots(rows=1, cols=2 if has_mlp else 1, column_widths=[0.68, 0.32] if has_mlp else None,
                         horizontal_spacing=0.14, subplot_titles=titles)
     reach = symmetric_range(heads)
@@ -86,7 +86,7 @@ def importance_figure(head_increase, mlp_increase=None, mode: str = "mean") -> F
         fig.add_trace(bar(
             x=compact(mlp), y=layers, orientation="h", marker_color=[RED if v > 0 else GREY for v in mlp],
             text=[f"{v:+.2f}" for v in mlp], textposition="auto", showlegend=False,
-            hovertemplate="MLP of %{y}<br>loss change %{x:+.3f} nats<extra></extra>",
+            hovertemplate="FFN of %{y}<br>loss change %{x:+.3f} nats<extra></extra>",
         ), row=1, col=2)
         fig.update_xaxes(title_text="loss change (nats)", row=1, col=2)
         fig.update_yaxes(autorange="reversed", row=1, col=2)

@@ -17,7 +17,7 @@ activation_patching_view, example_pair, logit_attribution_view = callbacks(
 KINDS = list(PATCH_CHOICES)
 
 DLA_INTRO = f"""### Who wrote the answer? Direct logit attribution
-The residual stream is a **sum**: the embeddings, then every head and every MLP layer *add* what they write. So the
+The residual stream is a **sum**: the embeddings, then every head and every FFN layer *add* what they write. So the
 logit of the predicted token splits into one part per writer: a part above 0 pushes the prediction up, one below 0
 pushes it down (red and blue in the heatmap of heads). {words_note(["logit"])}
 Type an **answer** token (default: the model's top token) and optionally one it competes **against** (e.g.

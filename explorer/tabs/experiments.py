@@ -1,7 +1,7 @@
-"""Experiments tab: knock out heads, attention layers, MLP layers or neurons; see what changes; the importance map."""
+"""Experiments tab: knock out heads, attention layers, FFN layers or neurons; see what changes; the importance map."""
 import gradio as gr
 
-from explorer.common.shipped_list import shipped_models
+from explorer.common.shipped_list import model_choices, shipped_models
 from explorer.tabs.attribution import build_attribution_section
 from explorer.tabs.binding import bind
 from explorer.tabs.common import API, HEAVY, caption, model_slider, run_button
@@ -9,6 +9,7 @@ from explorer.tabs.export_button import data_button
 from explorer.tabs.lazy import callbacks
 from explorer.tabs.raw_inputs import RawDropdown, RawFile, RawNumber, RawRadio, RawSlider
 from explorer.teaching.glossary import explained
+from explorer.teaching.view_params import register_control
 
 (compare_view, copy_inspected_as_b, load_nanogpt_as_b, load_zip_as_b, snapshot_menu, swap_models, use_shipped_as_b,
  use_snapshot_as_b) = callbacks("second_model", "compare_view", "copy_inspected_as_b", "load_nanogpt_as_b", "load_zip_as_b",
@@ -45,8 +46,9 @@ def build_experiments_tab(model_info, prompt, drop) -> dict:
     gr.Markdown(UNITS_HELP)
     with gr.Row():
         heads = gr.Textbox("0.0", label="Heads (layer.head, e.g. 1.3, 2.0)", max_lines=1)
+        register_control("heads", heads)  # links and lessons: ?tab=experiments&heads=0.1
         attn_layers = gr.Textbox("", label="Whole attention layers (e.g. 0, 2)", max_lines=1)
-        mlp_layers = gr.Textbox("", label="Whole MLP layers (e.g. 1)", max_lines=1)
+        mlp_layers = gr.Textbox("", label="Whole FFN layers (e.g. 1)", max_lines=1)
         neurons = gr.Textbox("", label="FFN neurons (layer.neuron, e.g. 0.17)", max_lines=1)
     with gr.Row():
         mode = RawRadio(["mean", "zero"], value="mean", label="Ablation: replace the output by")
@@ -65,7 +67,7 @@ def build_experiments_tab(model_info, prompt, drop) -> dict:
     outputs = [losses, dist, texts, numbers, note]
     run.click(bind(ablation_view, heavy=True), inputs, outputs, api_name="ablate", **API, **HEAVY)
 
-    gr.Markdown("### Importance map\nEvery head, then every MLP layer, knocked out alone (with the ablation chosen "
+    gr.Markdown("### Importance map\nEvery head, then every FFN layer, knocked out alone (with the ablation chosen "
                 "above): how much does the validation loss rise without it?")
     with gr.Row():
         map_go = gr.Button("Compute importance map", variant="primary")
@@ -86,7 +88,7 @@ def build_compare_section(prompt, drop, model_info):
     gr.Markdown(COMPARE_INTRO)
     with gr.Row():
         with gr.Column():
-            shipped = RawDropdown(shipped_models(), value=(shipped_models() or [None])[0], label="Shipped model")
+            shipped = RawDropdown(model_choices(), value=(shipped_models() or [None])[0], label="Shipped model")
             use = gr.Button("Use as model B")
         with gr.Column():
             copy = gr.Button("Copy the inspected model as model B")

@@ -62,8 +62,8 @@ def build_features_tab(prompt, drop, model_info):
     steering = _build_steering(prompt, feature, drop, model_info)
     build_features_training()
     with gr.Accordion("Load an SAE for the inspected model", open=False):
-        gr.Markdown("SAEs ship for the Shakespeare model and SmolLM2. For a model you trained, train one above, or "
-                    "with `python -m model_core.features train --checkpoint YOUR.zip --hook blocks.1.hook_resid_post "
+        gr.Markdown("SAEs ship for the Shakespeare model and SmolLM2-135M-Instruct. For a model you trained, train "
+                    "one above, or with `python -m model_core.features train --checkpoint YOUR.zip --hook blocks.1.hook_resid_post "
                     "--features 1024 --k 32 --out sae` and upload that folder as a .zip (SAELens's format: "
                     "cfg.json + sae_weights.safetensors; SAELens's own SAEs load too).")
         upload = RawFile(label=".zip of an SAE folder", file_types=[".zip"], type="filepath")

@@ -45,9 +45,11 @@ embeddings moving (press play)."""
 
 
 # the explanation a fixed share of the table, so that it wraps inside the page (sized to its text, it ran 1,300 px
-# wide and the table scrolled sideways to read each sentence); each score column as wide as a header word
-# ("induction", "duplicate") at a 1400 px window (at 5.5 % they broke mid-word)
-REPORT_WIDTHS = ["5%", "8%", "5%", "22%"] + ["7.5%"] * (len(REPORT_HEADERS) - 4)
+# wide and the table scrolled sideways to read each sentence); each score column wider than its longest header word
+# ("induction", "duplicate": 92 px) at a 1400 px window, where the table is 1,216 px wide (at 7.5 %, 91 px, they
+# broke mid-word); the page's CSS (explorer.ui, REPORT_CARD_ID) lets headers wrap only between words
+REPORT_WIDTHS = ["5%", "8%", "5%", "18%"] + ["8%"] * (len(REPORT_HEADERS) - 4)
+REPORT_CARD_ID = "te-report-card"
 
 
 def build_heads_tab():
@@ -59,7 +61,7 @@ def build_heads_tab():
     role_map = gr.Plot(label="Role map (layer × head)")
     # tall enough for every head of the class's models (16 rows of wrapped explanations) without scrolling in it
     table = gr.Dataframe(headers=REPORT_HEADERS, label="Report card", interactive=False, wrap=True,
-                         column_widths=REPORT_WIDTHS, max_height=1800)
+                         column_widths=REPORT_WIDTHS, max_height=1800, elem_id=REPORT_CARD_ID)
     gr.Markdown(INDUCTION_INTRO)
     induction_note = caption()
     with gr.Row():

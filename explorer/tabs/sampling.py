@@ -19,7 +19,7 @@ def build_sampling_tab(prompt, drop):
                 "which of them may be picked.")
     run = run_button("Show next-token distribution")
     chat = gr.Checkbox(False, label="Chat format: wrap the prompt in the model's chat template (a pretrained chat "
-                       "model such as smollm2-135m answers it, and generation stops where its answer ends)")
+                       "model such as SmolLM2-135M-Instruct answers it, and generation stops where its answer ends)")
     with gr.Row():
         temperature = RawSlider(0, 3, value=1.0, step=0.05, label="Temperature (0 = always the top token)")
         top_k = RawSlider(0, 100, value=0, step=1, label="Top-k (0 = off)")

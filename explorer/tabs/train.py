@@ -4,7 +4,7 @@ from dataclasses import dataclass
 import gradio as gr
 
 from explorer.common.controls import ARCH_FIELDS, CONTROL_NAMES, LIVE_CAPTION, OPTIM_FIELDS, mlp_ratio_of
-from explorer.common.shipped_list import shipped_models
+from explorer.common.shipped_list import model_choices, shipped_models
 from explorer.tabs.binding import bind
 from explorer.tabs.common import API
 from explorer.tabs.export_button import data_button
@@ -195,7 +195,7 @@ def _poll_for_ui(session):
 def _model_controls(model_info, opening):
     with gr.Accordion("Models: pick a shipped one, save yours, load a saved one", open=True):
         with gr.Row():
-            shipped = RawDropdown(shipped_models(), value=(shipped_models() or [None])[0], label="Shipped models")
+            shipped = RawDropdown(model_choices(), value=(shipped_models() or [None])[0], label="Shipped models")
             use = gr.Button("Use this model")
             save = gr.Button("Save inspected model as .zip")
             download = gr.File(label="Download", interactive=False)

@@ -2,6 +2,7 @@
 import numpy as np
 
 from explorer.common.wording import counted
+from explorer.figures.common import head_label
 
 SMALL_CHANGE = 0.01  # nats: a change in validation loss below this is "no real change"
 
@@ -15,7 +16,7 @@ def _change(before: float, after: float) -> str:
 
 def ablation_caption(what: str, mode: str, val_before: float, val_after: float, loss_diff, targets: list[str],
                      contexts: list[str], top: int = 3) -> str:
-    """'Without head 1.3 (mean-ablated) the validation loss rises from 1.63 to 1.91 nats per token; on this
+    """'Without head L1·H3 (mean-ablated) the validation loss rises from 1.63 to 1.91 nats per token; on this
     prompt the hardest-hit tokens are 12:e (after “th”, +2.10), ...'. loss_diff [T-1] per predicted token,
     targets[i] its position:token label, contexts[i] the text just before it."""
     how = "replaced by its mean" if mode == "mean" else "set to zero"
@@ -31,20 +32,22 @@ def ablation_caption(what: str, mode: str, val_before: float, val_after: float, 
 
 
 def importance_caption(base_loss: float, head_increase, mlp_increase=None, estimated: bool = False) -> str:
-    """Names the head whose removal hurts most (and the MLP layer), and how many heads barely matter; estimated:
+    """Names the head whose removal hurts most (and the FFN layer), and how many heads barely matter; estimated:
     the changes are first-order estimates (attribution patching), and the caption says so."""
     heads = np.asarray(head_increase, dtype=np.float64)
     layer, head = np.unravel_index(int(np.argmax(heads)), heads.shape)
-    text = (f"Knocking out head {layer}.{head} hurts most: the validation loss rises by {heads[layer, head]:.3f} "
-            f"nats from {base_loss:.2f}")
+    name = head_label(layer, head)
+    text = f"Knocking out head {name} hurts most: the validation loss rises by {heads[layer, head]:.3f} nats from " \
+           f"{base_loss:.2f}"
     if mlp_increase is not None and len(mlp_increase):
         mlp = np.asarray(mlp_increase, dtype=np.float64)
         top = int(np.argmax(mlp))
-        text += f"; the MLP of layer {top} matters most of all units ({mlp[top]:+.2f})" if mlp[top] > heads.max() \
-            else f"; the most important MLP layer is {top} ({mlp[top]:+.2f})"
+        text += f"; the FFN of layer {top} matters most of all units ({mlp[top]:+.2f})" if mlp[top] > heads.max() \
+            else f"; the most important FFN layer is {top} ({mlp[top]:+.2f})"
     quiet = int((np.abs(heads) < SMALL_CHANGE).sum())
-    text += (f". {quiet} of {counted(heads.size, 'head')} change it by less than {SMALL_CHANGE}. Type {layer}.{head} in "
-             f"“Heads” above (or press “Knock out the most important head”) to see what it does.")
+    text += (f". {quiet} of {counted(heads.size, 'head')} change it by less than {SMALL_CHANGE}. Type {layer}.{head} "
+             f"(layer.head, for {name}) in “Heads” above (or press “Knock out the most important head”) to see what "
+             "it does.")
     if estimated:
         text += (f" These {heads.size} numbers are estimates (attribution patching: activation change × gradient, "
                  "from one forward and one backward pass), since knocking out every unit of a model this large one "

@@ -27,6 +27,9 @@ TERMS = {
                                         "never at later ones"),
     "value vectors": (r"\bvalue vectors?\b", "what each token offers to pass on; a head adds up the value vectors "
                                              "of the tokens it looks at, weighted by its attention"),
+    "FFN": (r"\bFFNs?\b", "the feed-forward network of each layer (many texts call it the MLP): after attention, it "
+                         "works on every token's vector on its own, widening it to d_mlp neurons, passing them through "
+                         "an activation function and narrowing it back"),
     # the model's sizes, as the Train tab's size line and the FFN tab write them
     "d_model": (r"\bd_model\b", "the length of the vector the model keeps for every token: the width of the residual "
                                  "stream that every layer reads and writes"),
@@ -49,6 +52,10 @@ TERMS = {
                                                   "and output (W_O) matrices, and the unembedding (W_U) that turns a "
                                                   "vector into logits. Its row for a token says how attending to that "
                                                   "token changes the logit of every next token"),
+    "K-composition": (r"\bK-composition\b", "how much a head's key reads what a head of an earlier layer wrote into "
+                                              "the residual stream, scored from the two heads' weights (0: not at "
+                                              "all, higher: more). An induction head's key reads what a "
+                                              "previous-token head wrote"),
     "eigenvalues": (r"\beigenvalues?\b", "the numbers λ for which a square matrix sends some vector v to λ·v, "
                                           "stretching it without turning it. A positive λ keeps v's direction, a "
                                           "negative one flips it"),

@@ -128,7 +128,7 @@ the Experiments tab.)
 ### Experiments
 **What you see:** the same prompt, seed and knobs with some heads, layers or neurons knocked out: the loss at
 every position before and after, the next-token distribution, a continuation, and the loss on fixed
-validation windows; the importance map of every head and MLP layer; a second model side by side in bits per
+validation windows; the importance map of every head and FFN layer; a second model side by side in bits per
 character.
 **Look for:** **mean** ablation (the default) replaces the part's output with its average over the
 validation text: the next layer still gets the kind of values it was trained on, and only what this part

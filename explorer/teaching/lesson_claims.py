@@ -14,7 +14,7 @@ from explorer.common.views import VIEWS
 QUOTED = r'"(?:[^"\\]|\\.)*"'
 HEAD = r"(\d{1,3}\.\d{1,3})"
 CELL = r"((?:layer|head) \d{1,4}, (?:position|head) \d{1,4})"
-PART = r"(embeddings|biases|layer \d{1,4} (?:attention|MLP))"
+PART = r"(embeddings|biases|layer \d{1,4} (?:attention|FFN))"
 
 # name -> (pattern of the quantity, kind of value, what it measures, for the docs and error messages). Kinds:
 # "number", "text" (compared as written, tokens quoted), "count" (a whole number). A quantity's groups are its

@@ -52,10 +52,10 @@ class Ablation:
                 raise AblationError(f"layer {layer} does not exist: this model has layers 0 to {cfg.n_layers - 1}.")
         for layer, head in self.heads:
             if not 0 <= head < cfg.n_heads:
-                raise AblationError(f"head {layer}.{head} does not exist: each layer has heads 0 to "
+                raise AblationError(f"head L{layer}·H{head} does not exist: each layer has heads 0 to "
                                     f"{cfg.n_heads - 1}.")
         if cfg.attn_only and (self.mlp_layers or self.neurons):
-            raise AblationError("this model is attention-only: it has no MLP layers or FFN neurons to knock out; "
+            raise AblationError("this model is attention-only: it has no FFN layers or FFN neurons to knock out; "
                                 "ablate heads or attention layers instead.")
         for layer, neuron in self.neurons:
             if not 0 <= neuron < cfg.d_mlp:
@@ -64,10 +64,10 @@ class Ablation:
         return self
 
     def describe(self) -> str:
-        """'head 1.3, MLP layer 2' in the order heads, attention layers, MLP layers, neurons."""
-        parts = [f"head {layer}.{head}" for layer, head in self.heads]
+        """'head L1·H3, FFN layer 2' (the app's words) in the order heads, attention layers, MLP layers, neurons."""
+        parts = [f"head L{layer}·H{head}" for layer, head in self.heads]
         parts += [f"attention layer {layer}" for layer in self.attn_layers]
-        parts += [f"MLP layer {layer}" for layer in self.mlp_layers]
+        parts += [f"FFN layer {layer}" for layer in self.mlp_layers]
         parts += [f"neuron {layer}.{n}" for layer, n in self.neurons]
         return ", ".join(parts) if parts else "nothing"
 

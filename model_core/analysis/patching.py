@@ -164,7 +164,7 @@ def patching_sweep(model, clean_ids: list[int], corrupted_ids: list[int], kind: 
         raise PatchingError(f"kind must be one of {', '.join(PATCH_KINDS)}, got {kind!r}.")
     cfg = model.cfg
     if kind == "mlp_out" and cfg.attn_only:
-        raise PatchingError("this model has no MLP layers (attention only): patch the residual stream or heads.")
+        raise PatchingError("this model has no FFN layers (attention only): patch the residual stream or heads.")
     if kind == "z_pos" and (layer is None or not 0 <= layer < cfg.n_layers):
         raise PatchingError(f"pick a layer from 0 to {cfg.n_layers - 1} for the head-by-position sweep.")
     was_training = model.training

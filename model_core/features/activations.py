@@ -10,8 +10,8 @@ import torch
 # hook-name endings an SAE may read: [batch, pos, width] activations (attention patterns and per-head
 # tensors have more dims)
 SITES = {"hook_resid_pre": "residual stream entering the block", "hook_resid_mid": "residual stream between "
-         "attention and MLP", "hook_resid_post": "residual stream after the block",
-         "hook_attn_out": "attention output", "hook_mlp_out": "MLP output", "mlp.hook_post": "MLP hidden layer "
+         "attention and FFN", "hook_resid_post": "residual stream after the block",
+         "hook_attn_out": "attention output", "hook_mlp_out": "FFN output", "mlp.hook_post": "FFN hidden layer "
          "(the FFN neurons)"}
 BATCH_TOKENS = 16_384  # tokens per forward pass while collecting (bounds the memory of one pass)
 
