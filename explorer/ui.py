@@ -26,6 +26,7 @@ from explorer.tabs.slider_keys import wire_slider_keys
 from explorer.teaching.view_params import CONTROLS, TAB_TRACKER, register_control, register_tabs, reset_controls
 
 slider_maxima = callbacks("models", "slider_maxima")
+prompt_for_model = callbacks("task_prompt", "prompt_for_model")
 
 CSS = """
 .te-caption p, .te-caption li, p.te-caption { font-size: 1.05rem; color: var(--body-text-color); margin: 4px 0 8px; }
@@ -93,6 +94,8 @@ def build_app() -> gr.Blocks:
         dispatch, inputs, outputs = selected_view(views)
         prompt.submit(dispatch, [TAB_TRACKER[0], *inputs], outputs, api_visibility="private", **ANALYSIS)
         _resize_sliders_with_model(demo, model_info)
+        # a task model opened (its words '0'..'58' and '='): the prompt becomes one of its task's, so every tab draws
+        model_info.change(bind(prompt_for_model), prompt, prompt, api_visibility="private", concurrency_limit=None)
         wire_slider_keys(demo)
         demo.unload(detach_session)
     return demo

@@ -431,6 +431,7 @@ def test_every_key_frequency_has_its_label(p, keys):
 
 
 PLOT_PX = CHART_WIDTH - MARGIN["l"] - MARGIN["r"]
+ANNOTATION_BOX_PX = FONT_SIZE * 1.3 + 4  # Plotly's annotation box: a line of text, 1 px padding and border each side
 
 
 def label_extents(fig) -> list[tuple[float, float, float]]:
@@ -449,9 +450,9 @@ def test_the_phase_names_lie_inside_the_plot_and_apart(phases):
     assert [a.text for a in fig.layout.annotations] == [name for *_, name in phases]
     assert all(a.xref == "x domain" and a.yref == "y domain" and a.y == 1 for a in fig.layout.annotations)
     assert all(0 <= left and right <= 1 for left, right, _ in labels)
-    for i, (left, right, row) in enumerate(labels):
-        assert all(row != other_row or right <= other_left or left >= other_right
-                   for other_left, other_right, other_row in labels[:i])
+    for i, (left, right, shift) in enumerate(labels):  # side by side, or a whole box apart (20 px overlapped)
+        assert all(abs(shift - other_shift) >= ANNOTATION_BOX_PX or right <= other_left or left >= other_right
+                   for other_left, other_right, other_shift in labels[:i])
 
 
 def test_a_band_name_is_placed_a_row_lower_only_when_it_must():
@@ -481,3 +482,44 @@ def test_heads_overview_colour_bar_reads_in_the_percents_its_cells_print():
     bar = fig.layout.coloraxis.colorbar
     assert (fig.layout.coloraxis.cmin, fig.layout.coloraxis.cmax) == (0, 100)
     assert list(bar.ticktext) == ["0%", "25%", "50%", "75%", "100%"] and "%" in bar.title.text
+
+
+# The Train tab at a 1400 px wide window: Gradio's page is at most 1280 px wide, the loss chart 3/5 of a row (beside
+# the live attention), the progress chart the whole row; a little less for the page's padding.
+TRAIN_TAB_CHARTS_PX = {"loss": 700, "progress": 1200}
+PLOTLY_LEGEND = dict(entry_px=40 + 5, row_px=FONT_SIZE * 1.3 + 3, row_gap=10, pad=10)  # textGap, itemGap, groups
+
+
+def legend_bottom_up(fig, chart_px: int) -> tuple[float, float]:
+    """(bottom, top) of a figure's legend above the plot, in px from the chart's top: its entries wrapped into rows
+    as Plotly wraps them (text at most 0.6 of the font per character), the rows of one group each plus the gap."""
+    shown = sorted((t for t in fig.data if t.get("name") and t.get("showlegend") is not False),
+                   key=lambda t: t.get("legendrank") or 1000)
+    width, rows, used = chart_px - fig.layout.margin["l"] - fig.layout.margin["r"], 1, 0.0
+    for t in shown:
+        entry = PLOTLY_LEGEND["entry_px"] + len(t.name) * FONT_SIZE * 0.6
+        rows, used = (rows + 1, entry) if used and used + entry > width else (rows, used + entry)
+    height = rows * PLOTLY_LEGEND["row_px"] + (rows - 1) * PLOTLY_LEGEND["row_gap"] + PLOTLY_LEGEND["pad"]
+    top_margin = fig.layout.margin["t"]
+    plot_px = fig.layout.height - top_margin - fig.layout.margin["b"]
+    bottom = top_margin - (fig.layout.legend.y - 1) * plot_px  # legend y = 1.02: just above the plot
+    return bottom, bottom - height
+
+
+@pytest.mark.parametrize("label", ["previous run (weight decay 2.0)",
+                                   "previous run (learning rate 0.001, weight decay 2.0, …)"])
+def test_a_previous_runs_entry_never_pushes_the_legend_into_the_title(label):
+    """With the previous run's faded curves the Train tab's legends wrapped to a second row, over the chart titles."""
+    from explorer.figures.common import TOOLBAR_PX
+    from explorer.figures.training import loss_figure
+
+    grokking = {"train_acc": [0, 1], "val_acc": [0, 0.2], "restricted_loss": [4, 2], "excluded_loss": [4, 5]}
+    induction = {"induction": [0, 0.5], "prev_token": [0, 0.6], "k_composition": [0, 0.2], "icl": [0, -0.5]}
+    figures = [("loss", loss_figure([1, 2], [4, 3], [0, 2], [4, 3], [4, 3], previous=(label, [0, 2], [4, 3], [4, 2])))]
+    figures += [("progress", progress_figure([0, 2], series, previous=(label, [0, 2], series)))
+                for series in (grokking, induction)]
+    for chart, fig in figures:
+        title_bottom = TOOLBAR_PX + (fig.layout.title.font.size or FONT_SIZE) * 1.3
+        bottom, top = legend_bottom_up(fig, TRAIN_TAB_CHARTS_PX[chart])
+        assert top >= title_bottom, (chart, fig.layout.margin["t"], top, title_bottom)
+        assert fig.layout.height - fig.layout.margin["t"] - fig.layout.margin["b"] >= 250  # the plot kept its height

@@ -1,6 +1,7 @@
 """The glossary under lesson steps: every word a lesson's screen uses without saying what it is has an entry, the
 step that first shows it names it (so the player's note explains it there), and the lessons name a thing as the
 charts do."""
+import math
 import re
 from pathlib import Path
 
@@ -109,3 +110,24 @@ def test_lessons_name_heads_and_frequencies_as_the_charts_do(slug):
 def test_line_breaks_do_not_hide_a_word():
     assert terms_in("the *CE loss\nrecovered* and the causal\nmask") == ["causal mask", "CE loss recovered"]
     assert terms_in("L0·H1 writes it, after L0 in the stream") == []  # a head and a layer, not the SAE's L0
+
+
+UNIFORM_GUESS = re.compile(r"ln\s*\(?(\d+)\)?\s*≈\s*([\d.]+)")  # "ln 60 ≈ 4.09", "ln(64) ≈ 4.16"
+
+
+def test_the_nats_note_agrees_with_every_step_it_is_shown_under():
+    """The note said a uniform guess 'over 64 tokens costs ln 64 ≈ 4.16' under the grokking step whose task has 60
+    tokens (ln 60 ≈ 4.09). One note explains nats in every lesson, whose vocabularies differ: it gives the rule for
+    any N, names no vocabulary size, and every number it quotes is right."""
+    entry = TERMS["nats"][1]
+    assert "uniform guess among N tokens costs ln N nats" in entry
+    assert not re.search(r"\b\d+ (tokens|characters)\b", entry), entry
+    for n, value in UNIFORM_GUESS.findall(entry):
+        assert abs(math.log(int(n)) - float(value)) <= 0.5 * 10 ** -len(value.split(".")[-1]), (n, value)
+    shown_under = set()  # the vocabulary sizes the steps that first use 'nats' quote
+    for slug in shipped_lessons():
+        _, texts = lesson_steps(slug)
+        for text, new in zip(texts, first_uses(texts)):
+            if "nats" in new:
+                shown_under |= {int(n) for n, _ in UNIFORM_GUESS.findall(text)}
+    assert {60, 64} <= shown_under  # grokking and seed-001: one note could not quote both

@@ -86,3 +86,35 @@ def test_the_benchmarks_trainer_is_the_command_lines_run(preset, tmp_path, monke
     for (name, ours), theirs in zip(mine.model.state_dict().items(), cli.model.state_dict().values()):
         assert torch.equal(ours, theirs), name  # initialised from the same seed
     assert torch.equal(mine.train_data, cli.train_data) and torch.equal(mine.val_data, cli.val_data)
+
+
+def test_the_batch_size_note_shows_only_for_a_task_trained_full_batch():
+    """The note 'trains on all its examples at every step' showed on every preset; the slider starts without it and
+    a preset's data choice (the Data tab's corpus) brings it only where the slider does not apply."""
+    import gradio as gr
+
+    from explorer.tabs import train as train_tab
+    from model_core.training.presets import PRESETS as ALL_PRESETS
+
+    with gr.Blocks():
+        batch = train_tab._optimiser_controls()[train_tab.OPTIM_FIELDS.index("batch_size")]
+    assert batch.label == "Batch size" and not batch.info
+    for name in ALL_PRESETS:
+        corpus = presets.preset_control_values(name).get("corpus", train.DEFAULT_CORPUS)
+        info = train_tab.batch_size_info(corpus)["info"]
+        assert bool(info) == (name == "grokking"), (name, corpus, info)
+    assert train_tab.batch_size_info("task: modular addition")["info"] == train_tab.FULL_BATCH_INFO
+    assert train_tab.batch_size_info("task: sort")["info"] == ""
+
+
+@pytest.mark.slow
+def test_the_batch_size_note_follows_the_data_tabs_choice_on_the_page():
+    """A preset sets the corpus; a link, a lesson or the student may too: the note follows the corpus."""
+    from explorer.ui import build_app
+
+    demo = build_app()
+    wired = [fn for fn in demo.fns.values() if fn.name == "batch_size_info"]
+    assert len(wired) == 1 and [t for _, t in wired[0].targets] == ["change"]
+    assert demo.blocks[wired[0].targets[0][0]] is wired[0].inputs[0]
+    assert [c.label for c in wired[0].outputs] == ["Batch size"]
+    assert wired[0].inputs[0].label == "Built-in corpus or task"  # the Data tab's

@@ -2,6 +2,7 @@
 never trained on, the accuracy on them is what the evaluations report, the Fourier basis is orthonormal, and the
 prompt format saved in a checkpoint is enough to score the model on every (a, b)."""
 import json
+import re
 import subprocess
 import sys
 
@@ -28,6 +29,7 @@ from model_core.data.tasks.examples import TaskError
 from model_core.data.tasks.registry import make_task
 from model_core.model.config import GPTConfig
 from model_core.model.gpt import GPT
+from model_core.training.child import run_sample
 from model_core.training.train_config import TrainConfig
 from model_core.training.trainer import Trainer
 from tests.helpers import ROOT
@@ -235,3 +237,40 @@ def test_the_prompt_format_in_a_checkpoint_scores_the_model_on_every_pair(tmp_pa
     assert np.mean(right) == pytest.approx(float((logits.argmax(-1) == torch.tensor(
         [(a + b) % 7 for a in range(7) for b in range(7)])).double().mean()))
     assert "val_acc" in ckpt.evals[-1] and "train_acc" in json.loads(run.stdout.strip().splitlines()[-1])
+
+
+def task_trainer(spec: dict, **arch) -> Trainer:
+    """A Trainer (untrained model) on a small task, as the Train tab's run of it starts."""
+    task = make_task(spec)
+    train, test = task.splits()
+    torch.manual_seed(0)
+    model = GPT(GPTConfig(vocab_size=task.tokenizer().vocab_size, block_size=task.block_size, d_model=16, n_heads=2,
+                          n_layers=1, **arch))
+    return Trainer(model, train, test, TrainConfig(max_steps=1, batch_size=64, device="cpu", task=task.spec()),
+                   task.tokenizer())
+
+
+def test_a_task_models_sample_reads_as_the_tasks_examples():
+    """The Train tab's sample of a modular-addition model was free generation, numbers without '=' ('5 12 40 33
+    ...'): it is the model's greedy answers to a few training and test examples, each as the Data tab shows an
+    example ('3 5 = → 1'), marked right (✓) or wrong (✗, then the right answer)."""
+    p = 7
+    trainer = task_trainer({"name": "modular-addition", "p": p, "train_fraction": 0.5})
+    head, *lines = run_sample(trainer, 12).splitlines()
+    assert head == "Answers to the task's examples (c = (a + b) mod p):"
+    assert [line.split(":")[0] for line in lines] == ["train"] * 3 + ["test"] * 3
+    for line in lines:
+        m = re.fullmatch(r"(train|test): (\d+) (\d+) = → (\S+) (✓|✗ \(the answer is (\d+)\))", line)
+        assert m, line  # an untrained model may answer '='
+        a, b, said = int(m[2]), int(m[3]), m[4]
+        with torch.no_grad():
+            logits, _ = trainer.model(torch.tensor([[a, b, p]]))
+        assert said == trainer.tokenizer.token_label(int(logits[0, -1].argmax())), line  # its own greedy answer
+        assert (m[5] == "✓") == (said == str((a + b) % p)), line
+        assert m[6] is None or int(m[6]) == (a + b) % p, line
+    sort = run_sample(task_trainer({"name": "sort", "length": 4, "symbols": 6, "n_train": 50, "n_test": 20}), 12)
+    for line in sort.splitlines()[1:]:
+        m = re.fullmatch(r"(train|test): ((\d ){4})\| → ((\S+ ?){4}) (✓|✗ \(the answer is ((\d ?){4})\))", line)
+        assert m, line
+        right = " ".join(sorted(m[2].split()))
+        assert (m[6] == "✓") == (m[4].strip() == right) and (m[7] is None or m[7] == right), line

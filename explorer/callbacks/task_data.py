@@ -11,6 +11,7 @@ from explorer.state.workspace import DataChoice
 from explorer.teaching import captions
 from model_core.data.dataset import compact
 from model_core.data.tasks.choices import CHOICES, FULL_BATCH_TASKS
+from model_core.data.tasks.examples import example_line, example_parts
 from model_core.data.tasks.registry import make_task
 
 EXAMPLES_SHOWN = 12
@@ -43,16 +44,7 @@ def examples_text(tokenizer, train) -> str:
     label = tokenizer.token_label
     if train.dim() == 1:
         return " ".join(label(int(i)) for i in train[:120])
-    lines = []
-    for prompt, answer in (example_parts(x, y) for x, y in train[:EXAMPLES_SHOWN].tolist()):
-        lines.append(f"{' '.join(label(t) for t in prompt)} → {' '.join(label(t) for t in answer)}")
-    return "\n".join(lines)
-
-
-def example_parts(x: list[int], y: list[int]) -> tuple[list[int], list[int]]:
-    """An example's input and target rows -> (its prompt, its answer) as token ids: the whole example."""
-    scored = [i for i, t in enumerate(y) if t >= 0]
-    return x[: scored[0] + 1], [y[i] for i in scored]
+    return "\n".join(example_line(label, *example_parts(x, y)) for x, y in train[:EXAMPLES_SHOWN].tolist())
 
 
 def first_examples(train) -> tuple[list[int], list[int]]:

@@ -27,6 +27,9 @@ COLORBAR_PX = 90  # a colour bar and its title, right of the plot
 CHAR_WIDTH = 0.6  # the body font's average glyph width, in font sizes (labels' extent when turned upright)
 TOOLBAR_PX = 40  # Gradio's chart label (top left, 35 px) and Plotly's toolbar (top right, on hover): titles start below
 TITLE_BAND = 100  # a titled chart's top margin is at least this (gr.Plot raises it to 100 px itself): label, title
+# and one row of a legend above the plot
+LEGEND_ROW_PX = 32  # each more row of such a legend: Plotly's entry (1.3 × the font + 3 px) and the gap between rows
+LEGEND_ENTRY_PX = 45  # an entry's width beside its text: Plotly's symbol and text gap (40 px) and the gap to the next
 SLANT_PITCH = 1.8  # labels turned 45° need this × their font apart not to touch (closer ones turn upright)
 ADVANCED_TRACE = "advanced"  # a trace's meta for a measure Simple view leaves out (tabs/live_plot.py)
 THIN_MARKS = frozenset(",.;:'`\"!|-_")  # a token made only of these is a speck as a label: drawn large, in quotes
@@ -110,7 +113,10 @@ def style_figure(fig: Figure, title: str, height: int, chart_width: int = CHART_
     fig.update_layout(**layout)
     if title:  # the toolbar (modebar) takes the top TOOLBAR_PX of the chart on hover: the title sits under it
         fig.update_layout(title=dict(yref="container", y=1, yanchor="top", pad=dict(t=TOOLBAR_PX)))
-        fig.layout.margin["t"] = max(fig.layout.margin.get("t", 0), TITLE_BAND)
+        top = max(fig.layout.margin.get("t", 0), TITLE_BAND)
+        band = title_band(fig, chart_width)
+        fig.layout.margin["t"] = max(top, band)
+        fig.layout.height += max(band - top, 0)  # a legend's extra rows take no height from the plot
     return label_every_category(fig, chart_width)
 
 
@@ -119,12 +125,51 @@ def top_legend(**extra) -> dict:
     return dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0, **extra)
 
 
+def title_band(fig: Figure, chart_width: int) -> int:
+    """The top margin a titled chart needs: TITLE_BAND, and LEGEND_ROW_PX for each more row its legend above the
+    plot wraps into at chart_width (the title sits above the legend, never under it)."""
+    legend = fig.layout.legend or {}
+    if fig.layout.showlegend is False or legend.get("yanchor") != "bottom" or (legend.get("y") or 0) < 1:
+        return TITLE_BAND
+    return TITLE_BAND + LEGEND_ROW_PX * (legend_rows(legend_names(fig), plot_width(fig, chart_width)) - 1)
+
+
+def legend_names(fig: Figure) -> list[str]:
+    """The legend's entries in Plotly's order (by legendrank: an earlier run's one entry comes last)."""
+    shown = [t for t in fig.data if t.get("name") and t.get("showlegend") is not False]
+    return [str(t.name) for t in sorted(shown, key=lambda t: t.get("legendrank") or 1000)]
+
+
+def plot_width(fig: Figure, chart_width: int) -> int:
+    """The plot area's width in px: a chart chart_width px wide less its side margins."""
+    margin = fig.layout.margin or {}
+    return chart_width - margin.get("l", MARGIN["l"]) - margin.get("r", MARGIN["r"])
+
+
+def legend_rows(names: list[str], width: float) -> int:
+    """How many rows a horizontal legend of these entries takes in width px, wrapped as Plotly wraps it (text
+    widths estimated generously from the font): an earlier run's entry can push it to a second row, up into the
+    title unless the top margin grows."""
+    rows, used = 1, 0.0
+    for name in names:
+        entry = LEGEND_ENTRY_PX + len(name) * FONT_SIZE * CHAR_WIDTH
+        if used and used + entry > width:
+            rows, used = rows + 1, 0.0
+        used += entry
+    return rows
+
+
 def step_panels(rows: int) -> Figure:
     """rows (1 or 2) panels stacked over one training-step axis, the first the taller. A quantity in another unit
     gets a panel and y axis of its own: a second y axis over the same plot lines up one axis's 0 with the other's
     1, and a line seems to start where it does not."""
     return subplots(rows=rows, cols=1, shared_xaxes=True, vertical_spacing=0.1,
                     row_heights=[0.6, 0.4] if rows == 2 else None)
+
+
+# A row of band names: an annotation's box is its line (1.3 × the font) and 2 px of padding and border each side, 22
+# px at FONT_SIZE; rows 20 px apart overlapped ('memorise' over 'build the circuit'), these leave 4 px of air.
+BAND_ROW_PX = round(FONT_SIZE * 1.3) + 4 + 4
 
 
 def band_label_places(bands: list, x_range, plot_px: int = CHART_WIDTH - MARGIN["l"] - MARGIN["r"]) -> list:

@@ -4,6 +4,7 @@ phases (memorise, build the circuit, clean up)."""
 import numpy as np
 
 from explorer.figures.common import (
+    BAND_ROW_PX,
     BLUE,
     GREY,
     MAGNITUDE_SCALE,
@@ -88,7 +89,7 @@ def phase_curves_figure(steps, curves: dict, phases: list) -> Figure:
     for (start, end, name), colour, (left, row) in zip(phases, PHASE_COLOURS, places):
         fig.add_vrect(x0=start, x1=end, fillcolor=colour, line_width=0)
         fig.add_annotation(text=name, x=left, xref="x domain", xanchor="left", y=1, yref="y domain", yanchor="top",
-                           yshift=-20 * row, showarrow=False)
+                           yshift=-BAND_ROW_PX * row, showarrow=False)
     fig.update_xaxes(title_text="training step")
     fig.update_yaxes(title_text="loss (log scale)", type="log")
     return style_figure(fig, "Losses over training: memorise, build the circuit, clean up", height=420,

@@ -13,6 +13,7 @@ from explorer.figures.common import (
     RED,
     UNIT_RANGE,
     UNIT_TICKS,
+    WIDE_CHART,
     compact,
     faded,
     step_panels,
@@ -81,4 +82,4 @@ def progress_figure(steps, series: dict, max_step=None, previous=None) -> Figure
     fig.update_xaxes(**({"range": [0, max_step]} if max_step else {}))
     fig.update_xaxes(title_text="training step", row=len(units), col=1)
     return style_figure(fig, "Progress measures (measured at every evaluation)", height=240 + 120 * len(units),
-                        legend=top_legend(), margin=dict(t=110))
+                        chart_width=WIDE_CHART, legend=top_legend(), margin=dict(t=110))  # across the Train tab

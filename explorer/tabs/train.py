@@ -13,6 +13,7 @@ from explorer.tabs.live_plot import live_plot
 from explorer.tabs.opening_note import announced, hidden_after
 from explorer.tabs.raw_inputs import RawDropdown, RawFile, RawNumber, RawSlider
 from explorer.teaching.view_params import register_control
+from model_core.data.tasks.choices import CHOICES, FULL_BATCH_TASKS
 from model_core.model.config import ACTIVATIONS, INITS, POSITIONALS
 from model_core.training.presets import DEFAULT_PRESET, PRESETS, get_preset
 from model_core.training.train_config import MAX_NS_STEPS, OPTIMIZERS
@@ -33,6 +34,7 @@ START_NAMES = (*DATA_FIELDS, *ARCH_FIELDS, *OPTIM_FIELDS, "val_split")  # /train
 # of 2 at a time (launch's default_concurrency_limit), as when a pushed run clicked Start
 START_QUEUE = dict(concurrency_limit=2, concurrency_id="train_start")
 QUIET = dict(api_visibility="private", concurrency_limit=None)  # page-only events that only read the session
+FULL_BATCH_INFO = "this task trains on all its examples at every step (a full batch), whatever the slider says"
 
 
 @dataclass
@@ -78,8 +80,7 @@ def _optimiser_controls():
     t = CLASSROOM.train_config(device="cpu")
     with gr.Row():
         lr = RawNumber(t.lr, label="Learning rate")
-        batch = RawSlider(1, 128, value=t.batch_size, step=1, label="Batch size",
-                          info="a full-batch task (modular addition) trains on all its examples at every step")
+        batch = RawSlider(1, 128, value=t.batch_size, step=1, label="Batch size")  # batch_size_info adds a note
         steps = RawNumber(t.max_steps, label="Steps", precision=0, minimum=1)
         warmup = RawNumber(t.warmup_steps, label="Warmup steps", precision=0, minimum=0)
         wd = RawNumber(t.weight_decay, label="Weight decay", minimum=0)
@@ -94,6 +95,13 @@ def _optimiser_controls():
         decay_embeddings = gr.Checkbox(t.decay_embeddings, label="Weight decay on the embeddings too",
                                        info="as Nanda et al. (grokking); else only the weight matrices decay")
     return [lr, batch, steps, warmup, wd, clip, eval_every, optimizer, muon_lr, ns_steps, decay_embeddings]
+
+
+def batch_size_info(corpus: str):
+    """The Batch size note shows only while the Data tab holds a task trained full batch (modular addition, the
+    grokking preset's): there the slider does not apply."""
+    full_batch = CHOICES.get(corpus, {}).get("name") in FULL_BATCH_TASKS
+    return gr.update(info=FULL_BATCH_INFO if full_batch else "")
 
 
 def _register(arch, optim) -> None:
@@ -127,6 +135,7 @@ def build_train_tab(data_inputs, model_info, opening, resumed) -> TrainStart:
     # settings win), so only the note follows every change of the dropdown.
     preset.input(bind(apply_preset), preset, [*arch, *optim, corpus, kind, bpe_vocab, val_split], **QUIET)
     preset.change(bind(preset_note), [preset, corpus, kind, bpe_vocab], note, **QUIET)
+    corpus.change(batch_size_info, corpus, optim[OPTIM_FIELDS.index("batch_size")], **QUIET)  # set by a preset too
     with gr.Row():
         start = gr.Button("Start", variant="primary", elem_id="te-train-start")
         pause, resume, stop = gr.Button("Pause"), gr.Button("Resume"), gr.Button("Stop", variant="stop")

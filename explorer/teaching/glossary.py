@@ -11,8 +11,8 @@ TERMS = {
     "softmax": (r"\bsoftmax\b", "turns a row of scores into shares that are all positive and add up to 100%; the "
                                 "highest score gets the largest share"),
     "nats": (r"\bnats\b", "the unit of the loss when it is measured with the natural logarithm (ln): how surprised "
-                          "the model is by the real next token. 0 nats is no surprise, and a uniform guess over 64 "
-                          "tokens costs ln 64 ≈ 4.16 nats"),
+                          "the model is by the real next token. 0 nats is no surprise, and a uniform guess among N "
+                          "tokens costs ln N nats (for two tokens, ln 2 ≈ 0.69)"),
     "bits": (r"\bbits\b", "a count of yes-or-no questions: 1 bit is a choice between two equally likely options, "
                           "and each extra bit doubles the number of options (0 bits: no doubt at all)"),
     "mean log-prob": (r"\bmean log-prob(ability)?\b", "the average logarithm of the probability the model gave each "

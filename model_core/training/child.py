@@ -7,6 +7,7 @@ import traceback
 
 import torch
 
+from model_core.data.tasks.examples import example_line, example_parts, is_examples
 from model_core.data.tokenization import tokenizer_from_dict
 from model_core.model.config import GPTConfig
 from model_core.model.gpt import GPT
@@ -25,6 +26,7 @@ from model_core.training.run_protocol import (
 from model_core.training.trainer import Trainer
 
 FLUSH_SECONDS = 0.25  # step metrics travel in batches at most this old (the page polls once a second)
+TASK_EXAMPLES_SAMPLED = 3  # a task model's sample: its answers to this many training and this many test examples
 CHILD_NICE = 10  # training yields the CPU to interactive work (analysis in the server) when both want it
 
 
@@ -63,13 +65,13 @@ def child_main(job: dict, commands, messages) -> None:
 def reporter(trainer: Trainer, job: dict, outbox: "Outbox"):
     """The callback of trainer.run: each step's metrics to the outbox, with a sample when due and the weights with
     some snapshots."""
-    every, n_tokens, tokenizer = job["sample_every"], job["sample_tokens"], trainer.tokenizer
+    every, n_tokens = job["sample_every"], job["sample_tokens"]
     snapshots_seen = [0]
 
     def report(metrics: dict) -> None:
         step = metrics.get("step", 0)
         if every and (step % every == 0 or "eval" in metrics):  # each evaluation shows a fresh sample too
-            metrics["sample"] = sample_text(trainer.model, tokenizer, trainer.probe_ids[:1] or [0], n_tokens)
+            metrics["sample"] = run_sample(trainer, n_tokens)
         if "snapshot" in metrics:
             if weights_due(trainer, snapshots_seen[0], job["weights_every"]):
                 metrics["weights"] = weights(trainer.model)
@@ -77,6 +79,33 @@ def reporter(trainer: Trainer, job: dict, outbox: "Outbox"):
         outbox.metrics(metrics)
 
     return report
+
+
+def run_sample(trainer: Trainer, n_tokens: int) -> str:
+    """The sample box's text: a task model's answers to some of its task's examples, else n_tokens generated from
+    the probe's first token."""
+    if is_examples(trainer.train_data):
+        rule = (trainer.cfg.task or {}).get("rule")
+        head = f"Answers to the task's examples{f' ({rule})' if rule else ''}:\n"
+        return head + task_answers_text(trainer.model, trainer.tokenizer, trainer.train_data, trainer.val_data)
+    return sample_text(trainer.model, trainer.tokenizer, trainer.probe_ids[:1] or [0], n_tokens)
+
+
+def task_answers_text(model, tokenizer, train, test, per_split: int = TASK_EXAMPLES_SAMPLED) -> str:
+    """The model's greedy answers to a few training and test examples [N, 2, T], one a line as the Data tab shows
+    an example ('test: 12 40 = → 52 ✓'), a wrong one followed by the right answer."""
+    label = tokenizer.token_label if tokenizer is not None else str
+    lines = []
+    for split, data in (("train", train), ("test", test)):
+        if data is None or not len(data):
+            continue
+        for x, y in data[torch.linspace(0, len(data) - 1, per_split).long().unique()].tolist():
+            prompt, answer = example_parts(x, y)
+            said = [s.token for s in generate(model, prompt, len(answer), temperature=0, seed=0,
+                                              keep_distributions=False)]
+            mark = "✓" if said == answer else f"✗ (the answer is {' '.join(label(t) for t in answer)})"
+            lines.append(f"{split}: {example_line(label, prompt, said)} {mark}")
+    return "\n".join(lines)
 
 
 def sample_text(model, tokenizer, start: list[int], n_tokens: int) -> str:

@@ -16,6 +16,17 @@ def stack_examples(inputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     return torch.stack([inputs.long(), targets.long()], dim=1)
 
 
+def example_parts(x: list[int], y: list[int]) -> tuple[list[int], list[int]]:
+    """An example's input and target rows -> (its prompt, its answer) as token ids: the whole example."""
+    scored = [i for i, t in enumerate(y) if t >= 0]
+    return x[: scored[0] + 1], [y[i] for i in scored]
+
+
+def example_line(label, prompt: list[int], answer: list[int]) -> str:
+    """'12 40 = → 52': an example as the Data tab shows it (label: token id -> its text)."""
+    return f"{' '.join(label(t) for t in prompt)} → {' '.join(label(t) for t in answer)}"
+
+
 def example_batch(data: torch.Tensor, batch_size: int, generator: torch.Generator):
     """x (B, T) and y (B, T) from example data [N, 2, T]: every example in order when batch_size >= N (a full
     batch, as in Nanda et al.), else batch_size examples drawn at random."""
