@@ -25,16 +25,16 @@ def test_ablate_a_head_then_the_most_important_one(page):
     wait_until_idle(page, 2)
     columns = page.locator(".te-compare .te-col").locator("visible=true")
     assert columns.count() == 2
-    assert "Intact model" in columns.nth(0).inner_text() and "Without head 1.2" in columns.nth(1).inner_text()
-    assert "With head 1.2 replaced by its mean" in page.evaluate(PANEL_TEXT)
+    assert "Intact model" in columns.nth(0).inner_text() and "Without head L1·H2" in columns.nth(1).inner_text()
+    assert "With head L1·H2 replaced by its mean" in page.evaluate(PANEL_TEXT)
 
     press(page, visible(page.get_by_role("button", name="Compute importance map")))
     wait_until_idle(page, 3)
-    named = re.search(r"Knocking out head (\d+\.\d+) hurts most", page.evaluate(PANEL_TEXT)).group(1)
+    layer, head = re.search(r"Knocking out head L(\d+)·H(\d+) hurts most", page.evaluate(PANEL_TEXT)).groups()
     visible(page.get_by_role("button", name="Knock out the most important head")).click()
-    page.wait_for_function(f"() => {VISIBLE_PANEL}.innerText.includes('Without head {named}')")
+    page.wait_for_function(f"() => {VISIBLE_PANEL}.innerText.includes('Without head L{layer}·H{head}')")
     wait_until_idle(page, 3)
-    assert heads.input_value() == named
+    assert heads.input_value() == f"{layer}.{head}"
     assert validation_change(page) > 0  # the head the map names matters: without it the loss rises
     assert error_toasts(page) == []
     screenshot(page, "experiments")
@@ -70,10 +70,10 @@ def test_ablate_and_importance_endpoints_through_the_api(app_url):
 
     c = Client(app_url, verbose=False)
     *_, numbers, note = c.predict("ROMEO:\nI", "0.1", "", "", "", "zero", -1, 0.0, 10, 0, False, api_name="/ablate")
-    assert "Validation loss" in numbers and note.startswith("With head 0.1 set to zero")
+    assert "Validation loss" in numbers and note.startswith("With head L0·H1 set to zero")
     _, caption = c.predict("mean", api_name="/importance_map")
     assert caption.startswith("Knocking out head")
-    with pytest.raises(Exception, match="Head 0.9 does not exist"):
+    with pytest.raises(Exception, match="Head L0·H9 does not exist"):
         c.predict("ROMEO:\nI", "0.9", "", "", "", "mean", -1, 0.0, 10, 0, False, api_name="/ablate")
     with pytest.raises(Exception, match="Query position must be a number, not the text"):
         c.predict("ROMEO:\nI", "0.1", "", "", "", "mean", "last", 0.0, 10, 0, False, api_name="/ablate")

@@ -6,6 +6,7 @@ import pytest
 
 from explorer.callbacks.attention import attention_page_view, clicked_head
 from explorer.callbacks.links import apply_link, shipped_name
+from explorer.common.shipped_list import display_name
 from explorer.state.session import new_session
 from explorer.state.shipped import shipped_models
 from explorer.tabs.attention import build_attention_tab
@@ -28,7 +29,7 @@ def test_a_link_opens_the_named_shipped_model_before_checking_layers():
     name = shipped_models()[-1]
     session = tiny_session()
     summary, notes, values = apply_link(session, {"model": name, "layer": "63", "head": "0", "tab": "attention"})
-    assert session.inspected.name == name and shipped_name(session) == name and name in summary
+    assert session.inspected.name == name and shipped_name(session) == name and display_name(name) in summary
     last = session.inspected.model.cfg.n_layers - 1
     assert values == {"model": name, "layer": last, "head": 0, "tab": "attention"}
     assert notes == [f"layer=63 is past this model's last layer ({last}): showing {last}."]

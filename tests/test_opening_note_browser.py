@@ -24,11 +24,11 @@ def test_a_lesson_link_whose_first_step_opens_smollm2_says_so_until_it_is_open(b
         assert "Opening SmolLM2-135M-Instruct (135 million parameters" in note.inner_text()
         screenshot(page, "opening-note-lesson-link")
         note.wait_for(state="hidden")  # hidden once the step has opened the model
-        page.wait_for_function("() => document.body.innerText.includes('smollm2')")
+        page.wait_for_function("() => document.querySelector('#te-model-info')?.innerText.includes('Inspecting SmolLM2')")
         assert error_toasts(page) == []
         again = context.new_page()  # now open on this server: a link to it says nothing more
         again.set_default_timeout(120_000)
         again.goto(url + "?model=smollm2-135m")
-        again.wait_for_function("() => document.body.innerText.includes('smollm2')")
+        again.wait_for_function("() => document.querySelector('#te-model-info')?.innerText.includes('Inspecting SmolLM2')")
         assert not again.locator(NOTE).is_visible()
         context.close()

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from explorer.common.errors import UserError
-from explorer.common.shipped_list import pretrained_path, read_only_sentence
+from explorer.common.shipped_list import display_name, pretrained_path, read_only_sentence
 
 pytestmark = pytest.mark.pretrained
 MODEL = "smollm2-135m"
@@ -131,7 +131,7 @@ def test_a_script_picks_it_by_keyword_and_asks_in_chat_format(app_url):
 
     client = Client(app_url, verbose=False)
     try:
-        assert "smollm2-135m" in client.predict(name=MODEL, api_name="/use_shipped_model")
+        assert display_name(MODEL) in client.predict(name=MODEL, api_name="/use_shipped_model")
         rows, text = client.predict(prompt="What is the capital of France?", temperature=0, max_new_tokens=20,
                                     chat_format=True, api_name="/generate")
         assert "Paris" in text

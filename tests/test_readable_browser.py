@@ -92,7 +92,7 @@ SELECTED_HEAD_TITLE = """() => { const plots = [...document.querySelectorAll('.j
 
 def test_arrow_keys_on_a_slider_redraw_its_view(browser, app_url):
     page = open_app(browser, app_url)
-    page.wait_for_function(f"({SELECTED_HEAD_TITLE})().includes('head 0')")
+    page.wait_for_function(f"({SELECTED_HEAD_TITLE})().includes('L0·H0')")
     slider = page.get_by_label("range slider for Head").first
     slider.focus()
     page.keyboard.press("ArrowRight")  # keydown moves the value, keyup sends the release the view listens to
@@ -191,7 +191,7 @@ def test_layer_and_head_typed_in_quick_succession_end_in_the_chart(browser, app_
     """Typed into the sliders' number boxes one after the other, the boxes and the chart disagreed (a number
     entered with Enter, without leaving its box, sent nothing): the chart always ends on the last values."""
     page = open_app(browser, app_url + "?tab=attention", width=1280)
-    page.wait_for_function(f"({SELECTED_HEAD_TITLE})().includes('head 0')")
+    page.wait_for_function(f"({SELECTED_HEAD_TITLE})().includes('L0·H0')")
     layer_box, head_box = page.get_by_label("number input for Layer").first, page.get_by_label("number input for Head").first
     for layer, head in ((2, 3), (1, 2), (3, 1), (1, 3)):
         layer_box.fill(str(layer))
