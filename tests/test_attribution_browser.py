@@ -67,7 +67,9 @@ def pick(page, dropdown, name: str, tries: int = 3) -> None:
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     for attempt in range(tries):
-        dropdown.locator("input").click()
+        box = dropdown.locator("input")
+        box.evaluate("e => e.blur()")  # Gradio opens the list on focus: a box still focused from the last pick
+        box.click()                    # (a re-render may have closed its list) would not open it again
         option = page.get_by_role("option", name=name)
         try:
             option.wait_for(state="visible", timeout=15_000)

@@ -2,7 +2,8 @@
 student goes on: each lesson opened from the end of the one before (its `next:` link, else its own link), so it
 meets what that one left behind; the lesson box must show its title. On each step do what the text says (type what it says to type, press the buttons it names), answer its question in the box,
 then Next. No error toast and no text cut off by its box may appear, every button a step names must be on the step's tab, a question with a
-right answer must say "Not quite" to a wrong one and "Right." to it, and the last step must end the lesson.
+right answer must say "Right." to it (and "Not quite" to a wrong one, tried on each lesson's first such question), and
+the last step must end the lesson. The window is 1400 x 1000, as a student's laptop shows it.
 
 Screenshots land in tests/screenshots/lessons/<lesson>-<step>.png: the page as the student sees it after the
 step's buttons, scrolled to the chart the last one drew (else to the tab's captions and charts). Look at them: every sentence of the step should be true of it.
@@ -71,11 +72,12 @@ def do_what_the_step_says(page, text: str, pretrained: bool) -> list[str]:
     return pressed
 
 
-def answer(page, question) -> None:
-    """Send an answer as a student would; where the step knows the right choice, a wrong one first ("Not quite"),
-    then the right one ("Right."); elsewhere the first choice or a typed answer ("Sent to your teacher")."""
+def answer(page, question, wrong_first: bool) -> None:
+    """Send an answer as a student would; where the step knows the right choice, a wrong one first when wrong_first
+    ("Not quite"), then the right one ("Right."); elsewhere the first choice or a typed answer ("Sent to your
+    teacher")."""
     said = page.locator("#te-answer-sent")
-    if question.correct:
+    if question.correct and wrong_first:
         wrong = next(c for c in question.choices if c != question.correct)
         send_answer(page, question, wrong)
         said.get_by_text("Not quite:").wait_for()
@@ -95,7 +97,7 @@ def test_walk_every_lesson_one_after_another(browser, app_url):
     """All lessons in one browser context, as a student goes on: each lesson's end offers its `next:` lessons, and
     the walk clicks the first one not walked yet (else opens the next lesson's link), so each lesson opens on what
     the one before left behind (its model, a reload of the same session)."""
-    context = browser.new_context(viewport={"width": 1400, "height": 1400})
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
     page = context.new_page()
     page.set_default_timeout(STEP_TIMEOUT_MS)
     FOLDER.mkdir(parents=True, exist_ok=True)
@@ -146,13 +148,14 @@ def walk(page, slug: str) -> None:
     """One lesson from its first step, open in the page, to its end; no error toast on any step."""
     lesson = read_lesson(shipped_lessons()[slug])
     pretrained = PRETRAINED in models_in_effect(lesson.steps)
-    n = len(lesson.steps)
+    n, tried_wrong = len(lesson.steps), False
     for k, step in enumerate(lesson.steps, 1):
         page.get_by_text(f"Step {k} of {n}: {step.title.replace('`', '')}", exact=True).wait_for()
         wait_idle(page)
         pressed = [*step.press, *do_what_the_step_says(page, step.text, pretrained)]  # the player presses first
         if step.question:
-            answer(page, step.question)
+            answer(page, step.question, wrong_first=not tried_wrong)  # a wrong answer once a lesson
+            tried_wrong = tried_wrong or bool(step.question.correct)
         wait_idle(page)  # a button the step presses itself (press:) may still be drawing
         if pressed:  # the chart the last button drew, as the student scrolls to it
             visible_button(page, pressed[-1]).evaluate("b => b.scrollIntoView({block: 'start'})")
