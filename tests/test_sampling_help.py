@@ -50,3 +50,16 @@ def test_the_space_and_line_break_bars_are_labelled_with_large_symbols():
     ticks = dict(zip(dist.layout.xaxis.tickvals, dist.layout.xaxis.ticktext))
     big = "<span style='font-size:1.5em'><b>{}</b></span>"
     assert ticks["␣"] == f"“{big.format('␣')}”" and ticks["⏎"] == f"“{big.format('⏎')}”" and ticks["F"] == "F"
+
+
+def test_a_compare_row_edited_in_the_browser_reads_its_numbers_from_text():
+    """An edited cell of "Settings to compare" arrives as text ("0.7"): it is read as the number it spells, and
+    text that spells none is still refused by name."""
+    import pytest
+
+    from explorer.callbacks.sampling import parse_table
+    from explorer.common.errors import UserError
+
+    assert parse_table([["0.7", "5", "0.9", "0"]]) == parse_table([[0.7, 5, 0.9, 0]])
+    with pytest.raises(UserError, match="Row 1"):
+        parse_table([["warm", 0, 1, 0]])

@@ -65,10 +65,21 @@ def parse_table(rows) -> list[SamplingSettings]:
             raise UserError(f"Row {i} has {len(row)} values; each row has {len(COMPARE_HEADERS)}: "
                             f"{', '.join(COMPARE_HEADERS)}.")
         try:
-            out.append(settings(*(list(row) + ROW_DEFAULTS[len(row):])))
+            out.append(settings(*([typed_cell(c) for c in row] + ROW_DEFAULTS[len(row):])))
         except ValueError as err:
             raise UserError(f"Row {i}: {err}") from None
     return out
+
+
+def typed_cell(cell):
+    """A cell as the browser sends it once edited ("0.7", text) -> the number it spells; anything else as it is
+    (so "abc" is refused by name)."""
+    if isinstance(cell, str):
+        try:
+            return float(cell.strip())
+        except ValueError:
+            return cell
+    return cell
 
 
 def table_rows(table) -> list[list]:
