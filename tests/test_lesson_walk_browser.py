@@ -115,20 +115,16 @@ def test_walk_every_lesson_one_after_another(browser, app_url):
 
 def open_next(page, app_url: str, slug: str):
     """The page of lesson slug, opened as the student would from the end of the lesson before: its `next:` link
-    (Gradio opens a link in a new tab of the same browser, so of the same session; the old tab is closed), else
-    its own link typed into the address bar. -> the page the lesson is open in."""
+    (it opens in the same tab, where the session resumes), else its own link typed into the address bar.
+    -> the page the lesson is open in."""
     link = page.locator(f"#te-lesson-text a[href='?lesson={slug}']")
     if not link.count():
         page.goto(app_url + f"?lesson={slug}")
         return page
-    if link.first.get_attribute("target") != "_blank":
+    with page.expect_navigation():
         link.first.click()
-        return page
-    with page.context.expect_page() as opened:
-        link.first.click()
-    page.close()
-    opened.value.set_default_timeout(STEP_TIMEOUT_MS)
-    return opened.value
+    assert len(page.context.pages) == 1, "a lesson link opened a new tab"
+    return page
 
 
 def walk_order(first: str = FIRST) -> list[str]:

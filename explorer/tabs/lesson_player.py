@@ -22,6 +22,19 @@ lesson_for_page, move, open_lesson, opening_for_lesson, opening_for_step, step_p
     "lessons", "lesson_for_page", "move", "open_lesson", "opening_for_lesson", "opening_for_step", "step_presses")
 send_answer, set_name = callbacks("classroom", "send_answer", "set_name")
 
+# A lesson's links (`?lesson=slug`, the end's "Next:") open in the same tab, and the session resumes there: Gradio's
+# Markdown opens every link in a new tab, and each open tab of the app holds a connection, so a student following
+# Next through six lessons met Chromium's six connections per host ("Loading..." for over a minute).
+SAME_TAB_LESSON_LINKS_JS = """() => {
+  document.addEventListener('click', (e) => {
+    const a = e.target.closest && e.target.closest('#te-lesson-text a[href^="?lesson="]');
+    if (!a || e.button !== 0 || e.ctrlKey || e.metaKey || e.shiftKey) return;  // a new tab when asked for
+    e.preventDefault();
+    e.stopPropagation();
+    window.location.assign(a.getAttribute('href'));
+  }, true);
+}"""
+
 # Simple view: a class on <body> and one CSS rule (added here, so the app's stylesheet needs no entry). A
 # class rather than visible=False: it hides the controls of tabs the browser has not drawn yet too, and
 # costs no server round trip. Live charts redraw on the 'te-simple-view' event without their advanced lines.
