@@ -1,6 +1,7 @@
 """The Features tab's callbacks on the shipped Shakespeare model and its shipped SAE, and an uploaded SAE: the
 listing is ordered as asked, one feature's views agree with the SAE, steering at strength 0 changes nothing, and
 bad input gets a sentence."""
+import dataclasses
 import zipfile
 
 import numpy as np
@@ -10,6 +11,7 @@ import torch
 from explorer.callbacks import features as F
 from explorer.callbacks.features_source import current_sae, load_sae_upload
 from explorer.common.errors import UserError
+from explorer.state.inspected import SAEChoice
 from explorer.state.session import new_session
 from explorer.state.shipped_features import shipped_sae_names
 from model_core.features.readout import prompt_activations
@@ -128,6 +130,13 @@ def test_feature_minus_one_is_the_strongest_at_the_chosen_token(session):
 
 
 def test_a_dead_feature_cannot_steer(session):
-    dead = int(np.flatnonzero(current_sae(session).stats.density == 0)[0])
-    with pytest.raises(UserError, match="never fires"):
-        F.steer_view(session, PROMPT, dead, 2.0)
+    shipped = current_sae(session)  # it has no dead feature: statistics in which feature 7 never fired
+    stats = dataclasses.replace(shipped.stats, top_values=shipped.stats.top_values.copy(),
+                                density=shipped.stats.density.copy())
+    stats.top_values[7], stats.density[7] = 0, 0
+    session.inspected.caches.sae = SAEChoice(shipped.sae, stats, "shipped, one feature silenced")
+    try:
+        with pytest.raises(UserError, match="never fires"):
+            F.steer_view(session, PROMPT, 7, 2.0)
+    finally:
+        session.inspected.caches.sae = None
