@@ -24,7 +24,7 @@ from model_core.features.evaluation import evaluate_sae
 from model_core.features.sae import SAEConfig, SparseAutoencoder
 from model_core.features.saelens_format import load_sae
 from model_core.features.texts import text_splits
-from model_core.features.training import SAETrainConfig, SAETrainer
+from model_core.features.training import DEAD_GAPS, SAETrainConfig, SAETrainer
 
 MODEL, HOOK, FEATURES = "explorer/assets/models/shakespeare", "blocks.2.hook_resid_post", 1024
 TARGETS = {"seconds": 120.0, "dead_fraction": 0.01, "explained_variance": 0.95, "ce_loss_recovered": 0.97}
@@ -73,6 +73,11 @@ def saelens(acts: torch.Tensor, k: int, batch_size: int, epochs: float, lr: floa
         return load_sae(folder)
 
 
+def dead_window(k: int) -> int:
+    """Our trainer's default dead window for FEATURES features at this k (SAETrainConfig.dead_tokens None)."""
+    return round(DEAD_GAPS * FEATURES / k)
+
+
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m bench.features", description=__doc__.splitlines()[0])
     p.add_argument("--tokens", type=int, default=524_288, help="activations collected and trained on")
@@ -82,7 +87,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--lr", type=float, default=SAETrainConfig.lr)
     p.add_argument("--init", nargs="+", default=[SAETrainConfig.init], help="our decoder initialisations to run")
     p.add_argument("--dead-tokens", type=int, default=SAETrainConfig.dead_tokens,
-                   help="tokens without firing after which a feature counts as dead (both trainers' AuxK)")
+                   help="tokens without firing after which a feature counts as dead (both trainers' AuxK; default "
+                   "320 x features / k)")
     p.add_argument("--aux-coefficient", type=float, default=SAETrainConfig.aux_coefficient,
                    help="our AuxK loss's weight")
     p.add_argument("--saelens-lr", type=float, nargs="+", default=[3e-4], help="SAELens's default is 3e-4")
@@ -161,7 +167,7 @@ def measure(argv=None) -> list[Row]:
         if with_saelens:
             for lr in args.saelens_lr:
                 contenders[f"SAELens lr {lr:g}"] = lambda lr=lr: saelens(acts, k, args.batch_size, args.epochs, lr, 0,
-                                                                         args.dead_tokens)
+                                                                         args.dead_tokens or dead_window(k))
         for name, train in contenders.items():
             start = clock()
             sae = train()

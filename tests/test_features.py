@@ -70,6 +70,26 @@ def test_decoder_rows_stay_unit_norm_and_topk_keeps_k_features(signal_sae):
     assert active.max() <= 3 and active.float().mean() > 2.9  # exactly k wherever the top k are positive
 
 
+def test_the_dead_window_is_320_mean_gaps_between_firings_unless_given():
+    x, _ = sparse_signal(2_000)
+    sae = SparseAutoencoder(SAEConfig(x.shape[1], 64, "topk", 4))
+    assert SAETrainer(sae, x, SAETrainConfig(batch_size=128)).dead_tokens == 320 * 64 // 4
+    assert SAETrainer(sae, x, SAETrainConfig(batch_size=128, dead_tokens=300)).dead_tokens == 300
+
+
+def test_auxk_trains_only_the_dead_features():
+    x, _ = sparse_signal(2_000)
+    torch.manual_seed(0)
+    sae = SparseAutoencoder(SAEConfig(x.shape[1], 64, "topk", 4))
+    trainer = SAETrainer(sae, x, SAETrainConfig(batch_size=256))
+    dead = torch.zeros(64, dtype=torch.bool)
+    dead[[3, 10, 40]] = True
+    batch = trainer.next_batch()
+    trainer.aux_loss(torch.randn_like(batch), sae.pre_activations(batch), dead).backward()
+    touched = (sae.W_dec.grad.abs().sum(-1) > 0) | (sae.W_enc.grad.abs().sum(0) > 0)  # [d_sae]
+    assert touched.any() and not (touched & ~dead).any()
+
+
 def test_training_reports_metrics_and_obeys_stop():
     x, _ = sparse_signal(8_000)
     sae = SparseAutoencoder(SAEConfig(x.shape[1], 32, "topk", 2))

@@ -129,7 +129,8 @@ def train_command(args) -> dict:
     trained = time.perf_counter() - start
     del acts
     result = evaluate_sae(model, sae, val_ids, args.eval_tokens, window).summary()
-    sae.cfg.extra.update(dataset_path=text_name, context_size=window, training=train_cfg.to_dict(),
+    sae.cfg.extra.update(dataset_path=text_name, context_size=window,
+                         training={**train_cfg.to_dict(), "dead_tokens": trainer.dead_tokens},
                          training_tokens=args.tokens, seconds_activations=round(collected, 1),
                          seconds_total=round(trained, 1), evaluation={k: v for k, v in result.items()
                                                                       if k != "log_density_histogram"})

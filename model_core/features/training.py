@@ -6,9 +6,9 @@ resume() and stop() may be called from another thread while run() trains.
 
 Choices, measured on the classroom model (docs/features.md): activations are scaled so their mean squared
 norm is d_in (one learning rate suits every model; the scale is folded back into the biases at the end),
-b_dec starts at the data's mean, a feature silent for 10k tokens counts as dead and AuxK trains it at full
-weight (a 50k window and weight 1/32 left 5.9 % of the classroom SAE's features dead), and the learning rate
-decays to zero over the last fifth of the steps."""
+b_dec starts at the data's mean, a feature silent for 320 mean gaps between firings (d_sae / k tokens) counts as
+dead and AuxK trains it at full weight (a fixed 50k window and weight 1/32 left 5.9 % of the classroom SAE's
+features dead), and the learning rate decays to zero over the last fifth of the steps."""
 import math
 import time
 from dataclasses import asdict, dataclass
@@ -19,6 +19,10 @@ import torch
 from model_core.features.sae import SAEConfigError, SparseAutoencoder
 from model_core.training.run_control import RunControl
 
+# a feature silent for this many mean gaps between firings (d_sae / k tokens) counts as dead: 320 gaps is 10k tokens
+# on the classroom SAE (k 32), where 50k left 5 % dead; at k 8 a 10k window left 51 % dead and 41k 8 %
+DEAD_GAPS = 320
+
 
 @dataclass
 class SAETrainConfig:
@@ -27,7 +31,9 @@ class SAETrainConfig:
     epochs: float = 1.0  # passes over the activation buffer
     l1_coefficient: float = 5.0  # standard (ReLU) SAEs: weight of the L1 sparsity penalty
     aux_coefficient: float = 1.0  # weight of the AuxK loss that trains dead features on the leftover error
-    dead_tokens: int = 10_000  # a feature that fired on none of the last this-many tokens counts as dead
+    # a feature that fired on none of the last this-many tokens counts as dead; None: DEAD_GAPS x d_sae / k, the
+    # mean gap between a feature's firings (10,240 tokens at 1,024 features and k 32, 40,960 at k 8)
+    dead_tokens: Optional[int] = None
     warmup_steps: int = 20  # linear warm-up of the learning rate
     decay_fraction: float = 0.2  # the last share of the steps decays the learning rate linearly to 0
     init: str = "random"  # decoder rows start at random directions ("random") or centred data points ("data")
@@ -36,7 +42,8 @@ class SAETrainConfig:
     def validate(self) -> "SAETrainConfig":
         checks = [("lr", self.lr > 0 and math.isfinite(self.lr)), ("batch_size", self.batch_size >= 1),
                   ("epochs", self.epochs > 0), ("l1_coefficient", self.l1_coefficient >= 0),
-                  ("aux_coefficient", self.aux_coefficient >= 0), ("dead_tokens", self.dead_tokens >= 1),
+                  ("aux_coefficient", self.aux_coefficient >= 0),
+                  ("dead_tokens", self.dead_tokens is None or self.dead_tokens >= 1),
                   ("decay_fraction", 0 <= self.decay_fraction <= 1)]
         for name, ok in checks:
             if not ok:
@@ -71,6 +78,7 @@ class SAETrainer(RunControl):
         self.total_steps = max(1, int(cfg.epochs * len(activations)) // cfg.batch_size)
         self._init_from_data()
         self.optimizer = torch.optim.Adam(sae.parameters(), lr=cfg.lr, betas=(0.9, 0.999))
+        self.dead_tokens = cfg.dead_tokens or round(DEAD_GAPS * sae.cfg.d_sae / sae.cfg.k)
         self.tokens_since_fired = torch.zeros(sae.cfg.d_sae, dtype=torch.long)
         self.step_count, self.tokens_seen, self.elapsed = 0, 0, 0.0
         self.history: list[dict] = []
@@ -134,7 +142,7 @@ class SAETrainer(RunControl):
         if sae.cfg.architecture == "standard":
             loss = loss + self.cfg.l1_coefficient * acts.sum(-1).mean() / math.sqrt(sae.cfg.d_in)
         fired = (acts > 0).any(0)  # [d_sae]
-        dead = self.tokens_since_fired >= self.cfg.dead_tokens
+        dead = self.tokens_since_fired >= self.dead_tokens
         aux = self.aux_loss(x - x_hat.detach(), pre, dead) if self.cfg.aux_coefficient and dead.any() else None
         if aux is not None:
             loss = loss + self.cfg.aux_coefficient * aux
