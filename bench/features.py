@@ -24,7 +24,7 @@ from model_core.features.evaluation import evaluate_sae
 from model_core.features.sae import SAEConfig, SparseAutoencoder
 from model_core.features.saelens_format import load_sae
 from model_core.features.texts import text_splits
-from model_core.features.training import DEAD_GAPS, SAETrainConfig, SAETrainer
+from model_core.features.training import SAETrainConfig, SAETrainer, default_dead_tokens
 
 MODEL, HOOK, FEATURES = "explorer/assets/models/shakespeare", "blocks.2.hook_resid_post", 1024
 TARGETS = {"seconds": 120.0, "dead_fraction": 0.01, "explained_variance": 0.95, "ce_loss_recovered": 0.97}
@@ -71,11 +71,6 @@ def saelens(acts: torch.Tensor, k: int, batch_size: int, epochs: float, lr: floa
         sae.cfg.metadata.hook_name = HOOK
         sae.save_inference_model(folder)
         return load_sae(folder)
-
-
-def dead_window(k: int) -> int:
-    """Our trainer's default dead window for FEATURES features at this k (SAETrainConfig.dead_tokens None)."""
-    return round(DEAD_GAPS * FEATURES / k)
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -167,7 +162,7 @@ def measure(argv=None) -> list[Row]:
         if with_saelens:
             for lr in args.saelens_lr:
                 contenders[f"SAELens lr {lr:g}"] = lambda lr=lr: saelens(acts, k, args.batch_size, args.epochs, lr, 0,
-                                                                         args.dead_tokens or dead_window(k))
+                                                                         args.dead_tokens or default_dead_tokens(FEATURES, k))
         for name, train in contenders.items():
             start = clock()
             sae = train()

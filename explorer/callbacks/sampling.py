@@ -74,12 +74,10 @@ def parse_table(rows) -> list[SamplingSettings]:
 def typed_cell(cell):
     """A cell as the browser sends it once edited ("0.7", text) -> the number it spells; anything else as it is
     (so "abc" is refused by name)."""
-    if isinstance(cell, str):
-        try:
-            return float(cell.strip())
-        except ValueError:
-            return cell
-    return cell
+    try:
+        return float(cell.strip()) if isinstance(cell, str) else cell
+    except ValueError:
+        return cell
 
 
 def table_rows(table) -> list[list]:

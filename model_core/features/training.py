@@ -24,6 +24,11 @@ from model_core.training.run_control import RunControl
 DEAD_GAPS = 320
 
 
+def default_dead_tokens(d_sae: int, k: int) -> int:
+    """The dead window when SAETrainConfig.dead_tokens is None: DEAD_GAPS mean gaps between a feature's firings."""
+    return round(DEAD_GAPS * d_sae / k)
+
+
 @dataclass
 class SAETrainConfig:
     lr: float = 4e-3  # Adam's peak learning rate (on activations scaled to mean squared norm d_in)
@@ -78,7 +83,7 @@ class SAETrainer(RunControl):
         self.total_steps = max(1, int(cfg.epochs * len(activations)) // cfg.batch_size)
         self._init_from_data()
         self.optimizer = torch.optim.Adam(sae.parameters(), lr=cfg.lr, betas=(0.9, 0.999))
-        self.dead_tokens = cfg.dead_tokens or round(DEAD_GAPS * sae.cfg.d_sae / sae.cfg.k)
+        self.dead_tokens = cfg.dead_tokens or default_dead_tokens(sae.cfg.d_sae, sae.cfg.k)
         self.tokens_since_fired = torch.zeros(sae.cfg.d_sae, dtype=torch.long)
         self.step_count, self.tokens_seen, self.elapsed = 0, 0, 0.0
         self.history: list[dict] = []
