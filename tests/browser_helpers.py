@@ -7,6 +7,8 @@ SCREENSHOTS = Path(__file__).resolve().parent / "screenshots"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
         "--disable-sync", "--no-first-run"]
 ERROR_TOAST = ".toast-body.error"
+# the page inspects SmolLM2 (its model line names it once it is open)
+SMOLLM2_OPEN = "() => document.querySelector('#te-model-info')?.innerText.includes('Inspecting SmolLM2')"
 TIMEOUT_MS = 90_000
 
 # Gradio keeps a visited tab's panel in the page with an inline display: none. Read from that attribute, not from

@@ -3,7 +3,7 @@ pretrained SmolLM2 opens from a link with its Attention overview. Screenshots in
 import pytest
 
 from explorer.common.shipped_list import pretrained_path
-from tests.browser_helpers import SCREENSHOTS, error_toasts, press, screenshot, visible, wait_until_idle
+from tests.browser_helpers import SCREENSHOTS, SMOLLM2_OPEN, error_toasts, press, screenshot, visible, wait_until_idle
 
 pytestmark = pytest.mark.browser
 # the parts chart (the figure with an 'MLP' trace) draws a tick label on its y2 axis for every row named
@@ -30,7 +30,7 @@ def test_split_the_logit_then_patch(page):
 def test_smollm2_opens_from_a_link_with_its_attention_overview(blank_page, app_url):
     page = blank_page
     page.goto(app_url + "?model=smollm2-135m&tab=attention&layer=17&head=4")
-    page.wait_for_function("() => document.querySelector('#te-model-info')?.innerText.includes('Inspecting SmolLM2')", timeout=120_000)
+    page.wait_for_function(SMOLLM2_OPEN, timeout=120_000)
     press(page, visible(page.get_by_role("button", name="Show attention")))
     assert wait_until_idle(page, 4)["plots"] >= 4
     assert error_toasts(page) == []
@@ -45,7 +45,7 @@ def test_smollm2_logit_split_labels_every_layers_row(blank_page, app_url):
     the largest bar, layer 23's attention, sat beside 'layer 23 FFN')."""
     page.goto(app_url + "?model=smollm2-135m&tab=experiments&prompt=The%20Eiffel%20Tower%20is%20in%20the%20city%20of"
               "&answer=%20Paris&against=%20Rome")
-    page.wait_for_function("() => document.querySelector('#te-model-info')?.innerText.includes('Inspecting SmolLM2')", timeout=120_000)
+    page.wait_for_function(SMOLLM2_OPEN, timeout=120_000)
     visible(page.get_by_role("button", name="Split the logit")).click()
     chart = page.locator(".block", has=page.get_by_text("Each part's share of the logit", exact=True)).first
     chart.locator(".js-plotly-plot").wait_for()

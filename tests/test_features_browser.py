@@ -4,7 +4,7 @@ import pytest
 
 from explorer.common.shipped_list import pretrained_path
 from explorer.state.shipped_features import shipped_sae_names
-from tests.browser_helpers import error_toasts, press, screenshot, visible, wait_until_idle
+from tests.browser_helpers import SMOLLM2_OPEN, error_toasts, press, screenshot, visible, wait_until_idle
 
 pytestmark = pytest.mark.browser
 
@@ -35,7 +35,7 @@ def test_features_tab_on_the_classroom_model(page):
 def test_features_tab_on_smollm2_from_a_link(blank_page, app_url):
     page = blank_page
     page.goto(app_url + "?model=smollm2-135m&tab=features&feature=7&prompt=The%20Eiffel%20Tower%20is%20in%20Paris")
-    page.wait_for_function("() => document.querySelector('#te-model-info')?.innerText.includes('Inspecting SmolLM2')", timeout=120_000)
+    page.wait_for_function(SMOLLM2_OPEN, timeout=120_000)
     press(page, visible(page.get_by_role("button", name="Show features")))
     assert wait_until_idle(page, 3)["plots"] >= 3
     assert "Feature 7 fires on" in str(page.locator(".te-caption").all_inner_texts())

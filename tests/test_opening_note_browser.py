@@ -4,7 +4,7 @@ Screenshot in tests/screenshots/opening-note-lesson-link.png."""
 import pytest
 
 from explorer.common.shipped_list import pretrained_path
-from tests.browser_helpers import error_toasts, screenshot
+from tests.browser_helpers import SMOLLM2_OPEN, error_toasts, screenshot
 from tests.helpers import app_process
 
 pytestmark = [pytest.mark.browser, pytest.mark.pretrained, pytest.mark.app,
@@ -24,11 +24,11 @@ def test_a_lesson_link_whose_first_step_opens_smollm2_says_so_until_it_is_open(b
         assert "Opening SmolLM2-135M-Instruct (135 million parameters" in note.inner_text()
         screenshot(page, "opening-note-lesson-link")
         note.wait_for(state="hidden")  # hidden once the step has opened the model
-        page.wait_for_function("() => document.querySelector('#te-model-info')?.innerText.includes('Inspecting SmolLM2')")
+        page.wait_for_function(SMOLLM2_OPEN)
         assert error_toasts(page) == []
         again = context.new_page()  # now open on this server: a link to it says nothing more
         again.set_default_timeout(120_000)
         again.goto(url + "?model=smollm2-135m")
-        again.wait_for_function("() => document.querySelector('#te-model-info')?.innerText.includes('Inspecting SmolLM2')")
+        again.wait_for_function(SMOLLM2_OPEN)
         assert not again.locator(NOTE).is_visible()
         context.close()
