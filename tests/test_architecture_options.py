@@ -122,3 +122,21 @@ def test_embeddings_view_explains_missing_position_vectors(positional, says):
     position_pca, heatmap = figures[1], figures[4]
     for fig in (position_pca, heatmap):
         assert says in fig.layout.annotations[0].text
+
+
+@pytest.mark.parametrize("positional, untrained, title", [("sinusoidal", False, "Sinusoidal positional encodings"),
+                                                          ("learned", True, "Positional embeddings (untrained"),
+                                                          ("learned", False, "Learned positional embeddings")])
+def test_the_position_table_is_titled_for_what_the_model_has(positional, untrained, title):
+    """Seed 004's sinusoidal table and seed 003's untrained one were both titled 'Learned positional embeddings'."""
+    from explorer.callbacks.embeddings import position_table_kind
+    from explorer.figures.embeddings import POSITION_TABLE_TITLES, positional_heatmap_figure
+    from explorer.state.inspected import Inspected
+    from explorer.state.session import Session
+
+    inspected = Inspected(Checkpoint(tiny_model(positional=positional), None), "tiny")
+    inspected.use(inspected.held, "tiny", untrained=untrained)
+    kind = position_table_kind(Session(inspected))
+    assert POSITION_TABLE_TITLES[kind].startswith(title)
+    figure = positional_heatmap_figure(torch.zeros(5, 4).numpy(), kind=kind)
+    assert figure.layout.title.text == f"{POSITION_TABLE_TITLES[kind]}: first 5 positions"

@@ -13,6 +13,7 @@ from explorer.teaching.lessons import read_lesson, shipped_lessons
 
 ROOT = Path(__file__).resolve().parents[1]
 
+SEED_003 = "seed-003-baby-names-and-untrained-walkthrough"
 # Words a student meets on a lesson step with no explanation (issue #41, item 5): glossary term -> (the words as
 # the app writes them, the file that writes them, the (lesson, step title) of each shipped lesson's first step
 # whose screen shows them). The screen's captions come after the step's buttons and depend on the model, so the
@@ -55,6 +56,34 @@ SCREEN_WORDS = {
                          [("how-an-induction-head-forms", "Train and watch the phase change"),
                           ("how-an-induction-head-forms", "What the induction head copies"),
                           ("seed-001-big-config-then-classroom", "The classroom size")]),
+    # the student walk of issue #41: the seeds' designs in the presets' notes, and what the charts measure
+    "RMSNorm": ("RMSNorm", "model_core/training/presets.py", [(SEED_003, "A GPT for baby names")]),
+    "SwiGLU": ("SwiGLU", "model_core/training/presets.py", [(SEED_003, "A GPT for baby names")]),
+    "tied embeddings": ("tied weights", "model_core/training/presets.py", [(SEED_003, "A GPT for baby names")]),
+    "Adam": ("AdamW", "model_core/training/presets.py",
+             [(SEED_003, "A GPT for baby names"), ("seed-002-statquest", "Train for a second")]),
+    "Muon": ("Muon for the blocks' matrices", "model_core/training/presets.py",
+             [("seed-001-big-config-then-classroom", "The classroom size")]),
+    "L2 norm": ("L2 norm", "explorer/figures/embeddings.py",  # the norms chart's axis (and the residual tab's)
+                [("seed-000-characters-to-qkv", "Embeddings: a lookup table of vectors"),
+                 ("seed-002-statquest", "How the two numbers moved"), (SEED_003, "Token and position embeddings"),
+                 (SEED_003, "Residual stream and updates"), ("seed-004-post-norm-sinusoidal-bpe", "Sinusoidal positions")]),
+    "std": ("std", "explorer/figures/building_blocks.py",  # the norm histograms' titles
+            [(SEED_003, "LayerNorm and GELU up close"),
+             ("seed-004-post-norm-sinusoidal-bpe", "Post-norm: normalise after adding")]),
+    "SiLU": ("SiLU", "explorer/figures/building_blocks.py",  # the activation functions' chart
+             [(SEED_003, "LayerNorm and GELU up close"),
+              ("seed-004-post-norm-sinusoidal-bpe", "Post-norm: normalise after adding")]),
+    "head output z": ("Head output z", "explorer/figures/attention.py",  # How the pattern is made, last panel
+                      [("attention-basics", "The causal mask: no peeking at the future"),
+                       ("seed-000-characters-to-qkv", "Queries, keys and values"),
+                       (SEED_003, "The four steps of attention")]),
+    "logit lens": ("Logit lens", "explorer/tabs/residual.py", [(SEED_003, "Residual stream and updates")]),
+    "probe text": ("probe text", "explorer/common/controls.py", [("watch-gpt-learn", "Heads forming")]),
+    "squared Fourier norm": ("squared Fourier norm", "explorer/teaching/captions_grokking.py",
+                             [("grokking", "Waves inside the model")]),
+    "bits": ("bits per character", "explorer/teaching/captions_experiments.py",
+             [("a-real-model", "Your class's model against the real one")]),
 }
 
 

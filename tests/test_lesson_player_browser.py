@@ -73,3 +73,22 @@ def test_simple_view_hides_the_optimiser_details_and_composition(browser, app_ur
     page.get_by_label("Simple view (hide advanced controls)").uncheck()
     assert all(shown().values())
     context.close()
+
+
+def test_a_lesson_picked_in_the_player_is_the_one_a_reload_opens(browser, app_url):
+    """The student walk: after picking another lesson, the address still said ?lesson=<the first one>, and a reload
+    went back to it. The pick replaces ?lesson= (no new history entry); the address's other parameters stay."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    page.goto(app_url + "?lesson=attention-basics&tab=attention")
+    page.get_by_text("Step 1 of 7: How to read an attention map").wait_for()
+    picker = page.get_by_label("Open a lesson")
+    picker.click()
+    page.get_by_role("option", name="Watch a GPT learn").dispatch_event("mousedown")  # Gradio picks on mousedown
+    page.get_by_text("Step 1 of 6: The text the model learns from").wait_for()
+    page.wait_for_function("() => location.search.includes('lesson=watch-gpt-learn')")
+    assert "tab=attention" in page.evaluate("() => location.search")
+    page.reload()
+    page.get_by_text("Step 1 of 6: The text the model learns from").wait_for()
+    context.close()

@@ -1,6 +1,7 @@
 """Lesson files: the parser (line-numbered errors), the shipped lessons, and the player on the built app
 (Next to the end and Back to the start, each step's settings landing on the registered controls)."""
 import copy
+import re
 
 import gradio as gr
 import pytest
@@ -197,6 +198,32 @@ def test_a_step_presses_only_the_buttons_the_tabs_register(app):
     assert caught.value.line == 4 and "cannot press 'Split it' (it can press: " in str(caught.value)
     pressable = str(caught.value).split("it can press: ")[1].rstrip(")").split(", ")
     assert sorted(pressable) == ["Patch", "Split the logit", "Steer"]
+
+
+PRESSED_IN_TEXT = re.compile(r"\bpress(?:es|ed)?\s+\*\*([^*]+)\*\*(\s+with\s+\*\*)?", re.IGNORECASE)
+
+
+@pytest.mark.parametrize("slug", sorted(shipped_lessons()))
+def test_every_button_a_step_says_to_press_is_on_the_page(app, slug):
+    """A step's text names the buttons as the page labels them: how-an-induction-head-forms said "press **Show
+    composition** with **K**", read as a button "Show composition with K". A setting goes before the button it is
+    for ("leave **Composition** on `k` and press **Show composition**")."""
+    labels = {b.value for b in app.blocks.values() if isinstance(b, gr.Button)}
+    for step in read_lesson(shipped_lessons()[slug]).steps:
+        for match in PRESSED_IN_TEXT.finditer(" ".join(step.text.split())):
+            assert match.group(1) in labels, f"{slug}, step {step.title!r}: there is no button {match.group(1)!r}"
+            assert not match.group(2), f"{slug}, step {step.title!r}: '**{match.group(1)}** with **…' reads as one name"
+
+
+def test_a_preset_a_step_sets_is_counted_with_all_its_values(app):
+    """seed-001's step set d_model 512 and FFN width 4 in one update, and the size line said d_mlp 1024 (the old
+    width): one listener per control let the counts finish out of order. One listener counts for every control, once
+    more with the final values when they change while it counts."""
+    counting = [f for f in app.fns.values() if getattr(f.fn, "__name__", "") == "param_count_view" and
+                len(f.targets) > 1]
+    assert len(counting) == 1 and counting[0].trigger_mode == "always_last"
+    counted = {app.blocks[target[0]].label for target in counting[0].targets}
+    assert {"d_model", "FFN width (× d_model)", "Layers"} <= counted
 
 
 @pytest.mark.slow

@@ -49,7 +49,7 @@ def embeddings_view(session: Session, prompt: str, dims, layer, drop_unknown: bo
                            both.explained_variance_ratio),
         pca_scatter_figure(hidden.coords, a.labels, hidden.positions, f"Hidden state after {where}",
                            hidden.explained_variance_ratio),
-        positional_heatmap_figure(pos_table.numpy()) if has_positions
+        positional_heatmap_figure(pos_table.numpy(), kind=position_table_kind(session)) if has_positions
         else no_positions_figure(model.cfg.positional, "Positional embeddings"),
         embedding_norms_figure(tok_norms, pos_norms, a.labels),
         captions.chart_captions({
@@ -62,3 +62,11 @@ def embeddings_view(session: Session, prompt: str, dims, layer, drop_unknown: bo
             "Hidden states": captions.embedding_caption(hidden.explained_variance_ratio),
             "Token vs position vector sizes": captions.embedding_norms_caption(tok_norms, pos_norms)}),
     )
+
+
+def position_table_kind(session: Session) -> str:
+    """What the inspected model's position vectors are: 'sinusoidal' (fixed waves), 'untrained' (learned ones still
+    random) or 'learned' (figures.embeddings.POSITION_TABLE_TITLES)."""
+    if session.inspected.config.positional == "sinusoidal":
+        return "sinusoidal"
+    return "untrained" if session.inspected.untrained else "learned"

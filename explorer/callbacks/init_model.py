@@ -28,5 +28,6 @@ def use_untrained_model(session: Session, corpus: str, kind: str, bpe_vocab, *va
     torch.manual_seed(INIT_SEED)
     model = GPT(cfg)
     d = session.workspace.data
-    session.inspected.use(Checkpoint(model, d.tokenizer, corpus=d.name), f"untrained (random weights) for {d.name}")
+    session.inspected.use(Checkpoint(model, d.tokenizer, corpus=d.name), f"untrained (random weights) for {d.name}",
+                          untrained=True)
     return model_summary(session)

@@ -54,8 +54,17 @@ def pca_scatter_figure(coords, labels: list[str], color=None, title: str = "PCA 
     return style_figure(fig, title, height=520)
 
 
-def positional_heatmap_figure(W_pos, tokens: list[str] | None = None) -> Figure:
-    """W_pos [P, D] learned positional embeddings -> positions × d_model heatmap, diverging around 0.
+# what a model's position table is (kind) -> the heatmap's title, before ": first P positions"
+POSITION_TABLE_TITLES = {
+    "learned": "Learned positional embeddings",
+    "untrained": "Positional embeddings (untrained: random)",
+    "sinusoidal": "Sinusoidal positional encodings (fixed, not learned)",
+}
+
+
+def positional_heatmap_figure(W_pos, tokens: list[str] | None = None, kind: str = "learned") -> Figure:
+    """W_pos [P, D] position vectors -> positions × d_model heatmap, diverging around 0; kind (a key of
+    POSITION_TABLE_TITLES) says in the title what the table is.
 
     With tokens (len P) the rows are labelled index:token, else by position number."""
     values = compact(W_pos, 3)
@@ -68,7 +77,7 @@ def positional_heatmap_figure(W_pos, tokens: list[str] | None = None) -> Figure:
         hovertemplate="position %{y}<br>dim %{x}<br>value %{z:.3f}<extra></extra>"))
     fig.update_xaxes(title_text="d_model dimension")
     fig.update_yaxes(**position_axis("position"), autorange="reversed")
-    title = f"Learned positional embeddings (first {n_pos} positions)"
+    title = f"{POSITION_TABLE_TITLES[kind]}: first {n_pos} positions"
     return style_figure(fig, title, height=int(np.clip(8 * n_pos + 160, 360, 720)), margin=dict(l=80))
 
 

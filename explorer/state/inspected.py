@@ -75,6 +75,7 @@ class Inspected:
     # so the first use through .checkpoint or .model copies it (a class arriving at once copies nothing)
     shares_model: bool = False
     version: int = 0  # bumped whenever the model changes
+    untrained: bool = False  # the model has its random initial weights (the Train tab's "Use the untrained model")
     caches: ModelCaches = field(default_factory=ModelCaches)
     lock: threading.RLock = field(default_factory=threading.RLock)  # the session's (Session.lock)
 
@@ -102,14 +103,15 @@ class Inspected:
         return self.held.tokenizer
 
     def use(self, checkpoint: Checkpoint, name: str, shared_key: Optional[str] = None,
-            shares_model: bool = False) -> None:
+            shares_model: bool = False, untrained: bool = False) -> None:
         """Inspect a different model from now on, forgetting every cache of the old one (shared_key: analyses may
-        be shared with other sessions; shares_model: checkpoint.model is a shipped template, copied on first use)."""
+        be shared with other sessions; shares_model: checkpoint.model is a shipped template, copied on first use;
+        untrained: its weights are the random initial ones)."""
         with self.lock:
             if not shares_model:
                 checkpoint.model.eval()
             self.held, self.name, self.shared_key = checkpoint, name, shared_key
-            self.shares_model = shares_model
+            self.shares_model, self.untrained = shares_model, untrained
             self.version += 1
             self.caches = ModelCaches()
 

@@ -5,6 +5,7 @@ Built in two parts because a step sets controls of every tab: build_lesson_playe
 where the player is shown (above the tabs), wire_lesson_player() connects them once every tab has
 registered its controls."""
 import inspect
+import json
 from dataclasses import dataclass
 
 import gradio as gr
@@ -16,7 +17,7 @@ from explorer.tabs.lazy import LazyCallback, callbacks
 from explorer.tabs.links import chosen_views, selected_view
 from explorer.tabs.opening_note import announced, hidden_after
 from explorer.teaching import view_params
-from explorer.teaching.lessons import NO_LESSON, lesson_choices
+from explorer.teaching.lessons import FILE_KEY, NO_LESSON, lesson_choices
 
 lesson_for_page, move, open_lesson, opening_for_lesson, opening_for_step, step_presses = callbacks(
     "lessons", "lesson_for_page", "move", "open_lesson", "opening_for_lesson", "opening_for_step", "step_presses")
@@ -34,6 +35,16 @@ SAME_TAB_LESSON_LINKS_JS = """() => {
     window.location.assign(a.getAttribute('href'));
   }, true);
 }"""
+
+# A lesson picked in the player becomes the address's ?lesson= (replaced, not a new history entry), so a reload opens
+# the lesson shown, not the one the page was opened with; no lesson, or the --lesson file (which a page without
+# ?lesson= opens), takes ?lesson= away. The address's other parameters stay.
+LESSON_IN_URL_JS = """(key) => {
+  const url = new URL(window.location.href);
+  if (key && key !== %s) url.searchParams.set('lesson', key); else url.searchParams.delete('lesson');
+  window.history.replaceState(window.history.state, '', url);
+  return [];
+}""" % json.dumps(FILE_KEY)
 
 # Simple view: a class on <body> and one CSS rule (added here, so the app's stylesheet needs no entry). A
 # class rather than visible=False: it hides the controls of tabs the browser has not drawn yet too, and
@@ -122,6 +133,7 @@ def wire_lesson_player(player: LessonPlayer, page_load, requested: gr.State, mod
     events = [hidden_after(before.then(bind(said_in_the_box(fn), fields=fields), given, outputs, **quiet), opening)
               for before, fn, given in moves]
     redraw_after(events, p, views)
+    p.picker.input(None, p.picker, None, js=LESSON_IN_URL_JS, **quiet)  # after the move: tests find that one first
     return events
 
 

@@ -86,6 +86,47 @@ TERMS = {
     "SAELens": (r"\bSAELens\b", "an open-source library for sparse autoencoders. An SAE saved in SAELens's layout "
                                  "(a folder with cfg.json and sae_weights.safetensors) loads in SAELens, and SAELens's "
                                  "own SAEs load here"),
+    # the seeds' designs, as the presets' notes and the Train tab name them
+    "RMSNorm": (r"\bRMSNorm\b", "a simpler LayerNorm: it divides each vector by its root mean square (the square root "
+                                 "of the mean of its squared numbers) and scales it by learned gains, without first "
+                                 "subtracting the mean"),
+    "SwiGLU": (r"\bSwiGLU\b", "an FFN whose neurons are each the product of two projections of the token's vector, "
+                               "one of them passed through SiLU (the gate). It has three weight matrices instead of "
+                               "two, so its width is usually 8/3 × d_model to keep the same number of weights"),
+    "SiLU": (r"\bSiLU\b", "the activation function x · sigmoid(x) (also called swish): like GELU, large positive "
+                           "inputs pass almost unchanged, large negative ones become almost 0, and it dips a little "
+                           "below 0 in between"),
+    "tied embeddings": (r"\btied (input/output )?(embeddings?|weights)\b", "one matrix does both ends of the model: "
+                                                                           "it turns tokens into vectors at the input, "
+                                                                           "and vectors back into logits at the "
+                                                                           "output, so there is one token table to "
+                                                                           "learn instead of two"),
+    "Adam": (r"\bAdamW?\b", "the usual optimiser (the rule that updates the weights): each weight moves against its "
+                             "gradient, scaled by running averages of its recent gradients, so every weight takes "
+                             "steps of a similar size. AdamW also shrinks the weights a little at every step (weight "
+                             "decay)"),
+    "Muon": (r"\bMuon\b", "an optimiser for the weight matrices: it turns each update into one that changes every "
+                           "direction of the matrix by about the same amount (with a few Newton–Schulz steps). Here it "
+                           "trains the blocks' matrices, and AdamW the rest"),
+    # what the charts measure
+    "L2 norm": (r"\bL2 norms?\b", "the length of a vector: the square root of the sum of its squared numbers"),
+    "std": (r"\bstd\b", "the standard deviation: how far the values typically sit from their mean (the square root "
+                         "of their mean squared distance from it). A norm layer brings it to about 1"),
+    "head output z": (r"\bhead output \*?z\b", "what one attention head passes on at each position: the value "
+                                                "vectors of the tokens it looks at, added up with its attention "
+                                                "weights (d_head numbers), before its output matrix writes them into "
+                                                "the residual stream"),
+    "logit lens": (r"\blogit lens\b", "reading the residual stream after each layer as if it were the last one: the "
+                                       "final norm and the unembedding turn it into a next-token guess, so you see "
+                                       "at which layer the answer appears"),
+    "probe text": (r"\bprobe text\b", "a fixed line of text the app runs the model on at every snapshot of its "
+                                       "training, so the attention drawn at different steps is always on the same "
+                                       "characters and can be compared"),
+    "squared Fourier norm": (r"\bsquared Fourier norm\b", "the size of the number embedding counted frequency by "
+                                                           "frequency: written as a sum of cos and sin waves over "
+                                                           "the numbers 0 to p − 1, each frequency adds the squared "
+                                                           "sizes of its two waves. A frequency's share of it is how "
+                                                           "much of the embedding that one wave carries"),
 }
 
 
