@@ -127,6 +127,30 @@ def test_model_summary_names_the_last_loss_and_where_it_was_measured(session):
     assert models.model_summary(Session(Inspected(no_split, "b"))).endswith(
         "loss on the training text 0.250 (its training's evaluation at step 9; no validation split).")
     assert "loss" not in models.model_summary(Session(Inspected(Checkpoint(model, tok), "c")))
+    task = Checkpoint(model, tok, evals=[{"step": 900, "train_loss": 0.001, "val_loss": 47.008, "train_acc": 1.0,
+                                          "val_acc": 0.02}])  # a memorising model: confidently wrong on new pairs
+    assert models.model_summary(Session(Inspected(task, "d"))).endswith(
+        "test loss 47.008 on examples never trained on (test accuracy 2%) (its training's evaluation at step 900).")
+
+
+def test_model_summary_says_which_model_a_going_run_trains(session):
+    """The header said 'Inspecting trained on task: modular addition ... val loss 47.008' while an induction run
+    trained: it names the model the tabs show and, while a run trains, that run's model and when the tabs show it."""
+    from types import SimpleNamespace
+
+    inspected = Session(Inspected(Checkpoint(session.inspected.model, session.inspected.tokenizer),
+                                  "trained on task: modular addition (900 steps)"))
+    run = SimpleNamespace(active=True, corpus="task: induction", progress=SimpleNamespace(step=340, requested="running"))
+    inspected.workspace.run = run
+    header = models.model_summary(inspected)
+    assert header.startswith("Inspecting **trained on task: modular addition (900 steps)**")
+    assert header.endswith(" Training now: **task: induction** (step 340): the other tabs show that model once you "
+                           "pause the run or it ends.")
+    for state in ("paused", "stopped"):  # paused, the tabs show the run's model: the header names it already
+        run.progress.requested = state
+        assert "Training now" not in models.model_summary(inspected)
+    run.progress.requested, run.active = "running", False  # ended
+    assert "Training now" not in models.model_summary(inspected)
 
 
 def test_next_token_distribution(session):

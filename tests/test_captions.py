@@ -285,6 +285,13 @@ def test_data_and_training_captions():
     shrinking = CT.loss_caption(np.arange(1, 201), np.ones(200), [0, 100, 200], [4.17, 9.0, 0.1], [4.1, 0.0, 0.05],
                                 vocab_size=65)
     assert "gap is 0.05, down from 9.00 at step 100." in shrinking and "overfitting" not in shrinking
+    level = CT.loss_caption(np.arange(1, 201), np.ones(200), [0, 100, 200], [4.17, 1.60, 1.55], [4.1, 1.63, 1.55],
+                            vocab_size=65)  # the student walk's "gap 0.00, up from -0.03 ... overfitting"
+    assert "gap is 0.00, up from -0.03 at step 100: the two losses are level (within 0.03), no sign of overfitting." \
+        in level and "a sign of overfitting" not in level
+    creeping = CT.loss_caption(np.arange(1, 201), np.ones(200), [0, 100, 200], [4.17, 1.70, 1.70], [4.1, 1.50, 1.49],
+                               vocab_size=65)  # clearly positive, hardly growing
+    assert "gap is 0.21, up from 0.20 at step 100." in creeping and "overfitting" not in creeping
     assert CT.loss_caption(np.arange(20), np.r_[4.0, np.full(9, 3.0), np.full(10, 1.0)]) == (
         "Training loss fell from 4.00 (the first batch, step 0) to 1.00 (mean of the last 2 of 20 steps).")
     no_split = CT.loss_caption(np.arange(1, 301), np.full(300, 0.2), [0, 100, 300], [1.62, 0.4, 0.08], None, 5,

@@ -15,6 +15,7 @@ from explorer.figures.common import (
     CHART_WIDTH,
     FONT_SIZE,
     MARGIN,
+    TOOLBAR_PX,
     band_label_places,
     figure_to_json,
     index_labels,
@@ -255,6 +256,85 @@ def test_next_token_figure_greys_cut_tokens_and_zeroes_after():
     assert any("cut" in t.name for t in fig.data)  # the legend explains the grey bars
 
 
+@pytest.mark.parametrize("after_name", ["after temperature 0 (always the top token)", "after temperature 1"])
+def test_the_top_token_note_sits_above_every_bar_and_tick(after_name):
+    """At temperature 0 one token has all the probability: its bar reached the plot's top, where the corner note
+    covered it and the 100 % tick. The axis leaves the note's band (its lines, measured from the plot's top) above the
+    tallest bar, and names no probability above 100 %."""
+    before = np.r_[0.21, np.full(30, 0.79 / 30)]
+    after = np.r_[1.0, np.zeros(30)] if "0" in after_name else before
+    fig = F.next_token_figure(before, after, after == 0, [f"t{i}" for i in range(31)], after_name=after_name)
+    note = fig.layout.annotations[0]
+    assert (note.yref, note.y, note.yanchor) == ("paper", 1, "top")
+    plot_px = fig.layout.height - fig.layout.margin.t - fig.layout.margin.b
+    note_px = (note.text.count("<br>") + 1) * (FONT_SIZE + 2) * 1.3
+    low, high = fig.layout.yaxis.range
+    assert max(after.max(), before.max()) <= (high - low) * (1 - note_px / plot_px)
+    assert max(fig.layout.yaxis.tickvals or [0]) <= 1
+
+
+def drawn_label_boxes(fig) -> list:
+    """The px boxes of a 2-D map's drawn text labels, as explorer.figures.label_places estimates them."""
+    from explorer.figures.embeddings import LABEL_FONT, MARKER_PX
+    from explorer.figures.label_places import beside, x_pixels, y_pixels
+
+    trace, margin = fig.data[0], fig.layout.margin
+    width, height = CHART_WIDTH - margin.l - margin.r, fig.layout.height - margin.t - margin.b
+    xs = x_pixels(trace.x, fig.layout.xaxis.range, width)
+    ys = y_pixels(trace.y, fig.layout.yaxis.range, height)
+    return [beside(x, y, text, LABEL_FONT, place, MARKER_PX / 2)
+            for x, y, text, place in zip(xs, ys, trace.text, trace.textposition) if text]
+
+
+def test_the_token_map_labels_never_pile_on_each_other():
+    """Seed 000's token map: the labels of a crowd of characters piled on one another. Each label takes a free
+    place beside its point (above, below, right, left), one with none is left off (hover names every point), and
+    points apart are all labelled."""
+    crowd = np.r_[rng.normal(0, 0.05, (40, 2)), rng.uniform(-3, 3, (6, 2))]
+    labels = [chr(65 + i) for i in range(26)] + [chr(97 + i) for i in range(20)]
+    fig = F.pca_scatter_figure(crowd, labels)
+    boxes = drawn_label_boxes(fig)
+    assert 6 <= len(boxes) < len(labels)
+    for i, a in enumerate(boxes):
+        assert all(a[2] <= b[0] or b[2] <= a[0] or a[3] <= b[1] or b[3] <= a[1] for b in boxes[:i])
+    assert list(fig.data[0].customdata) == labels  # hover still names each point
+    apart = F.pca_scatter_figure(np.array([[0, 0], [1, 0], [0, 1], [1, 1]]), list("abcd"))
+    assert list(apart.data[0].text) == list("abcd") and set(apart.data[0].textposition) == {"top center"}
+
+
+@pytest.mark.parametrize("n_layers, n_heads, links", [
+    (3, 2, [(0, 0, 2, 0, 0.33)]),  # the middle of the arrow is the head L1·H0
+    (2, 1, [(0, 0, 1, 0, 0.33)]),
+    (2, 4, [(0, 0, 1, 1, 0.33), (0, 3, 1, 2, 0.2), (0, 0, 1, 2, 0.1)]),  # two arrows from one head
+])
+def test_an_arrows_label_lies_on_the_arrow_clear_of_heads_names_and_other_labels(n_layers, n_heads, links):
+    """The induction circuit wrote 'K 0.33' on a head's dot: each label sits on its arrow, between its ends, and
+    covers no head, no head's name and no other label."""
+    from explorer.figures.circuits import EDGE_FONT, NODE_PX, induction_circuit_figure
+    from explorer.figures.label_places import beside, marker_boxes, text_box, x_pixels, y_pixels
+
+    fig = induction_circuit_figure(n_layers, n_heads, {(0, 0): 0.9}, {(n_layers - 1, 0): 0.8}, links)
+    margin = fig.layout.margin
+    width, height = CHART_WIDTH - margin.l - margin.r, fig.layout.height - margin.t - margin.b
+    x_range, y_range = fig.layout.xaxis.range, fig.layout.yaxis.range[::-1]
+
+    def px(x, y):
+        return float(x_pixels(x, x_range, width)), float(y_pixels(y, y_range, height, True))
+
+    heads = fig.data[0]
+    taken = [box for x, y, name in zip(heads.x, heads.y, heads.text)
+             for box in (marker_boxes(*zip(px(x, y)), NODE_PX / 2)[0],
+                         beside(*px(x, y), name, FONT_SIZE, "middle right", NODE_PX / 2))]
+    labels = [a for a in fig.layout.annotations if a.text.startswith("K ")]
+    assert [a.text for a in labels] == [f"K {score:.2f}" for *_, score in links]
+    for a, (l1, h1, l2, h2, _) in zip(labels, links):
+        t = (a.x - l1) / (l2 - l1)
+        assert 0.2 <= t <= 0.8 and a.y == pytest.approx(h1 + t * (h2 - h1))  # on the arrow
+        box = text_box(*px(a.x, a.y), a.text, EDGE_FONT)
+        assert all(box[2] <= b[0] or b[2] <= box[0] or box[3] <= b[1] or b[3] <= box[1] for b in taken), a.text
+        taken.append(box)
+
+
 def test_temperature_curve_and_generation_table():
     logits = rng.normal(size=50)
     fig = F.temperature_curve_figure(logits, [0.5, 1, 2], [f"t{i}" for i in range(50)])
@@ -442,17 +522,24 @@ def label_extents(fig) -> list[tuple[float, float, float]]:
 @pytest.mark.parametrize("phases", [
     [(0, 50, "memorise"), (50, 700, "build the circuit"), (700, 3000, "clean up")],  # the shipped run
     [(0, 2900, "memorise"), (2900, 2990, "build the circuit"), (2990, 3000, "clean up")],  # all at the right edge
+    [(0, 150, "memorise"), (150, 300, "build the circuit"), (300, 3000, "clean up")],  # all three close together
 ])
-def test_the_phase_names_lie_inside_the_plot_and_apart(phases):
-    """Phase names were cut at the chart's right edge or drawn over each other."""
+def test_the_phase_names_lie_above_the_plot_and_apart(phases):
+    """Phase names were cut at the chart's right edge, drawn over each other or over the loss curves: they stand in
+    rows above the plot, within its width, side by side or a whole box apart, under the legend, in the top margin."""
     fig = phase_curves_figure([0, 1500, 3000], {"train loss": [4.1, 0.03, 3e-7]}, phases)
     labels = label_extents(fig)
     assert [a.text for a in fig.layout.annotations] == [name for *_, name in phases]
-    assert all(a.xref == "x domain" and a.yref == "y domain" and a.y == 1 for a in fig.layout.annotations)
-    assert all(0 <= left and right <= 1 for left, right, _ in labels)
+    assert all(a.xref == "x domain" and a.yref == "y domain" and a.y == 1 and a.yanchor == "bottom"
+               for a in fig.layout.annotations)  # above the plot's top edge: never over a curve
+    assert all(0 <= left and right <= 1 and shift >= 0 for left, right, shift in labels)
     for i, (left, right, shift) in enumerate(labels):  # side by side, or a whole box apart (20 px overlapped)
         assert all(abs(shift - other_shift) >= ANNOTATION_BOX_PX or right <= other_left or left >= other_right
                    for other_left, other_right, other_shift in labels[:i])
+    names_top = max(shift for *_, shift in labels) + ANNOTATION_BOX_PX  # px above the plot
+    plot_px = fig.layout.height - fig.layout.margin.t - fig.layout.margin.b
+    assert fig.layout.legend.yanchor == "bottom" and fig.layout.legend.y >= 1 + names_top / plot_px
+    assert fig.layout.margin.t >= names_top + 2 * ANNOTATION_BOX_PX + TOOLBAR_PX  # the legend and title above them
 
 
 def test_a_band_name_is_placed_a_row_lower_only_when_it_must():

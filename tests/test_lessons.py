@@ -554,7 +554,8 @@ def test_a_lesson_opened_while_a_run_goes_says_to_stop_it_first(app):
     REGISTRY.close("lesson-run")
     session = REGISTRY.get("lesson-run")
     assert "still going" not in open_lesson(session, "grokking")["text"]
-    session.workspace.run = SimpleNamespace(active=True, progress=SimpleNamespace(requested="running", step=850))
+    session.workspace.run = SimpleNamespace(active=True, corpus="shakespeare",
+                                            progress=SimpleNamespace(requested="running", step=850))
     text = open_lesson(session, "grokking")["text"]
     assert "Your earlier training run is still going (step 850)" in text and "press **Stop**" in text
     session.workspace.run.progress.requested = "stopped"  # stopping: Start works once it has ended

@@ -2,6 +2,8 @@
 layers), every category axis labels its categories itself (Plotly.js skipped every second label of a 24-piece
 prompt), thin tokens such as ',' read, and titles sit below the toolbar (tests/test_readable_browser.py looks at
 the drawn page)."""
+import re
+
 import numpy as np
 import pytest
 
@@ -10,9 +12,12 @@ from explorer.figures.attention import attention_overview_figure
 from explorer.figures.attribution import PART_SERIES, attribution_figure, head_source_figure, patching_figure
 from explorer.figures.circuits import composition_figure, copying_figure, token_circuit_figure
 from explorer.figures.common import (
+    CHAR_WIDTH,
     CHART_WIDTH,
+    FONT_SIZE,
     SLANT_PITCH,
     SMALL_FONT,
+    THIN_MARK_SCALE,
     TICK_PITCH,
     TITLE_BAND,
     TOOLBAR_PX,
@@ -22,6 +27,7 @@ from explorer.figures.common import (
     axis_length,
     index_labels,
     label_step,
+    thin_mark_scale,
     visible_tick,
 )
 from explorer.figures.compare import character_bits_figure, next_token_pair_figure
@@ -162,9 +168,11 @@ def test_thirty_next_characters_are_all_labelled_and_a_comma_reads():
     assert list(axis.tickvals) == chars and axis.tickfont.size >= SMALL_FONT
     text = dict(zip(axis.tickvals, axis.ticktext))
     assert fig.layout.annotations[0].text == f"most likely: e ({probs[0]:.0%})"  # large, in the empty top right
-    assert text["i"] == "i" and text["␣"] == "“<span style='font-size:1.5em'><b>␣</b></span>”"  # a space reads too
-    for mark in ",.'!:;-":  # thin marks are drawn large and bold, in quotes
-        assert text[mark] == f"“<span style='font-size:1.5em'><b>{mark}</b></span>”", mark
+    scale = thin_mark_scale(axis_length(fig, "xaxis") / len(chars), axis.tickfont.size)  # as large as fits
+    assert scale > 1
+    assert text["i"] == "i" and text["␣"] == f"“<span style='font-size:{scale:g}em'><b>␣</b></span>”"  # a space too
+    for mark in ",.'!:;-":  # thin marks are drawn larger and bold, in quotes
+        assert text[mark] == f"“<span style='font-size:{scale:g}em'><b>{mark}</b></span>”", mark
     comma_first = F.next_token_figure(np.array([0.93, 0.05, 0.02]), np.array([0.93, 0.05, 0.02]), np.zeros(3, bool),
                                       [",", "␣in", "␣there"])  # SmolLM2 after "Once upon a time"
     assert comma_first.layout.annotations[0].text == f"most likely: {visible_tick(',')} (93%)"
@@ -190,7 +198,7 @@ def test_a_space_or_a_line_break_alone_is_a_large_visible_symbol():
         assert visible_tick(f"3:{symbol}") == f"3:“{big.format(symbol)}”", repr(raw)
     labels = [visible(c) for c in "e \n"]
     fig = F.next_token_figure(np.array([0.5, 0.3, 0.2]), np.array([0.5, 0.3, 0.2]), np.zeros(3, bool), labels)
-    assert list(fig.layout.xaxis.ticktext) == ["e", f"“{big.format('␣')}”", f"“{big.format('⏎')}”"]
+    assert list(fig.layout.xaxis.ticktext) == ["e", f"“{big.format('␣')}”", f"“{big.format('⏎')}”"]  # room for 1.5
     assert fig.layout.xaxis.tickfont.size >= SMALL_FONT
 
 
@@ -203,10 +211,47 @@ def test_the_logit_split_says_which_way_is_up_in_its_caption_and_on_its_axes():
     assert "bar to the right of 0" in caption and "bar to the left of 0" in caption
     split = attribution_figure(heads, parts, "the logit of x")
     by_read = head_source_figure(np.array([0.2, -0.7]), ["0:a", "1:b"], "L0·H1", "the logit of x")
-    for title in (split.layout.xaxis2.title.text, by_read.layout.yaxis.title.text):
-        assert title == "part of the logit (above 0 pushes it up, below 0 down)"
+    assert split.layout.xaxis2.title.text == "part of the logit (above 0 pushes it up, below 0 down)"
+    assert by_read.layout.yaxis.title.text.replace("<br>", " ") == "part of the logit above 0 pushes it up, below 0 down"
     assert source_caption("L0·H1", np.array([0.2, -0.7]), ["0:a", "1:b"]).endswith("pushes the prediction down.")
     assert source_caption("L0·H1", np.array([0.9, -0.1]), ["0:a", "1:b"]).endswith("pushes the prediction up.")
+
+
+def test_the_head_source_axis_title_fits_beside_its_plot():
+    """Who wrote the answer, steps 1-2: the vertical axis title ran past the plot, over the chart's title. Each of
+    its lines is shorter than the plot is high, and the left margin holds its lines beside the tick labels."""
+    fig = head_source_figure(rng.normal(size=T_LONG), index_labels(LONG_TOKENS), "L3·H1", "the logit of ␣Mary")
+    lines = fig.layout.yaxis.title.text.split("<br>")
+    plot_px = fig.layout.height - fig.layout.margin.t - fig.layout.margin.b
+    assert max(len(line) for line in lines) * FONT_SIZE * CHAR_WIDTH <= plot_px
+    assert fig.layout.margin.l >= len(lines) * 1.3 * FONT_SIZE + 40  # the title's lines and the tick labels
+
+
+@pytest.mark.parametrize("chart", ["token indices", "next token"])
+def test_thin_marks_are_drawn_only_as_large_as_the_room_between_labels(chart):
+    """Seed 000's 50 Shakespeare characters: the quoted ':', '⏎' and ',' (drawn 1.5 times the tick font) turned
+    upright ran into their neighbours. A thin mark is drawn only as large as the room between two labels allows
+    (turned upright a label is as thick as its largest text), bold and quoted at any size; the labels are not
+    thinned for it, and turn to 45° only where that room allows it too."""
+    tokens = [visible(c) for c in "First Citizen:\nBefore we proceed any further, hear me speak.\n\nAll:"][:50]
+    if chart == "token indices":
+        fig, width = F.token_index_figure(np.arange(len(tokens)), tokens), WIDE_CHART
+    else:
+        fig, width = F.next_token_figure(np.full(50, 0.02), np.full(50, 0.02), np.zeros(50, bool), tokens), CHART_WIDTH
+    axis = fig.layout.xaxis
+    spacing = axis_length(fig, "xaxis", width) / len(axis_categories(fig, "xaxis")) * label_step(fig, "xaxis")
+    scales = [float(m) for t in axis.ticktext for m in re.findall(r"font-size:([\d.]+)em", t)]
+    assert len(scales) >= 5 and all(1 <= scale <= THIN_MARK_SCALE for scale in scales)
+    assert max(scales) * TICK_PITCH * axis.tickfont.size <= spacing + 0.01
+    if -45 in axis.autotickangles:
+        assert spacing >= SLANT_PITCH * max(scales) * axis.tickfont.size
+    plain = F.token_index_figure(np.arange(50), [c if c.isalpha() else "x" for c in tokens])  # no thin marks
+    assert label_step(plain, "xaxis") == label_step(fig, "xaxis") or chart == "next token"
+
+
+def full_size(tick: str) -> str:
+    """A tick text with its thin mark at THIN_MARK_SCALE, the size visible_tick draws it at where there is room."""
+    return re.sub(r"font-size:[\d.]+em", f"font-size:{THIN_MARK_SCALE:g}em", tick)
 
 
 def test_a_very_long_axis_shows_evenly_spaced_labels_that_fit_and_hover_names_every_one():
@@ -271,7 +316,7 @@ def test_every_category_axis_of_every_figure_labels_its_categories_itself():
             shown = list(axis.tickvals)
             step = categories.index(shown[1]) if len(shown) > 1 else 1
             assert shown == categories[::step], where
-            assert list(axis.ticktext) == [visible_tick(c) for c in shown], where
+            assert [full_size(t) for t in axis.ticktext] == [visible_tick(c) for c in shown], where
             assert axis.tickfont.size >= SMALL_FONT, where
             if step > 1:
                 assert axis_length(fig, key, WIDE_CHART) / len(categories) * step >= TICK_PITCH * SMALL_FONT, where

@@ -46,10 +46,14 @@ def test_the_corner_note_gives_the_top_token_after_the_temperature_and_the_model
 
 def test_the_space_and_line_break_bars_are_labelled_with_large_symbols():
     """The tiny model's 25 characters include ' ' and '\\n': their bars read ␣ and ⏎, large (figures.visible_tick)."""
+    from explorer.figures.common import axis_length, thin_mark_scale
+
     dist, _, _ = sampling.distribution_view(tiny_session(), PROMPT, 1.0, 0, 1.0, 0.0)
     ticks = dict(zip(dist.layout.xaxis.tickvals, dist.layout.xaxis.ticktext))
-    big = "<span style='font-size:1.5em'><b>{}</b></span>"
-    assert ticks["␣"] == f"“{big.format('␣')}”" and ticks["⏎"] == f"“{big.format('⏎')}”" and ticks["F"] == "F"
+    scale = thin_mark_scale(axis_length(dist, "xaxis") / len(dist.layout.xaxis.tickvals), dist.layout.xaxis.tickfont.size)
+    big = f"<span style='font-size:{scale:g}em'><b>{{}}</b></span>"  # as large as the room between bars allows
+    assert scale > 1 and ticks["F"] == "F"
+    assert ticks["␣"] == f"“{big.format('␣')}”" and ticks["⏎"] == f"“{big.format('⏎')}”"
 
 
 def test_a_compare_row_edited_in_the_browser_reads_its_numbers_from_text():

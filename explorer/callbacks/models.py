@@ -17,20 +17,38 @@ from model_core.checkpoints.load_limits import UPLOAD_LIMITS, LoadLimits
 
 
 def model_summary(session: Session) -> str:
+    """'Inspecting **name**: shape, ..., its last loss.' and, while this session's run trains, which model that is
+    (the tabs show it only once the run pauses or ends)."""
     c = session.inspected.held  # read only: a shared shipped model is not copied for its summary
     cfg = c.model.cfg
     trained = _last_loss(c.evals or [])
     return (f"Inspecting **{display_name(session.inspected.name)}**: {model_shape(cfg.n_layers, cfg.n_heads)}, d_model "
             f"{cfg.d_model}, context {cfg.block_size}, vocabulary {cfg.vocab_size}, "
-            f"{c.model.num_params():,} parameters{trained}.")
+            f"{c.model.num_params():,} parameters{trained}.{training_note(session)}")
+
+
+def training_note(session: Session) -> str:
+    """' Training now: **task: induction** (step 340): the other tabs show that model once you pause the run or it
+    ends.' while the session's run trains (the model inspected is another, or the run's state at its last pause);
+    '' otherwise. Without it the header named the previous run's model as if it were the one training."""
+    run = session.workspace.run
+    if run is None or not run.active or run.progress.requested != "running":
+        return ""
+    return (f" Training now: **{run.corpus}** (step {run.progress.step:,}): the other tabs show that model once you "
+            "pause the run or it ends.")
 
 
 def _last_loss(evals: list[dict]) -> str:
     """', val loss 1.234 (its training's evaluation at step 1,200)' from the last evaluation (', loss on the training
-    text ...' without a validation split), or '' for an untrained model. The step and 'training' say where the
-    number comes from: the Experiments tab measures validation loss again, on its own fixed windows."""
+    text ...' without a validation split; ', test loss ... (test accuracy 3%)' for a task, whose test examples a
+    memorising model can get confidently wrong, far above guessing), or '' for an untrained model. The step and
+    'training' say where the number comes from: the Experiments tab measures validation loss again, on its own
+    fixed windows. Every loss is the mean over the scored tokens, in nats."""
     for e in reversed(evals):
         at = f" (its training's evaluation at step {int(e.get('step', 0)):,})"
+        if e.get("val_loss") is not None and e.get("val_acc") is not None:
+            return (f", test loss {e['val_loss']:.3f} on examples never trained on (test accuracy "
+                    f"{e['val_acc']:.0%}){at}")
         if e.get("val_loss") is not None:
             return f", val loss {e['val_loss']:.3f}{at}"
         if e.get("train_loss") is not None:

@@ -6,11 +6,13 @@ import numpy as np
 from explorer.figures.common import (
     BLUE,
     DIVERGING_SCALE,
+    FONT_SIZE,
     GREEN,
     GREY,
     PURPLE,
     RED,
     SMALL_FONT,
+    TITLE_BAND,
     WIDE_CHART,
     compact,
     position_axis,
@@ -22,6 +24,10 @@ from explorer.figures.plain import Figure, bar, heatmap, subplots
 
 TEXT_CELLS = 400  # heatmaps with more cells than this show no numbers in the cells (hover still does)
 PART_AXIS = "part of the logit (above 0 pushes it up, below 0 down)"  # the captions say the same
+# PART_AXIS on three lines, for a vertical axis: in one line (460 px at the body font) it ran past a 200 px high
+# plot, over the chart's title. Its longest line must stay under the plot's height (PART_PLOT_PX).
+PART_AXIS_UPRIGHT = "part of the logit<br>above 0 pushes it up,<br>below 0 down"
+PART_PLOT_PX = 230  # the head-source chart's plot height (less what upright position labels take from it)
 
 
 def attribution_figure(heads, layer_parts: list[tuple[str, float]], what: str) -> Figure:
@@ -94,9 +100,11 @@ def head_source_figure(values, sources: list[str], head: str, what: str) -> Figu
         hovertemplate="read from %{x}<br>part of the logit %{y:+.3f}<extra></extra>",
     )])
     fig.update_xaxes(**position_axis("position the head read from (position:token)"))
-    fig.update_yaxes(title_text=PART_AXIS, zeroline=True, zerolinecolor="#888")
-    return style_figure(fig, f"Head {head}'s part of {what}, by the position it read from", 380,
-                        chart_width=WIDE_CHART, margin=dict(t=80, b=90))
+    fig.update_yaxes(title_text=PART_AXIS_UPRIGHT, zeroline=True, zerolinecolor="#888")
+    # the left margin holds the title's three lines (1.3 × the font each) beside the tick labels
+    left = round(PART_AXIS_UPRIGHT.count("<br>") + 1) * round(1.3 * FONT_SIZE) + 50
+    return style_figure(fig, f"Head {head}'s part of {what}, by the position it read from",
+                        TITLE_BAND + PART_PLOT_PX + 90, chart_width=WIDE_CHART, margin=dict(t=80, l=left, b=90))
 
 
 def patching_figure(restored, rows: list[str], cols: list[str], title: str, x_title: str, y_title: str) -> Figure:

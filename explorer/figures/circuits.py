@@ -5,7 +5,9 @@ import numpy as np
 
 from explorer.figures.common import (
     BLUE,
+    CHART_WIDTH,
     DIVERGING_SCALE,
+    FONT_SIZE,
     GREY,
     MAGNITUDE_SCALE,
     RED,
@@ -18,6 +20,7 @@ from explorer.figures.common import (
     symmetric_range,
     top_legend,
 )
+from explorer.figures.label_places import Taken, beside, marker_boxes, text_box, x_pixels, y_pixels
 from explorer.figures.plain import Figure, heatmap, scatter
 
 
@@ -85,10 +88,12 @@ def copying_figure(scores) -> Figure:
 
 def induction_circuit_figure(n_layers: int, n_heads: int, previous: dict, induction: dict, links: list) -> Figure:
     """Heads as dots (layer across, head down); previous-token heads blue, induction heads red, each link
-    (earlier layer, head, later layer, head, K-composition) an arrow labelled with its score."""
+    (earlier layer, head, later layer, head, K-composition) an arrow labelled with its score, the label on the
+    arrow where it covers no head, head name or other label (edge_label_places)."""
     fig = Figure()
     xs = [layer for layer in range(n_layers) for _ in range(n_heads)]
     ys = [h for _ in range(n_layers) for h in range(n_heads)]
+    names = [head_label(a, b) for a, b in zip(xs, ys)]
     colour = [BLUE if (layer, h) in previous else RED if (layer, h) in induction else GREY
               for layer, h in zip(xs, ys)]
     hover = [f"{head_label(layer, h)}: previous-token {previous.get((layer, h), 0):.2f}, induction "
@@ -96,14 +101,51 @@ def induction_circuit_figure(n_layers: int, n_heads: int, previous: dict, induct
     for l1, h1, l2, h2, score in links:
         fig.add_annotation(x=l2, y=h2, ax=l1, ay=h1, xref="x", yref="y", axref="x", ayref="y", showarrow=True,
                            arrowhead=3, arrowwidth=1 + 6 * score, arrowcolor="rgba(80,80,80,0.7)", text="")
-        fig.add_annotation(x=(l1 + l2) / 2, y=(h1 + h2) / 2, text=f"K {score:.2f}", showarrow=False,
-                           bgcolor="white", font=dict(size=12))
-    fig.add_trace(scatter(x=xs, y=ys, mode="markers+text", text=[head_label(a, b) for a, b in zip(xs, ys)],
-                          textposition="middle right", marker=dict(size=18, color=colour, line=dict(width=1)),
+    fig.add_trace(scatter(x=xs, y=ys, mode="markers+text", text=names, textposition="middle right",
+                          marker=dict(size=NODE_PX, color=colour, line=dict(width=1)),
                           customdata=hover, hovertemplate="%{customdata}<extra></extra>", showlegend=False))
     for name, c in (("previous-token head", BLUE), ("induction head", RED)):
         fig.add_trace(scatter(x=[None], y=[None], mode="markers", name=name, marker=dict(size=12, color=c)))
-    fig.update_xaxes(title_text="layer", tickvals=list(range(n_layers)), range=[-0.5, n_layers - 0.2])
-    fig.update_yaxes(title_text="head", tickvals=list(range(n_heads)), autorange="reversed")
-    return style_figure(fig, "The induction circuit: previous-token head → induction head (arrow: K-composition)",
-                        height=210 + 50 * n_heads, legend=top_legend(), margin=dict(t=90))
+    x_range, y_range = [-0.5, n_layers - 0.2], [n_heads - 0.5, -0.5]  # head 0 on top
+    fig.update_xaxes(title_text="layer", tickvals=list(range(n_layers)), range=x_range)
+    fig.update_yaxes(title_text="head", tickvals=list(range(n_heads)), range=y_range)
+    fig = style_figure(fig, "The induction circuit: previous-token head → induction head (arrow: K-composition)",
+                       height=210 + 50 * n_heads, legend=top_legend(), margin=dict(t=90))
+    return label_links(fig, links, list(zip(xs, ys, names)), x_range, y_range)
+
+
+def label_links(fig: Figure, links: list, heads: list, x_range, y_range) -> Figure:
+    """Each link's 'K 0.33' on its arrow, at edge_label_places; heads [(layer, head, name)] are the dots (the plot:
+    a CHART_WIDTH chart less its margins)."""
+    margin = fig.layout.margin
+    width, height = CHART_WIDTH - margin.l - margin.r, fig.layout.height - margin.t - margin.b
+
+    def px(layer, head) -> tuple[float, float]:  # y_range is reversed: head 0 on top
+        return float(x_pixels(layer, x_range, width)), float(y_pixels(head, y_range[::-1], height, True))
+
+    nodes = [(*px(layer, head), name) for layer, head, name in heads]
+    edges = [(px(l1, h1), px(l2, h2), f"K {score:.2f}") for l1, h1, l2, h2, score in links]
+    for (l1, h1, l2, h2, _), (*_, text), t in zip(links, edges, edge_label_places(nodes, edges, width, height)):
+        fig.add_annotation(x=l1 + t * (l2 - l1), y=h1 + t * (h2 - h1), text=text, showarrow=False,
+                           bgcolor="white", font=dict(size=EDGE_FONT))
+    return fig
+
+
+NODE_PX, EDGE_FONT = 18, 12  # a head's dot, an arrow's label
+EDGE_SPOTS = (0.5, 0.4, 0.6, 0.3, 0.7, 0.25, 0.75, 0.2, 0.8)  # where along an arrow its label may go, in this order
+
+
+def edge_label_places(nodes: list, edges: list, width: float, height: float) -> list[float]:
+    """Where along each edge its label goes (0: its start, 1: its end): the first of EDGE_SPOTS at which the label
+    covers no node, node name or label placed before, the middle when none is free. nodes [(x, y, name)] and
+    edges [((x0, y0), (x1, y1), label)] in px of a plot width × height (a name right of its node)."""
+    taken = Taken(width, height, [box for x, y, name in nodes
+                                  for box in (marker_boxes([x], [y], NODE_PX / 2)[0],
+                                              beside(x, y, name, FONT_SIZE, "middle right", NODE_PX / 2))])
+    places = []
+    for (x0, y0), (x1, y1), text in edges:
+        boxes = {t: text_box(x0 + t * (x1 - x0), y0 + t * (y1 - y0), text, EDGE_FONT) for t in EDGE_SPOTS}
+        t = next((t for t, box in boxes.items() if taken.free(box)), 0.5)
+        taken.take(boxes[t])
+        places.append(t)
+    return places

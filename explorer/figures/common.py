@@ -36,7 +36,8 @@ THIN_MARKS = frozenset(",.;:'`\"!|-_")  # a token made only of these is a speck 
 # whitespace as token labels show it (model_core's tokenization.visible; tests pin the two together): as small as a
 # thin mark at tick size, drawn the same way
 WHITESPACE_MARKS = frozenset("␣⏎⇥␍")
-THIN_MARK_STYLE = "<span style='font-size:1.5em'><b>{}</b></span>"
+THIN_MARK_SCALE = 1.5  # a thin mark's size in tick fonts, where there is room (thin_mark_scale)
+THIN_MARK_STYLE = "<span style='font-size:{scale:g}em'><b>{mark}</b></span>"
 # An axis of scores or shares (0 to 1), a little wider: a line at 0 or 1 is drawn inside the plot, not half hidden
 # under its edge (a test accuracy of 0 for the first thousand steps was invisible on the x axis).
 UNIT_RANGE = [-0.04, 1.04]
@@ -255,26 +256,36 @@ def unique_labels(labels: list[str]) -> list[str]:
     return labels if len(set(labels)) == len(labels) else [f"{i}:{s}" for i, s in enumerate(labels)]
 
 
-def visible_tick(label) -> str:
+def visible_tick(label, scale: float = THIN_MARK_SCALE) -> str:
     """A category's tick text: a token made only of thin marks or whitespace symbols (',', '.', "3:,", '␣', '⏎')
-    large and bold between curly quotes, so that it reads under its bar even turned upright; anything else as it
-    is."""
+    large (scale × the tick font) and bold between curly quotes, so that it reads under its bar even turned upright;
+    anything else as it is."""
     label = str(label)
     prefix, token = re.fullmatch(r"(\d+:)?(.*)", label, re.S).groups()
     if token and set(token) <= THIN_MARKS | WHITESPACE_MARKS:
-        return f"{prefix or ''}“{THIN_MARK_STYLE.format(token)}”"
+        return f"{prefix or ''}“{THIN_MARK_STYLE.format(scale=scale, mark=token)}”"
     return label
 
 
-def category_ticks(categories: list, length: float, largest: int = FONT_SIZE) -> dict:
+def category_ticks(categories: list, length: float, largest: int = FONT_SIZE, upright: bool = False) -> dict:
     """Tick settings that label the categories along `length` px themselves (tickmode 'array', so Plotly skips
     none): every one at the largest font from `largest` down to SMALL_FONT at which they fit, else every k-th at
-    SMALL_FONT, evenly (hover still names each in full)."""
+    SMALL_FONT, evenly (hover still names each in full). upright: labels Plotly may turn upright, whose thin marks
+    are drawn only as large as the room between two labels allows (thin_mark_scale)."""
     n = max(len(categories), 1)
     font = next((f for f in range(largest, SMALL_FONT - 1, -1) if length / n >= TICK_PITCH * f), SMALL_FONT)
     step = max(1, math.ceil(n * TICK_PITCH * font / max(length, 1)))
     shown = list(categories)[::step]
-    return dict(tickmode="array", tickvals=shown, ticktext=[visible_tick(c) for c in shown], tickfont=dict(size=font))
+    scale = thin_mark_scale(length / n * step, font) if upright else THIN_MARK_SCALE
+    return dict(tickmode="array", tickvals=shown, ticktext=[visible_tick(c, scale) for c in shown],
+                tickfont=dict(size=font))
+
+
+def thin_mark_scale(spacing: float, font: int) -> float:
+    """How large (in tick fonts, 1 to THIN_MARK_SCALE) a thin mark's label may be drawn with `spacing` px between
+    label centres: a label turned upright is as thick as its largest text, and at THIN_MARK_SCALE the quoted ','
+    and ':' of a 50-token prompt ran into their neighbours. TICK_PITCH fonts apart fit a label at scale 1."""
+    return min(THIN_MARK_SCALE, max(1.0, math.floor(100 * spacing / (TICK_PITCH * font)) / 100))  # rounded down
 
 
 def label_every_category(fig: Figure, chart_width: int = CHART_WIDTH) -> Figure:
@@ -288,10 +299,12 @@ def label_every_category(fig: Figure, chart_width: int = CHART_WIDTH) -> Figure:
         if categories:  # (an axis of a grid of small panels shows no labels: skipped above, at no cost)
             largest = (axis.get("tickfont") or {}).get("size") or FONT_SIZE
             length = axis_length(fig, key, chart_width)
-            merge(axis, category_ticks(categories, length, largest))
-            if key[0] == "x" and axis.get("tickangle") is None:  # Plotly's 'auto' angle, from these
-                spacing = length / len(axis["tickvals"])
-                slant = spacing >= SLANT_PITCH * axis["tickfont"]["size"]
+            upright = key[0] == "x" and axis.get("tickangle") is None  # Plotly's 'auto' angle may turn them
+            merge(axis, category_ticks(categories, length, largest, upright))
+            if upright:  # Plotly's 'auto' angle, from these; slanted thin marks need their larger size's room too
+                spacing, font = length / len(axis["tickvals"]), axis["tickfont"]["size"]
+                thickest = max(thin_mark_scale(spacing, font) if visible_tick(c) != str(c) else 1 for c in categories)
+                slant = spacing >= SLANT_PITCH * font * thickest
                 axis["autotickangles"] = list(TICK_ANGLES if slant else (TICK_ANGLES[0], TICK_ANGLES[-1]))
     return fig
 

@@ -3,6 +3,8 @@ import numpy as np
 
 from explorer.figures.common import (
     BLUE,
+    CHART_WIDTH,
+    COLORBAR_PX,
     DIVERGING_SCALE,
     MAGNITUDE_SCALE,
     SMALL_FONT,
@@ -13,9 +15,11 @@ from explorer.figures.common import (
     style_figure,
     symmetric_range,
 )
+from explorer.figures.label_places import padded_range, point_label_positions, x_pixels, y_pixels
 from explorer.figures.plain import Figure, heatmap, scatter, scatter3d
 
 MAX_TEXT_LABELS = 300  # more points than this: hover only, no text on the plot
+MARKER_PX, LABEL_FONT = 8, SMALL_FONT + 1  # a 2-D map's points and their labels
 
 
 def _pc_titles(n: int, explained) -> list[str]:
@@ -33,13 +37,13 @@ def pca_scatter_figure(coords, labels: list[str], color=None, title: str = "PCA 
     coords = compact(coords, 3)
     n_points, n_dims = coords.shape
     axes = _pc_titles(n_dims, explained)
-    marker = dict(size=8 if n_dims == 2 else 4, color=BLUE, line=dict(width=0))
+    marker = dict(size=MARKER_PX if n_dims == 2 else 4, color=BLUE, line=dict(width=0))
     if color is not None:
         marker.update(color=compact(color, 3), colorscale=MAGNITUDE_SCALE, showscale=True,
                       colorbar=dict(title=dict(text=color_title, side="right")))
     text_mode = n_points <= MAX_TEXT_LABELS
     common = dict(mode="markers+text" if text_mode else "markers", marker=marker, customdata=list(labels),
-                  text=list(labels) if text_mode else None, textfont=dict(size=SMALL_FONT + 1), name="")
+                  text=list(labels) if text_mode else None, textfont=dict(size=LABEL_FONT), name="")
     if n_dims == 3:
         fig = Figure(scatter3d(
             x=coords[:, 0], y=coords[:, 1], z=coords[:, 2], **common,
@@ -49,9 +53,25 @@ def pca_scatter_figure(coords, labels: list[str], color=None, title: str = "PCA 
     fig = Figure(scatter(
         x=coords[:, 0], y=coords[:, 1], textposition="top center", **common,
         hovertemplate="%{customdata}<br>PC1 %{x:.2f}, PC2 %{y:.2f}<extra></extra>"))
-    fig.update_xaxes(title_text=axes[0], zeroline=True)
-    fig.update_yaxes(title_text=axes[1], zeroline=True)
-    return style_figure(fig, title, height=520)
+    x_range, y_range = padded_range(coords[:, 0]), padded_range(coords[:, 1])
+    fig.update_xaxes(title_text=axes[0], zeroline=True, range=x_range)
+    fig.update_yaxes(title_text=axes[1], zeroline=True, range=y_range)
+    fig = style_figure(fig, title, height=520)
+    if text_mode:  # labels that would pile on others are left off (hover names every point)
+        place_point_labels(fig, coords, list(labels), x_range, y_range, color is not None)
+    return fig
+
+
+def place_point_labels(fig: Figure, coords, labels: list[str], x_range, y_range, colorbar: bool) -> None:
+    """Give the scatter's text labels places where none covers another label or a marker (point_label_positions);
+    the ones with no free place get no text. The plot's size: a CHART_WIDTH chart less its margins (and colour bar)."""
+    margin = fig.layout.margin
+    width = CHART_WIDTH - margin.l - margin.r - (COLORBAR_PX if colorbar else 0)
+    height = fig.layout.height - margin.t - margin.b
+    xs, ys = x_pixels(coords[:, 0], x_range, width), y_pixels(coords[:, 1], y_range, height)
+    places = point_label_positions(xs, ys, labels, LABEL_FONT, MARKER_PX / 2, width, height)
+    fig.data[0].text = [label if place else "" for label, place in zip(labels, places)]
+    fig.data[0].textposition = [place or "top center" for place in places]
 
 
 # what a model's position table is (kind) -> the heatmap's title, before ": first P positions"

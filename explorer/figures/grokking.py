@@ -22,6 +22,7 @@ from explorer.figures.common import (
 from explorer.figures.plain import Figure, bar, heatmap, scatter
 
 PHASE_COLOURS = ("rgba(31,119,180,0.08)", "rgba(255,127,14,0.10)", "rgba(44,160,44,0.10)")
+PHASE_NAME_COLOURS = ("rgba(31,119,180,0.25)", "rgba(255,127,14,0.25)", "rgba(44,160,44,0.25)")  # their names' boxes
 
 
 def frequency_norms_figure(norms, key_frequencies: list) -> Figure:
@@ -84,16 +85,23 @@ def phase_curves_figure(steps, curves: dict, phases: list) -> Figure:
                               line=dict(color=colours.get(name, GREY), width=2,
                                         dash="dot" if name in ("restricted loss", "excluded loss") else "solid"),
                               hovertemplate=f"step %{{x}}<br>{name} %{{y:.4g}}<extra></extra>"))
-    # each name inside the plot, a row lower where it would overlap the one before (memorising takes 50 of 3,000)
+    # each name above the plot (over the curves, as before, they were hard to read), at its band's start, a row
+    # higher where it would overlap one before it (memorising takes 50 steps of 3,000)
     places = band_label_places(phases, (min(steps), max(steps))) if len(steps) else []
-    for (start, end, name), colour, (left, row) in zip(phases, PHASE_COLOURS, places):
+    for (start, end, name), colour, box, (left, row) in zip(phases, PHASE_COLOURS, PHASE_NAME_COLOURS, places):
         fig.add_vrect(x0=start, x1=end, fillcolor=colour, line_width=0)
-        fig.add_annotation(text=name, x=left, xref="x domain", xanchor="left", y=1, yref="y domain", yanchor="top",
-                           yshift=-BAND_ROW_PX * row, showarrow=False)
+        fig.add_annotation(text=name, x=left, xref="x domain", xanchor="left", y=1, yref="y domain",
+                           yanchor="bottom", yshift=2 + BAND_ROW_PX * row, showarrow=False, bgcolor=box)
+    band = BAND_ROW_PX * (1 + max((row for _, row in places), default=-1))  # px of name rows above the plot
     fig.update_xaxes(title_text="training step")
     fig.update_yaxes(title_text="loss (log scale)", type="log")
-    return style_figure(fig, "Losses over training: memorise, build the circuit, clean up", height=420,
-                        legend=top_legend(), margin=dict(t=110))
+    legend = {**top_legend(), "y": 1 + (band + 4) / PHASE_PLOT_PX}  # above the names
+    return style_figure(fig, "Losses over training: memorise, build the circuit, clean up", height=PHASE_HEIGHT + band,
+                        legend=legend, margin=dict(t=PHASE_TOP + band, b=PHASE_BOTTOM))
+
+
+PHASE_HEIGHT, PHASE_TOP, PHASE_BOTTOM = 420, 110, 50  # the loss chart without phase names: its plot PHASE_PLOT_PX high
+PHASE_PLOT_PX = PHASE_HEIGHT - PHASE_TOP - PHASE_BOTTOM
 
 
 def accuracy_figure(steps, train_acc, test_acc) -> Figure:

@@ -9,6 +9,7 @@ from explorer.figures.common import (
     GREY,
     ORANGE,
     PALETTE,
+    axis_length,
     compact,
     lines_figure,
     style_figure,
@@ -51,15 +52,36 @@ def next_token_figure(probs_before, probs_after, removed, labels: list[str], top
         bar(x=[None], y=[None], name="cut by filtering (grey)", marker_color=GREY, showlegend=True),
     ])
     fig.update_xaxes(title_text="token (most likely first)", type="category")
-    fig.update_yaxes(title_text="probability", tickformat=".0%", rangemode="tozero")
-    # the top token named in the plot's top right corner, empty with the bars sorted: its turned label is small
-    fig.add_annotation(text=top_token_note(names[0], after[0], before[order[0]], after_name), x=1, y=1,
-                       xref="paper", yref="paper", xanchor="right", yanchor="top", showarrow=False,
-                       font=dict(size=FONT_SIZE + 2), bgcolor="rgba(255,255,255,0.85)")
+    fig.update_yaxes(title_text="probability", tickformat=".0%")
+    # the top token named in the plot's top right corner (its turned label is small), in a band above the tallest
+    # bar: at temperature 0 one bar reaches 100 % and the note covered it and its tick
+    note = top_token_note(names[0], after[0], before[order[0]], after_name)
+    fig.add_annotation(text=note, x=1, y=1, xref="paper", yref="paper", xanchor="right", yanchor="top",
+                       showarrow=False, font=dict(size=FONT_SIZE + 2), bgcolor="rgba(255,255,255,0.85)")
     title = f"Next-token probabilities: filtering cut {int(removed.sum())} of {len(removed)} tokens " \
             f"(top {len(order)} shown)"
-    return style_figure(fig, title, height=420, barmode="group", bargap=0.25, legend=top_legend(),
-                        margin=dict(t=130, b=80))
+    fig = style_figure(fig, title, height=420, barmode="group", bargap=0.25, legend=top_legend(),
+                       margin=dict(t=130, b=80))
+    top = float(max(before[order].max(), after.max(), 1e-9))
+    return fig.update_yaxes(**probability_axis(top, note_share(note, axis_length(fig, "yaxis"))))
+
+
+NOTE_LINE_PX = round((FONT_SIZE + 2) * 1.3)  # a line of the corner note
+
+
+def note_share(note: str, plot_px: float) -> float:
+    """The share of a plot plot_px high that the corner note's lines take, with 8 px of air below them."""
+    return min((note.count("<br>") + 1) * NOTE_LINE_PX / max(plot_px, 1) + 8 / max(plot_px, 1), 0.6)
+
+
+def probability_axis(top: float, share: float) -> dict:
+    """The range (and ticks) of a probability axis from 0 whose top share is left to the corner note: the tallest bar (top) ends below it.
+    Ticks stop at 100 %: a probability never goes above it, even where the axis does."""
+    high = top * 1.02 / (1 - share)
+    axis = dict(range=[0, high])
+    if high > 1:
+        axis.update(tickmode="array", tickvals=[0, 0.2, 0.4, 0.6, 0.8, 1.0])
+    return axis
 
 
 def top_token_note(label: str, after: float, before: float, after_name: str) -> str:

@@ -27,6 +27,7 @@ model_summary, opening_note, pick_shipped, save_zip, load_zip = callbacks(
 
 CLASSROOM = get_preset("classroom")
 DATA_FIELDS = ("corpus", "kind", "bpe_vocab")  # the Data tab's choices, named as in /data
+MUON_FIELDS = ("muon_lr", "muon_ns_steps")  # shown only while the optimiser is Muon
 ADVANCED_OPTIM = {"warmup_steps", "weight_decay", "grad_clip", "eval_interval", "optimizer", "muon_lr",
                   "muon_ns_steps", "decay_embeddings"}
 START_NAMES = (*DATA_FIELDS, *ARCH_FIELDS, *OPTIM_FIELDS, "val_split")  # /train_start's parameters
@@ -52,6 +53,11 @@ class TrainStart:
         event.failure(bind(_watched, fields=self.watched), None, list(self.watched.values()), **QUIET)
 
 
+# A slider's width at which Gradio shows both ends of its range: at the 160 px it got among eight controls the
+# Dropout slider's "0.5" was cut to "0.", and it read "0 … 0" (the first row's sliders, 200 px, show "512").
+RANGE_SLIDER_PX = 200
+
+
 def _architecture_controls():
     m = CLASSROOM.model_config(vocab_size=2).to_dict()
     with gr.Row():
@@ -70,7 +76,7 @@ def _architecture_controls():
         positional = RawDropdown(list(POSITIONALS), value=m["positional"], label="Positions")
         tie = gr.Checkbox(m["tie_weights"], label="Tie embedding and output weights")
         attn_only = gr.Checkbox(m["attn_only"], label="Attention only (no FFN)")
-        dropout = RawSlider(0, 0.5, value=m["dropout"], step=0.05, label="Dropout")
+        dropout = RawSlider(0, 0.5, value=m["dropout"], step=0.05, label="Dropout", min_width=RANGE_SLIDER_PX)
         qk_norm = gr.Checkbox(m["qk_norm"], label="QK-norm (RMSNorm on each head's q and k)")
     return [n_layers, n_heads, d_model, block, activation, norm, placement, positional, tie, attn_only, dropout,
             qk_norm, mlp_ratio, init]
@@ -89,12 +95,22 @@ def _optimiser_controls():
     with gr.Row():
         optimizer = RawDropdown(list(OPTIMIZERS), value=t.optimizer, label="Optimiser (muon: Muon for the "
                                 "blocks' matrices, AdamW at the learning rate above for the rest)")
-        muon_lr = RawNumber(t.muon_lr, label="Muon learning rate", minimum=0)
+        muon_lr = RawNumber(t.muon_lr, label="Muon learning rate", minimum=0, visible=uses_muon(t.optimizer))
         ns_steps = RawNumber(t.muon_ns_steps, label="Muon Newton–Schulz steps", precision=0, minimum=1,
-                             maximum=MAX_NS_STEPS, info="per update; fewer are cheaper and rougher")
+                             maximum=MAX_NS_STEPS, info="per update; fewer are cheaper and rougher",
+                             visible=uses_muon(t.optimizer))
         decay_embeddings = gr.Checkbox(t.decay_embeddings, label="Weight decay on the embeddings too",
                                        info="as Nanda et al. (grokking); else only the weight matrices decay")
     return [lr, batch, steps, warmup, wd, clip, eval_every, optimizer, muon_lr, ns_steps, decay_embeddings]
+
+
+def uses_muon(optimizer) -> bool:
+    return optimizer == "muon"
+
+
+def muon_controls(optimizer) -> list:
+    """Muon's learning rate and Newton–Schulz steps show only while the optimiser is Muon (AdamW reads neither)."""
+    return [gr.update(visible=uses_muon(optimizer))] * 2
 
 
 def batch_size_info(corpus: str):
@@ -136,6 +152,8 @@ def build_train_tab(data_inputs, model_info, opening, resumed) -> TrainStart:
     preset.input(bind(apply_preset), preset, [*arch, *optim, corpus, kind, bpe_vocab, val_split], **QUIET)
     preset.change(bind(preset_note), [preset, corpus, kind, bpe_vocab], note, **QUIET)
     corpus.change(batch_size_info, corpus, optim[OPTIM_FIELDS.index("batch_size")], **QUIET)  # set by a preset too
+    optimizer, muon = optim[OPTIM_FIELDS.index("optimizer")], [optim[OPTIM_FIELDS.index(f)] for f in MUON_FIELDS]
+    optimizer.change(muon_controls, optimizer, muon, **QUIET)  # a pick, a preset, a link or a lesson step
     with gr.Row():
         start = gr.Button("Start", variant="primary", elem_id="te-train-start")
         pause, resume, stop = gr.Button("Pause"), gr.Button("Resume"), gr.Button("Stop", variant="stop")

@@ -39,18 +39,35 @@ def loss_caption(steps, train_loss, eval_steps=None, val_loss=None, eval_train_l
     return text + baseline_sentence(vocab_size, untrained)
 
 
+# A train-validation gap means overfitting only when it is clearly above 0 and clearly grew: by more than
+# GAP_SHARE of the validation loss (0.03 at a loss of 1.5 nats), and never by less than GAP_FLOOR, which the
+# caption prints as 0.00 or 0.01. Each evaluation averages a few batches, so a gap of "0.00, up from -0.03" is two
+# equal losses measured twice, not a model that fits its training text better than new text.
+GAP_SHARE, GAP_FLOOR = 0.02, 0.015
+
+
+def clear_gap(val_loss: float) -> float:
+    """The smallest gap (and rise of a gap) that says something at this validation loss."""
+    return max(GAP_SHARE * abs(val_loss), GAP_FLOOR)
+
+
 def gap_phrase(eval_steps: list, val_loss: list, train_loss: list) -> str:
-    """The latest train-validation gap and which way it went since the evaluation before (growing: overfitting)."""
+    """The latest train-validation gap and which way it went since the evaluation before; overfitting only when it
+    is clearly positive and clearly growing (clear_gap)."""
     gap = val_loss[-1] - train_loss[-1]
     text = f"at step {eval_steps[-1]:,} the train–validation gap is {gap:.2f}"
     if len(val_loss) < 2 or eval_steps[-2] == 0:  # the untrained model's gap says nothing
         return text + " (a growing gap means overfitting)"
-    before = val_loss[-2] - train_loss[-2]
+    before, clear = val_loss[-2] - train_loss[-2], clear_gap(val_loss[-1])
+    since = f"from {before:.2f} at step {eval_steps[-2]:,}"
     if abs(gap - before) < 0.005:
         return text + f", as at step {eval_steps[-2]:,}"
-    if gap > before:
-        return text + f", up from {before:.2f} at step {eval_steps[-2]:,}: growing, a sign of overfitting"
-    return text + f", down from {before:.2f} at step {eval_steps[-2]:,}"
+    if gap > clear and gap - before > clear:
+        return text + f", up {since}: growing, a sign of overfitting"
+    if gap <= clear:
+        return text + f", {'up' if gap > before else 'down'} {since}: the two losses are level (within {clear:.2f}), " \
+                      "no sign of overfitting"
+    return text + f", {'up' if gap > before else 'down'} {since}"
 
 
 def batch_loss_sentence(steps, train_loss, evaluated: str = "Validation loss") -> str:
