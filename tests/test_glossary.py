@@ -61,7 +61,7 @@ SCREEN_WORDS = {
     "SwiGLU": ("SwiGLU", "model_core/training/presets.py", [(SEED_003, "A GPT for baby names")]),
     "tied embeddings": ("tied weights", "model_core/training/presets.py", [(SEED_003, "A GPT for baby names")]),
     "Adam": ("AdamW", "model_core/training/presets.py",
-             [(SEED_003, "A GPT for baby names"), ("seed-002-statquest", "Train for a second")]),
+             [(SEED_003, "A GPT for baby names"), ("seed-002-statquest", "Train in seconds")]),
     "Muon": ("Muon for the blocks' matrices", "model_core/training/presets.py",
              [("seed-001-big-config-then-classroom", "The classroom size")]),
     "L2 norm": ("L2 norm", "explorer/figures/embeddings.py",  # the norms chart's axis (and the residual tab's)
