@@ -12,7 +12,7 @@ from explorer.tabs.class_notice import CSS as CLASS_CSS
 from explorer.tabs.class_notice import build_class_notice, wire_class_notice
 from explorer.tabs.common import ANALYSIS, RANGE_CLASS, shared_prompt
 from explorer.tabs.lazy import callbacks
-from explorer.tabs.lesson_player import SAME_TAB_LESSON_LINKS_JS, build_lesson_player, wire_lesson_player
+from explorer.tabs.lesson_player import LESSON_LINKS_IN_PAGE_JS, build_lesson_player, wire_lesson_player
 from explorer.tabs.links import (
     drawn_once_loaded,
     link_row,
@@ -97,7 +97,7 @@ def build_app() -> gr.Blocks:
         # a task model opened (its words '0'..'58' and '='): the prompt becomes one of its task's, so every tab draws
         model_info.change(bind(prompt_for_model), prompt, prompt, api_visibility="private", concurrency_limit=None)
         wire_slider_keys(demo)
-        demo.load(None, None, None, js=SAME_TAB_LESSON_LINKS_JS)
+        demo.load(None, None, None, js=LESSON_LINKS_IN_PAGE_JS)
         demo.unload(detach_session)
     return demo
 

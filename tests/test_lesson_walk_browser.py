@@ -114,16 +114,18 @@ def test_walk_every_lesson_one_after_another(browser, app_url):
 
 
 def open_next(page, app_url: str, slug: str):
-    """The page of lesson slug, opened as the student would from the end of the lesson before: its `next:` link
-    (it opens in the same tab, where the session resumes), else its own link typed into the address bar.
-    -> the page the lesson is open in."""
+    """The page of lesson slug, opened as the student would from the end of the lesson before: its `next:` link (it
+    opens the lesson in this page, with no page load, and the address becomes the lesson's link), else its own link
+    typed into the address bar. -> the page the lesson is open in."""
     link = page.locator(f"#te-lesson-text a[href='?lesson={slug}']")
     if not link.count():
         page.goto(app_url + f"?lesson={slug}")
         return page
-    with page.expect_navigation():
-        link.first.click()
+    page.evaluate("() => { window.teSamePage = true; }")  # gone if the link loaded a page
+    link.first.click()
+    page.wait_for_function(f"() => new URLSearchParams(location.search).get('lesson') === {slug!r}")
     assert len(page.context.pages) == 1, "a lesson link opened a new tab"
+    assert page.evaluate("() => window.teSamePage === true"), "a lesson link loaded the page again"
     return page
 
 

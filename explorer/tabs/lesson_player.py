@@ -23,18 +23,30 @@ lesson_for_page, move, open_lesson, opening_for_lesson, opening_for_step, step_p
     "lessons", "lesson_for_page", "move", "open_lesson", "opening_for_lesson", "opening_for_step", "step_presses")
 send_answer, set_name = callbacks("classroom", "send_answer", "set_name")
 
-# A lesson's links (`?lesson=slug`, the end's "Next:") open in the same tab, and the session resumes there: Gradio's
-# Markdown opens every link in a new tab, and each open tab of the app holds a connection, so a student following
-# Next through six lessons met Chromium's six connections per host ("Loading..." for over a minute).
-SAME_TAB_LESSON_LINKS_JS = """() => {
+# A lesson's links (`?lesson=slug`, the end's "Next:") open the lesson in this page, as the picker does: no page load
+# (a reload of this app costs a laptop 6-10 s of work in the browser), no new tab (Gradio's Markdown opens every link
+# in a new tab, and each open tab of the app holds a connection: a student following Next through six lessons met
+# Chromium's six connections per host, "Loading..." for over a minute). The address becomes the lesson's link, so a
+# reload opens it. A Ctrl/Cmd/Shift-click or a middle click still opens a new tab.
+LINKED_LESSON_ID = "te-open-linked-lesson"
+LESSON_LINKS_IN_PAGE_JS = """() => {
   document.addEventListener('click', (e) => {
     const a = e.target.closest && e.target.closest('#te-lesson-text a[href^="?lesson="]');
-    if (!a || e.button !== 0 || e.ctrlKey || e.metaKey || e.shiftKey) return;  // a new tab when asked for
+    if (!a || e.button !== 0 || e.ctrlKey || e.metaKey || e.shiftKey) return;
+    const slug = new URLSearchParams(a.getAttribute('href').slice(1)).get('lesson');
+    const open = document.querySelector('#ID button, button#ID');
+    if (!slug || !open) return;  // no player on the page: follow the link
     e.preventDefault();
     e.stopPropagation();
-    window.location.assign(a.getAttribute('href'));
+    window.teLinkedLesson = slug;
+    const url = new URL(window.location.href);
+    url.searchParams.set('lesson', slug);
+    window.history.replaceState(window.history.state, '', url);
+    open.click();
   }, true);
-}"""
+}""".replace("ID", LINKED_LESSON_ID)
+# The picker's value becomes the lesson the link named (then the picker's own steps open it)
+LINKED_LESSON_JS = "() => window.teLinkedLesson || ''"
 
 # A lesson picked in the player becomes the address's ?lesson= (replaced, not a new history entry), so a reload opens
 # the lesson shown, not the one the page was opened with; no lesson, or the --lesson file (which a page without
@@ -79,6 +91,7 @@ class LessonPlayer:
     sent: gr.Markdown
     name: gr.Textbox  # the name the teacher sees
     state: gr.State  # {"lesson": picker key, "step": index} of the open lesson, or None
+    linked: gr.Button  # hidden: a lesson link clicked in the lesson text presses it (LESSON_LINKS_IN_PAGE_JS)
 
 
 def build_lesson_player() -> LessonPlayer:
@@ -104,8 +117,9 @@ def build_lesson_player() -> LessonPlayer:
         with gr.Row():
             back = gr.Button("← Back", interactive=False)
             forward = gr.Button("Next →", variant="primary", interactive=False)
+        linked = gr.Button("Open the linked lesson", visible="hidden", elem_id=LINKED_LESSON_ID)
     return LessonPlayer(box, picker, simple, heading, counter, text, back, forward, question, choice, free, send,
-                        sent, name, gr.State(None))
+                        sent, name, gr.State(None), linked)
 
 
 def wire_lesson_player(player: LessonPlayer, page_load, requested: gr.State, model_info: gr.Markdown,
@@ -125,10 +139,13 @@ def wire_lesson_player(player: LessonPlayer, page_load, requested: gr.State, mod
         event(bind(set_name), p.name, p.name, **quiet)
     # a step that opens a pretrained model says so first (opening: the note under the header)
     picked = announced(p.picker.input, opening_for_lesson, p.picker, opening)
+    followed = p.linked.click(None, None, p.picker, js=LINKED_LESSON_JS, **quiet)  # a lesson link: as if picked
+    followed = announced(followed.then, opening_for_lesson, p.picker, opening)
     back, forward = (announced(p.back.click, _opening_back, p.state, opening),
                      announced(p.next.click, _opening_next, p.state, opening))
     linked = announced(page_load.then, opening_for_lesson, requested, opening)  # a ?lesson= link's first step
-    moves = ((linked, lesson_for_page, requested), (picked, open_lesson, p.picker), (back, _back, p.state),
+    moves = ((linked, lesson_for_page, requested), (picked, open_lesson, p.picker),
+             (followed, open_lesson, p.picker), (back, _back, p.state),
              (forward, _next, p.state))
     events = [hidden_after(before.then(bind(said_in_the_box(fn), fields=fields), given, outputs, **quiet), opening)
               for before, fn, given in moves]

@@ -98,7 +98,7 @@ PRESETS = {
         ),
         Preset(
             "statquest", "Seed 002 (StatQuest): 1 layer, 1 head, d_model 2, sinusoidal positions, no norm, no FFN, "
-            "5-token context; trains on its two sentences in about ten seconds on two idle cores.",
+            "5-token context; trains on its two sentences in about 8 s on two idle cores.",
             model=dict(n_layers=1, n_heads=1, d_model=2, block_size=5, positional="sinusoidal", norm="none",
                        attn_only=True, tie_weights=False),
             # Adam at lr 0.1 as in the seed. Greedy generation after "what is statquest <EOS>" gave "awesome <EOS>"
@@ -139,9 +139,8 @@ PRESETS = {
             "on 64 random tokens cut into segments of 8-24, each shown three times: the loss sits on a plateau near "
             "log 64 = 4.16 for about 400 steps, then within about 150 steps an induction head forms (its score "
             "jumps from under 0.3 to over 0.9) and the in-context-learning score falls by more than 1 nat: the "
-            "induction-head phase change of Olsson et al. 2022. 1,500 steps: the bare training loop takes about 45 s "
-            "on 2 idle cores (bench.induction_phase); the Train tab, which measures the heads at every evaluation, "
-            "took about 4.5 minutes on 2 cores at a load average of 4 to 5.",
+            "induction-head phase change of Olsson et al. 2022. 1,500 steps: 29 s in the Train tab on 2 idle cores "
+            "(it measures the heads at every evaluation), several times longer on a busy class server.",
             model=dict(**INDUCTION_MODEL),
             train=dict(**INDUCTION_TRAIN),
             data=dict(task=REPEATS_TASK, corpus="task: repeated random tokens", tokenizer="word"),
