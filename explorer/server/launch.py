@@ -51,7 +51,7 @@ def main(argv=None) -> None:
     from explorer.common import app_state
     from explorer.common.limits import LIMITS
     from explorer.common.shipped_list import check_model_name
-    from explorer.server import gradio_sessions, queue_order
+    from explorer.server import gradio_sessions, queue_order, queue_polling
     from explorer.server.gradio_startup import single_app_build
     from explorer.server.http_guard import guarded_app_kwargs, readable_input_errors
 
@@ -77,6 +77,7 @@ def main(argv=None) -> None:
             from explorer.lessons import checked_lesson_file
             app_state.lesson_file = checked_lesson_file(args.lesson)
         demo.queue(default_concurrency_limit=2, max_size=256)
+        queue_polling.relax(demo._queue)  # an idle app kept 6 % of a core polling its empty queue
     for sig in (signal.SIGTERM, signal.SIGINT):  # systemd and docker stop with SIGTERM, a terminal with Ctrl-C
         signal.signal(sig, shutdown)
     app_state.warmed_up.clear()
