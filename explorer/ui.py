@@ -95,7 +95,8 @@ def build_app() -> gr.Blocks:
         prompt.submit(dispatch, [TAB_TRACKER[0], *inputs], outputs, api_visibility="private", **ANALYSIS)
         _resize_sliders_with_model(demo, model_info)
         # a task model opened (its words '0'..'58' and '='): the prompt becomes one of its task's, so every tab draws
-        model_info.change(bind(prompt_for_model), prompt, prompt, api_visibility="private", concurrency_limit=None)
+        model_info.change(bind(prompt_for_model), prompt, prompt, api_visibility="private", concurrency_limit=None,
+                          show_progress="hidden")
         wire_slider_keys(demo)
         demo.load(None, None, None, js=LESSON_LINKS_IN_PAGE_JS)
         demo.unload(detach_session)

@@ -144,8 +144,10 @@ def test_model_summary_says_which_model_a_going_run_trains(session):
     inspected.workspace.run = run
     header = models.model_summary(inspected)
     assert header.startswith("Inspecting **trained on task: modular addition (900 steps)**")
-    assert header.endswith(" Training now: **task: induction** (step 340): the other tabs show that model once you "
-                           "pause the run or it ends.")
+    assert header.endswith(" Training now: **task: induction**: the other tabs show that model once you pause the "
+                           "run or it ends.")
+    run.progress.step = 341  # polled every second: a header that changed with the step set off its listeners each time
+    assert models.model_summary(inspected) == header
     for state in ("paused", "stopped"):  # paused, the tabs show the run's model: the header names it already
         run.progress.requested = state
         assert "Training now" not in models.model_summary(inspected)

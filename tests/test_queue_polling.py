@@ -2,6 +2,7 @@
 Gradio's own loop is driven here on an empty queue and its wake-ups counted."""
 import asyncio
 import os
+import threading
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
@@ -29,7 +30,10 @@ def wakeups(queue, monkeypatch) -> int:
 
     monkeypatch.setattr(asyncio, "sleep", counted)
     queue.stopped = False
-    asyncio.run(run())
+    # in a thread of its own: a browser test earlier in the same worker may leave this thread's event loop running
+    worker = threading.Thread(target=asyncio.run, args=(run(),))
+    worker.start()
+    worker.join()
     monkeypatch.setattr(asyncio, "sleep", real_sleep)
     return count[0]
 

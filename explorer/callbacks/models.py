@@ -28,14 +28,15 @@ def model_summary(session: Session) -> str:
 
 
 def training_note(session: Session) -> str:
-    """' Training now: **task: induction** (step 340): the other tabs show that model once you pause the run or it
-    ends.' while the session's run trains (the model inspected is another, or the run's state at its last pause);
-    '' otherwise. Without it the header named the previous run's model as if it were the one training."""
+    """' Training now: **task: induction**: the other tabs show that model once you pause the run or it ends.' while
+    the session's run trains (the model inspected is another, or the run's state at its last pause); '' otherwise.
+    Without it the header named the previous run's model as if it were the one training. No step count: the header
+    is polled every second while a run trains, and a header that changed at each poll set off every listener of its
+    change (the task prompt's check) each second; the status line gives the step."""
     run = session.workspace.run
     if run is None or not run.active or run.progress.requested != "running":
         return ""
-    return (f" Training now: **{run.corpus}** (step {run.progress.step:,}): the other tabs show that model once you "
-            "pause the run or it ends.")
+    return f" Training now: **{run.corpus}**: the other tabs show that model once you pause the run or it ends."
 
 
 def _last_loss(evals: list[dict]) -> str:
