@@ -8,7 +8,7 @@ import gradio as gr
 import pytest
 import torch
 
-from explorer.callbacks.classroom import apply_push, send_answer, set_name, start_class_run
+from explorer.callbacks.classroom import NOTHING_SENT, apply_push, send_answer, set_name, start_class_run
 from explorer.classroom.broadcast import KEPT, RECENT, Broadcast
 from explorer.classroom.copies import TOKEN_SECONDS, PendingCopies
 from explorer.classroom.gate import MAX_DELAY, TeacherGate
@@ -274,6 +274,9 @@ def test_answers_are_checked_kept_with_the_session_and_replaced():
     state = {"lesson": "attention-basics", "step": 0}
     with pytest.raises(UserError):
         send_answer(session, state, "not one of the choices", "")
+    for nothing in (None, "", "  "):  # nothing chosen yet: a note in the answer line, nothing kept
+        assert send_answer(session, state, nothing, "typed in the hidden box") == NOTHING_SENT
+    assert ("attention-basics", 0) not in session.member.answers
     wrong = send_answer(session, state, "on the diagonal (the character itself)", "")
     assert wrong.startswith("**Not quite:**") and "Type your name" in wrong  # kept and sent, wrong or not
     set_name(session, "  Ana  ")

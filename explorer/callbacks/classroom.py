@@ -81,6 +81,9 @@ def replacement_question(session: Session, push) -> str:
             "inspected model as .zip”). Open it anyway, or keep your model?")
 
 
+NOTHING_SENT = "Nothing sent yet: pick a choice (or type your answer), then press **Send my answer**."
+
+
 def send_answer(session: Session, state, choice, text) -> str:
     """The answer to the open lesson step's question, kept with the session (and in --class-db) -> a note."""
     if not state:
@@ -90,7 +93,10 @@ def send_answer(session: Session, state, choice, text) -> str:
     question = steps[step].question if 0 <= step < len(steps) else None
     if question is None:
         raise UserError("This step asks no question.")
-    answer = check_answer(question, choice if question.choices else text)
+    given = choice if question.choices else text
+    if not (given or "").strip():  # nothing refused: a note in the answer line, not an error toast and badge
+        return NOTHING_SENT
+    answer = check_answer(question, given)
     member = session.member
     kept = Answer(member.student_id, member.display_name, lesson, step, question.text, answer, time.time())
     member.answers[(lesson, step)] = kept
