@@ -74,10 +74,14 @@ def test_attention_grid_structure_and_selected_outline():
     P = random_patterns(2, 3, T, T)
     fig = F.attention_grid_figure(P, TOKENS, selected=(1, 2))
     assert len(fig.data) == 6
-    assert [a.text for a in fig.layout.annotations] == [f"L{l}·H{h}" for l in range(2) for h in range(3)]
+    texts = [a.text for a in fig.layout.annotations]
+    assert texts[:5] == [f"L{l}·H{h}" for l in range(2) for h in range(3)][:5]
+    assert "L1·H2" in texts[5] and "color" in texts[5]  # the selected head's title in red
     assert list(fig.data[0].x) == index_labels(TOKENS)
     assert "query %{y} → key %{x}" in fig.data[0].hovertemplate
-    assert fig.layout.shapes[0].xref == "x6 domain"  # L1·H2 is the 6th panel
+    outline = fig.layout.shapes[0]
+    assert outline.xref == "x6 domain"  # L1·H2 is the 6th panel
+    assert outline.y1 <= 1.0  # the outline stops below the title, never across it
     bar = fig.layout.coloraxis.colorbar
     assert list(bar.ticktext)[0] == "0" and list(bar.ticktext)[-1] == "1"  # reads as 0..1
     assert fig.layout.coloraxis.cmin == 0 and fig.layout.coloraxis.cmax == 100  # whole percents

@@ -87,20 +87,26 @@ def _percent_coloraxis(in_percent: bool = False, **colorbar) -> dict:
     return {**axis, "cmin": 0, "cmax": 100}
 
 
+def selected_label(label: str, selected: bool) -> str:
+    """A head's title over its small heatmap; the selected head's in red and bold, above its red outline."""
+    return f"<span style='color:{RED}'><b>{label}</b></span>" if selected else label
+
+
 def attention_grid_figure(patterns, tokens: list[str], selected: tuple[int, int] | None = None) -> Figure:
     """patterns [L, H, T, T] -> every head's pattern as a small heatmap titled L{l}·H{h}; selected head outlined."""
     n_layers, n_heads = patterns.shape[:2]
     fig, domains = _head_grid(patterns, tokens, gap_x=0.1 / n_heads, gap_y=0.4 / n_layers)
     fig.update_layout(annotations=[
-        dict(text=head_label(*divmod(i, n_heads)), x=sum(dx) / 2, y=dy[1], xref="paper", yref="paper",
-             xanchor="center", yanchor="bottom", showarrow=False, font_size=SMALL_FONT + 1)
+        dict(text=selected_label(head_label(*divmod(i, n_heads)), divmod(i, n_heads) == selected), x=sum(dx) / 2,
+             y=dy[1], xref="paper", yref="paper", xanchor="center", yanchor="bottom", showarrow=False,
+             font_size=SMALL_FONT + 1)
         for i, (dx, dy) in enumerate(domains)
     ])
     if selected is not None:
         panel = selected[0] * n_heads + selected[1] + 1
         suffix = "" if panel == 1 else panel  # plotly calls the first axes 'x', not 'x1'
         fig.add_shape(type="rect", xref=f"x{suffix} domain", yref=f"y{suffix} domain", x0=-0.04, x1=1.04,
-                      y0=-0.04, y1=1.04, line=dict(color=RED, width=3))
+                      y0=-0.04, y1=1.0, line=dict(color=RED, width=3))  # up to its label, not over it
     title = "Attention patterns of every head (rows = layers, columns = heads; query ↓, key →)"
     return style_figure(fig, title, height=110 + 125 * n_layers, coloraxis=_percent_coloraxis(),
                         margin=dict(l=20, r=20, t=80, b=20))
@@ -135,13 +141,14 @@ def attention_overview_figure(stats: dict[str, np.ndarray], layer_patterns, toke
         fig.add_shape(type="rect", xref=f"x{n}", yref=f"y{n}", x0=head - 0.5, x1=head + 0.5, y0=layer - 0.5,
                       y1=layer + 0.5, line=dict(color=RED, width=2))
         notes.append(dict(text=f"% of attention on {title}", x=sum(x_domain) / 2, y=1, yanchor="bottom"))
-    notes += [dict(text=head_label(layer, h), x=sum(dx) / 2, y=dy[1] * (split - 0.08), yanchor="bottom")
+    notes += [dict(text=selected_label(head_label(layer, h), h == head), x=sum(dx) / 2, y=dy[1] * (split - 0.08),
+                   yanchor="bottom")
               for h, (dx, dy) in enumerate(domains)]
     fig.update_layout(annotations=[dict(a, xref="paper", yref="paper", xanchor="center", showarrow=False,
                                         font_size=SMALL_FONT) for a in notes])
     suffix = "" if head == 0 else head + 1
     fig.add_shape(type="rect", xref=f"x{suffix} domain", yref=f"y{suffix} domain", x0=-0.04, x1=1.04, y0=-0.04,
-                  y1=1.04, line=dict(color=RED, width=3))
+                  y1=1.0, line=dict(color=RED, width=3))
     title = (f"Every head at a glance ({model_shape(n_layers, n_heads)}: click a cell), then layer {layer}'s "
              "heads (query ↓, key →)")
     return style_figure(fig, title, height=height, chart_width=WIDE_CHART, coloraxis=_percent_coloraxis(True),

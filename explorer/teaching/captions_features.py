@@ -69,7 +69,7 @@ def neurons_caption(neuron_rows: list[list]) -> str:
                 "feature is spread over many neurons, a direction none of them has to itself.")
     shared = "" if others.startswith("none") else (f"; that neuron also follows features {others}: one neuron, "
                                                    "several features (superposition)")
-    return f"FFN neuron {neuron} follows this feature most (correlation {corr:.2f}){shared}."
+    return f"Of all FFN neurons, neuron {neuron} follows this feature most (correlation {corr:.2f}){shared}."
 
 
 def feature_caption(feature: int, density: float, n_tokens: int, labels: list[str], on_prompt, top_tokens: list[str],

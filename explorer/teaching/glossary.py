@@ -23,6 +23,8 @@ TERMS = {
     "min-p": (r"\bmin[-_]p\b", "a cut that keeps only the tokens whose probability, after the temperature, is at "
                                "least min-p times the top token's (min-p 0.1: at least a tenth of it); the kept "
                                "tokens share 100% again. 0 turns it off"),
+    "top-k": (r"\btop[-_]k\b", "a cut that keeps only the k most likely tokens, however the probability is "
+                               "spread; the kept tokens share 100% again. 0 turns it off"),
     "causal mask": (r"\bcausal mask\b", "the rule that a position may look only at itself and at earlier positions, "
                                         "never at later ones"),
     "value vectors": (r"\bvalue vectors?\b", "what each token offers to pass on; a head adds up the value vectors "
