@@ -22,6 +22,7 @@ from explorer.tabs.links import (
     wire_model_name,
 )
 from explorer.tabs.opening_note import opening_note_box
+from explorer.tabs.progress_targets import progress_on_leaves
 from explorer.tabs.slider_keys import wire_slider_keys
 from explorer.teaching.view_params import CONTROLS, TAB_TRACKER, register_control, register_tabs, reset_controls
 
@@ -100,6 +101,7 @@ def build_app() -> gr.Blocks:
         wire_slider_keys(demo)
         demo.load(None, None, None, js=LESSON_LINKS_IN_PAGE_JS)
         demo.unload(detach_session)
+    progress_on_leaves(demo)  # a tab or an accordion as a progress target makes every later click cost more
     return demo
 
 

@@ -1,0 +1,45 @@
+"""No event of the page shows its progress on a layout block: Gradio's page re-reads every component inside a
+progress target on each status change of any event, so a Tabs target made every click cost more once tabs had been
+visited (explorer/tabs/progress_targets.py)."""
+import gradio as gr
+import pytest
+from gradio.blocks import BlockContext
+
+from explorer.tabs.progress_targets import progress_on_leaves
+
+pytestmark = pytest.mark.slow  # builds the app (a second)
+
+
+@pytest.fixture(scope="module")
+def app() -> gr.Blocks:
+    from explorer.ui import build_app
+    return build_app()
+
+
+def targets(fn) -> list:
+    return list(fn.show_progress_on) if fn.show_progress_on is not None else list(fn.outputs)
+
+
+def test_no_event_of_the_page_has_a_layout_block_as_a_progress_target(app):
+    layout_targets = [(fn.name, type(b).__name__) for fn in app.fns.values() for b in targets(fn)
+                      if isinstance(b, BlockContext)]
+    assert not layout_targets
+    # the lesson's moves and the page load select a tab: they write the Tabs, and show progress on the rest
+    moves = [fn for fn in app.fns.values() if any(isinstance(b, gr.Tabs) for b in fn.outputs)]
+    assert len(moves) >= 5
+    for fn in moves:
+        assert fn.show_progress_on == [b for b in fn.outputs if not isinstance(b, BlockContext)]
+        assert fn.show_progress_on  # the components they write still show that they are being drawn
+
+
+def test_an_event_with_its_own_targets_or_none_on_a_layout_keeps_them():
+    with gr.Blocks() as demo:
+        with gr.Tabs() as tabs, gr.Tab("one"):
+            box, button = gr.Textbox(), gr.Button()
+        button.click(lambda: (gr.Tabs(), "x"), None, [tabs, box])
+        button.click(lambda: "y", None, box)
+        button.click(lambda: (gr.Tabs(), "z"), None, [tabs, box], show_progress_on=[button])
+    assert progress_on_leaves(demo) == 1
+    first, plain, chosen = demo.fns.values()
+    assert first.show_progress_on == [box]
+    assert plain.show_progress_on is None and chosen.show_progress_on == [button]
