@@ -28,6 +28,7 @@ from explorer.teaching.view_params import CONTROLS, TAB_TRACKER, register_contro
 
 slider_maxima = callbacks("models", "slider_maxima")
 prompt_for_model = callbacks("task_prompt", "prompt_for_model")
+chat_format_for_model = callbacks("sampling", "chat_format_for_model")
 
 CSS = """
 .te-caption p, .te-caption li, p.te-caption { font-size: 1.05rem; color: var(--body-text-color); margin: 4px 0 8px; }
@@ -97,6 +98,9 @@ def build_app() -> gr.Blocks:
         _resize_sliders_with_model(demo, model_info)
         # a task model opened (its words '0'..'58' and '='): the prompt becomes one of its task's, so every tab draws
         model_info.change(bind(prompt_for_model), prompt, prompt, api_visibility="private", concurrency_limit=None,
+                          show_progress="hidden")
+        chat = CONTROLS["chat_format"].component  # ticked for SmolLM2, it would refuse the next model's prompts
+        model_info.change(bind(chat_format_for_model), chat, chat, api_visibility="private", concurrency_limit=None,
                           show_progress="hidden")
         wire_slider_keys(demo)
         demo.load(None, None, None, js=LESSON_LINKS_IN_PAGE_JS)

@@ -4,6 +4,7 @@ import copy
 import subprocess
 import sys
 
+import gradio as gr
 import pytest
 import torch
 
@@ -86,6 +87,16 @@ def test_chat_format_on_a_model_without_a_template_says_so():
 
     with pytest.raises(ValueError, match="no chat template"):
         steps_view(new_session("shakespeare"), "ROMEO:", 0, 0, 1, 0, 10, 0, chat_format=True)
+
+
+def test_chat_format_is_unticked_when_the_model_opened_has_no_template(sessions):
+    """A lesson ticks it for SmolLM2; the next lesson's model (no template) would refuse every prompt with it."""
+    from explorer.callbacks.sampling import chat_format_for_model
+    from explorer.state.session import new_session
+
+    assert chat_format_for_model(new_session("shakespeare"), True) is False
+    assert chat_format_for_model(new_session("shakespeare"), False) == gr.update()  # nothing to change
+    assert chat_format_for_model(sessions[0], True) == gr.update()  # SmolLM2 has one: the student's choice stays
 
 
 def test_a_link_and_the_cli_accept_the_model():

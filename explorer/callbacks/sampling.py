@@ -2,6 +2,7 @@
 import html
 import math
 
+import gradio as gr
 import torch
 
 from explorer.callbacks import validation
@@ -129,6 +130,14 @@ def model_text(session: Session, prompt, chat_format) -> str:
     if not chat_format or not isinstance(prompt, str) or not prompt.strip():
         return prompt  # encode_prompt says what is wrong with an empty prompt
     return chat_prompt(getattr(session.inspected.tokenizer, "chat_template", None), prompt)
+
+
+def chat_format_for_model(session: Session, chat_format):
+    """-> chat format unticked when the inspected model has no chat template (it was ticked for another model, in
+    another lesson), else no change."""
+    if chat_format and not getattr(session.inspected.tokenizer, "chat_template", None):
+        return False
+    return gr.update()
 
 
 def stop_token(tokenizer, chat_format):
