@@ -189,6 +189,9 @@ def test_positional_caption_states_neighbour_and_distant_similarity():
     assert C.positional_caption(np.eye(8)) == ("Neighbouring positions have cosine similarity 0.00, distant ones "
                                                "0.00: no smooth order yet.")  # orthogonal: no order at all
     assert C.positional_caption(np.eye(2)) == "Too few positions to compare neighbours."
+    # fixed waves or an untrained model's random vectors: nothing learned, whatever the similarities
+    assert C.positional_caption(circle, "sinusoidal").endswith("(nothing here was learned).")
+    assert C.positional_caption(circle, "untrained").endswith("random vectors of an untrained model, so no order yet.")
 
 
 def test_ffn_captions():

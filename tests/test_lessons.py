@@ -546,7 +546,7 @@ def test_every_lesson_opens_after_every_other_lessons_last_step(app):
             assert drawn is None or any(v is not None for v in drawn), (first, then)
 
 
-def test_a_lesson_opened_while_a_run_goes_says_to_stop_it_first(app):
+def test_a_lesson_opened_while_a_run_goes_or_waits_says_to_stop_it_first(app):
     """Its Start would be refused while the run goes: the lesson box says so before the student gets there."""
     from types import SimpleNamespace
 
@@ -558,6 +558,9 @@ def test_a_lesson_opened_while_a_run_goes_says_to_stop_it_first(app):
                                             progress=SimpleNamespace(requested="running", step=850))
     text = open_lesson(session, "grokking")["text"]
     assert "Your earlier training run is still going (step 850)" in text and "press **Stop**" in text
+    session.workspace.run.progress.requested = "paused"  # a paused run holds Start back too
+    text = open_lesson(session, "grokking")["text"]
+    assert "Your earlier training run is paused (step 850)" in text and "press **Stop**" in text
     session.workspace.run.progress.requested = "stopped"  # stopping: Start works once it has ended
     assert "still going" not in open_lesson(session, "grokking")["text"]
     session.workspace.run = None
@@ -587,3 +590,20 @@ def test_a_pushed_step_asks_before_it_sets_aside_a_model_that_cannot_read_the_le
     assert "in place of the model you are inspecting now (my grokking run)" in replacement_question(session, push)
     session.inspected.use_shipped("grokking")  # a shipped model is kept nowhere but is lost to nobody
     assert replacement_question(session, push) == ""
+
+
+def test_a_lesson_that_sets_aside_the_students_model_says_which_and_why(app):
+    from explorer.callbacks.lessons import model_for_opening
+    from explorer.state.shipped import shipped_template
+    from model_core.checkpoints.checkpoint import Checkpoint
+
+    REGISTRY.close("aside")
+    session = REGISTRY.get("aside")
+    grokking = shipped_template("grokking")
+    session.inspected.use(Checkpoint(copy.deepcopy(grokking.model), grokking.tokenizer), "my grokking run")
+    steps = read_lesson(shipped_lessons()["attention-basics"]).steps
+    note = model_for_opening(session, steps, 1)  # step 2 names no model: the lesson's own opens
+    assert note == ["The model you had open (my grokking run) cannot read this step's text, so the lesson opened the "
+                    "shipped shakespeare model in its place."]
+    assert session.inspected.shared_key == "shipped:shakespeare"
+    assert model_for_opening(session, steps, 1) == []  # a shipped model set aside is lost to nobody: no note

@@ -57,7 +57,8 @@ def embeddings_view(session: Session, prompt: str, dims, layer, drop_unknown: bo
                 f" Only the first {shown:,} of the {cfg.vocab_size:,} tokens are drawn: a BPE tokenizer numbers "
                 "its pieces in the order it learned them, so these are the most common ones."
                 if shown < cfg.vocab_size else ""),
-            "Position embeddings": captions.positional_caption(pos_table.numpy()) if has_positions else "",
+            "Position embeddings": captions.positional_caption(pos_table.numpy(), position_table_kind(session))
+            if has_positions else "",
             "Token + position": captions.embedding_caption(both.explained_variance_ratio),
             "Hidden states": captions.embedding_caption(hidden.explained_variance_ratio),
             "Token vs position vector sizes": captions.embedding_norms_caption(tok_norms, pos_norms)}),

@@ -134,8 +134,8 @@ def model_for_opening(session: Session, steps, index: int) -> list[str]:
         return []
     own, name = not (session.inspected.shared_key or "").startswith("shipped:"), session.inspected.name
     session.inspected.use_shipped(wanted)
-    return [f"This lesson is written for the {wanted} model, and the model you had open ({name}) cannot read "
-            f"its text: the lesson opened {wanted}."] if own else []
+    return [f"The model you had open ({name}) cannot read this step's text, so the lesson opened the shipped "
+            f"{wanted} model in its place."] if own else []
 
 
 def prompt_in_effect(steps, index: int) -> str:
@@ -156,9 +156,10 @@ def reads(session: Session, prompt: str) -> bool:
 def run_going_note(session: Session) -> list[str]:
     """When the session's training run is still going as a lesson opens: what to do before the lesson's own."""
     run = session.workspace.run
-    if run is None or not run.active or run.progress.requested != "running":
-        return []
-    return [f"Your earlier training run is still going (step {run.progress.step:,}). Before a step that says "
+    if run is None or not run.active or run.progress.requested not in ("running", "paused"):
+        return []  # a stopped run is ending: Start works once it has
+    state = "is paused" if run.progress.requested == "paused" else "is still going"
+    return [f"Your earlier training run {state} (step {run.progress.step:,}). Before a step that says "
             "**Start**, press **Stop** on the Train tab: one run per student at a time (its curves stay on the "
             "charts, faded, beside the new run's)."]
 

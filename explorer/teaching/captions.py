@@ -159,8 +159,15 @@ def embedding_caption(explained) -> str:
     return f"The {NUMBER_WORDS.get(k, f'first {k} components')} explain {_pct(np.sum(explained))} of the variance."
 
 
-def positional_caption(W_pos) -> str:
-    """W_pos [P, D] -> whether neighbouring positions have similar embeddings (cosine similarity)."""
+POSITION_VERDICTS = {  # kind (callbacks.embeddings.position_table_kind) -> what the similarities say of it
+    "sinusoidal": "fixed sine waves, the same before and after training (nothing here was learned)",
+    "untrained": "random vectors of an untrained model, so no order yet",
+}
+
+
+def positional_caption(W_pos, kind: str = "learned") -> str:
+    """W_pos [P, D] -> whether neighbouring positions have similar embeddings (cosine similarity); kind: learned,
+    sinusoidal or untrained (only learned ones can have learned an order)."""
     w = np.asarray(W_pos, dtype=np.float64)
     if w.shape[0] < 3:
         return "Too few positions to compare neighbours."
@@ -168,8 +175,9 @@ def positional_caption(W_pos) -> str:
     cos = unit @ unit.T
     gap = np.abs(np.subtract.outer(np.arange(len(w)), np.arange(len(w))))
     near, far = cos[gap == 1].mean(), cos[gap >= max(2, len(w) // 2)].mean()
-    return (f"Neighbouring positions have cosine similarity {near:.2f}, distant ones {far:.2f}: "
-            f"{'the model has learned a smooth sense of order' if near > far + 0.1 else 'no smooth order yet'}.")
+    verdict = POSITION_VERDICTS.get(kind) or ("the model has learned a smooth sense of order" if near > far + 0.1
+                                             else "no smooth order yet")
+    return f"Neighbouring positions have cosine similarity {near:.2f}, distant ones {far:.2f}: {verdict}."
 
 
 def embedding_norms_caption(tok_norms, pos_norms) -> str:
