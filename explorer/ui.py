@@ -148,12 +148,14 @@ def check_params(spec, registered: set) -> None:
                            f"explorer/common/views.py declares {sorted(spec.params)} for {spec.id!r}")
 
 
-def one_choice_or_range(minimum: float, maximum: float) -> dict:
-    """The update for a slider from minimum to maximum. Gradio rebuilds a slider from its arguments and refuses
-    minimum == maximum (a 1-layer model's layer slider is 0..0): such a slider keeps a range of one step, stands
-    at its only value and cannot be moved."""
+def one_choice_or_range(minimum: float, maximum: float, value=None) -> dict:
+    """The update for a slider from minimum to maximum standing at value (moved in range: SmolLM2's head 8 is head 1
+    of a 2-head model). Gradio rebuilds a slider from its arguments and refuses minimum == maximum (a 1-layer
+    model's layer slider is 0..0): such a slider keeps a range of one step, stands at its only value and cannot be
+    moved."""
     if maximum > minimum:
-        return gr.update(maximum=maximum, interactive=True)
+        inside = {} if value is None or minimum <= value <= maximum else {"value": min(max(value, minimum), maximum)}
+        return gr.update(maximum=maximum, interactive=True, **inside)
     return gr.update(maximum=minimum + 1, value=minimum, interactive=False)
 
 
@@ -162,8 +164,8 @@ def _resize_sliders_with_model(demo: gr.Blocks, model_info: gr.Markdown) -> None
     sized = [(block, cls[len(RANGE_CLASS):]) for block in demo.blocks.values() if isinstance(block, gr.Slider)
              for cls in (block.elem_classes or []) if cls.startswith(RANGE_CLASS)]
 
-    def ranges(session):
+    def ranges(session, *values):
         maxima = slider_maxima(session)
-        return [one_choice_or_range(block.minimum, maxima[kind]) for block, kind in sized]
-    model_info.change(bind(ranges), None, [block for block, _ in sized], api_visibility="private",
-                      concurrency_limit=None)
+        return [one_choice_or_range(block.minimum, maxima[kind], value) for (block, kind), value in zip(sized, values)]
+    sliders = [block for block, _ in sized]
+    model_info.change(bind(ranges), sliders, sliders, api_visibility="private", concurrency_limit=None)

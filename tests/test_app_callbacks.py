@@ -284,6 +284,14 @@ def test_a_resized_slider_is_one_gradio_accepts(minimum, maximum):
     assert rebuilt.maximum == max(maximum, minimum + 1)
 
 
+def test_a_slider_past_the_new_models_range_moves_into_it():
+    """SmolLM2's head 8, then a 2-head model: the slider stands at 1 (it showed 8 on a 0..1 range)."""
+    from explorer.ui import one_choice_or_range
+    assert one_choice_or_range(0, 1, 8)["value"] == 1
+    assert "value" not in one_choice_or_range(0, 3, 2)  # in range: the student's choice stays
+    assert one_choice_or_range(-1, 5, -3)["value"] == -1
+
+
 # ---------------------------------------------------------------- bad prompts
 
 def test_empty_prompt_is_a_readable_error(session):
