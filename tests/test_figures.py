@@ -410,6 +410,13 @@ def test_the_progress_chart_puts_each_unit_in_its_own_panel_with_0_in_view(case)
     assert all(fig.layout[k].range == [0, 300] for k in fig.layout if (m := AXIS.match(k)) and m[1] == "x")
 
 
+def test_the_progress_charts_score_axis_names_what_it_holds():
+    """'score / accuracy' beside an induction run's scores promised an accuracy that was not there."""
+    titles = {case: [fig.layout[k].title.text for k in fig.layout if (m := AXIS.match(k)) and m[1] == "y"]
+              for case, fig in ((c, progress_figure([0, 1, 2, 3], PROGRESS_CASES[c])) for c in PROGRESS_CASES)}
+    assert titles == {"induction": ["score", "nats"], "grokking": ["accuracy", "nats"], "icl only": ["nats"]}
+
+
 def test_a_progress_line_at_0_is_drawn_inside_its_panel():
     """A test accuracy of 0 lay on the x axis, half cut off by the plot's edge: it seemed not to be there."""
     fig = progress_figure([0, 100, 200, 300], PROGRESS_CASES["grokking"], max_step=300)

@@ -38,7 +38,16 @@ MEASURES = {
 # is a flat line near 0, not noise stretched over the panel's height (an induction head moves it by ~0.5-1.5).
 MIN_NATS_SPAN = 0.5
 ADVANCED = {"k_composition"}  # measures for advanced students: marked so that Simple view leaves them out
-SCORE_AXIS = dict(title_text="score / accuracy", range=UNIT_RANGE, tickvals=UNIT_TICKS)
+SCORE_AXIS = dict(range=UNIT_RANGE, tickvals=UNIT_TICKS)
+ACCURACIES = {"train_acc", "val_acc"}
+
+
+def score_axis(*series_sets: dict) -> dict:
+    """The upper panel's y axis, from 0 to 1, titled by what it holds: scores, accuracies or both."""
+    keys = {k for series in series_sets for k in series if not MEASURES[k][2]}
+    accuracies = keys & ACCURACIES
+    title = "score" if not accuracies else "accuracy" if accuracies == keys else "score / accuracy"
+    return dict(SCORE_AXIS, title_text=title)
 
 
 def progress_series(evals: list[dict]) -> tuple[list, dict]:
@@ -78,7 +87,7 @@ def progress_figure(steps, series: dict, max_step=None, previous=None) -> Figure
     for line, key in zip(lines + measure_lines(steps, series), [*earlier, *series]):
         fig.add_trace(line, row=units.index(MEASURES[key][2]) + 1, col=1)
     for row, nats in enumerate(units, start=1):
-        fig.update_yaxes(row=row, col=1, **(nats_axis(series, earlier) if nats else SCORE_AXIS))
+        fig.update_yaxes(row=row, col=1, **(nats_axis(series, earlier) if nats else score_axis(series, earlier)))
     fig.update_xaxes(**({"range": [0, max_step]} if max_step else {}))
     fig.update_xaxes(title_text="training step", row=len(units), col=1)
     return style_figure(fig, "Progress measures (measured at every evaluation)", height=240 + 120 * len(units),
