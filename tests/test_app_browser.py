@@ -91,3 +91,21 @@ def test_train_tab_live_charts(page):
     page.wait_for_function(f"() => /stopped|finished/.test({VISIBLE_PANEL}.innerText)")
     assert error_toasts(page) == []
     assert "trained on shakespeare" in page.locator("body").inner_text()  # the model line above the tabs
+
+
+def test_a_generation_under_another_prompt_is_cleared_and_names_its_button(page):
+    """Step by step's text and table, written for one prompt, are emptied when the prompt changes (as when a lesson
+    moved on, or another model opened): the text says which button writes them again."""
+    page.get_by_role("tab", name="Sampling").click()
+    press(page, visible(page.get_by_role("button", name="Generate step by step")))
+    said = "Not drawn for these inputs yet: press Generate step by step."
+    panel = f"() => {VISIBLE_PANEL}.innerText"
+    generated = f"() => {VISIBLE_PANEL}.querySelectorAll('pre.te-gen').length"
+    assert page.evaluate(generated) == 1 and said not in page.evaluate(panel)
+    prompt = visible(page.get_by_label("Prompt"))
+    prompt.fill(prompt.input_value() + " and more")
+    page.wait_for_function(f"() => {VISIBLE_PANEL}.innerText.includes({said!r})")
+    assert "**" not in page.evaluate(panel)  # HTML, not Markdown's asterisks
+    assert page.evaluate(generated) == 0
+    assert "cumulative" in page.evaluate(panel)  # the emptied table keeps its headers
+    assert error_toasts(page) == []

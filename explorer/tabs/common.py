@@ -61,13 +61,22 @@ def model_slider(kind: str, label: str):
     return RawSlider(value, SLIDER_MAX[kind], value=value, step=1, label=label, elem_classes=[RANGE_CLASS + kind])
 
 
-STALE_JS = "() => [{plots}, {caption}]"
+STALE = "Not drawn for these inputs yet: press {button}."
 
 
-def clear_when_changed(inputs: list, outputs: list, button: str) -> None:
-    """When one of inputs changes (typed, set by a lesson step, or a new model), empty outputs (plots first, the
-    caption last) and say which button draws them again: a chart never stands under inputs it was not drawn for."""
-    plots = ", ".join(["null"] * (len(outputs) - 1))
-    js = STALE_JS.format(plots=plots, caption=json.dumps(f"*Not drawn for these inputs yet: press **{button}**.*"))
+def empty_value(component):
+    """What an emptied output shows: a table keeps its headers (null would number its columns 0, 1, 2...)."""
+    if isinstance(component, gr.Dataframe):
+        return {"headers": list(component.headers or []), "data": []}
+    return None
+
+
+def clear_when_changed(inputs: list, outputs: list, button: str, html: bool = False) -> None:
+    """When one of inputs changes (typed, set by a lesson step, or a new model), empty outputs (plots and tables
+    first, the caption last: Markdown, or HTML when html) and say which button draws them again: a chart never
+    stands under inputs it was not drawn for."""
+    said = (f"<p><em>{STALE.format(button=f'<strong>{button}</strong>')}</em></p>" if html
+            else f"*{STALE.format(button=f'**{button}**')}*")
+    js = f"() => {json.dumps([empty_value(output) for output in outputs[:-1]] + [said])}"
     for component in inputs:
         component.change(None, None, outputs, js=js, api_visibility="private", concurrency_limit=None)

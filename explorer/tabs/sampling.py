@@ -3,7 +3,7 @@ import gradio as gr
 
 from explorer.common.controls import COMPARE_HEADERS, DEFAULT_COMPARISON, GENERATION_TABLE_HEADERS
 from explorer.tabs.binding import bind
-from explorer.tabs.common import ANALYSIS, API, GENERATION, caption, redraw_on, run_button
+from explorer.tabs.common import ANALYSIS, API, GENERATION, caption, clear_when_changed, redraw_on, run_button
 from explorer.tabs.export_button import data_button
 from explorer.tabs.lazy import callbacks
 from explorer.tabs.raw_inputs import RawNumber, RawSlider, RawTable
@@ -13,7 +13,7 @@ comparison_view, distribution_view, steps_view = callbacks(
     "sampling", "comparison_view", "distribution_view", "steps_view")
 
 
-def build_sampling_tab(prompt, drop):
+def build_sampling_tab(prompt, drop, model_info):
     """prompt, drop: the shared prompt box and its drop-unknown checkbox. -> (view, inputs, outputs), named controls."""
     gr.Markdown("The model gives a probability to every possible next token. Sampling settings decide "
                 "which of them may be picked.")
@@ -55,6 +55,9 @@ def build_sampling_tab(prompt, drop):
                         interactive=False, label="Steps")
     step_go.click(bind(steps_view, shared=True), [prompt, *knobs, length, seed, drop, chat], [rows, text],
                   api_name="generate", **API, **GENERATION)
+    # another model's or prompt's text never stands under this one (a lesson moved on from SmolLM2's chat answer)
+    clear_when_changed([prompt, model_info], [columns], "Compare", html=True)
+    clear_when_changed([prompt, model_info], [rows, text], "Generate step by step", html=True)
     data_button("sampling", [dist, temp, note, rows], [prompt, *knobs, drop, chat, table, length, seed])
     named = dict(temperature=temperature, top_k=top_k, top_p=top_p, min_p=min_p, seed=seed, chat_format=chat)
     return (fn, inputs, [dist, temp, note]), named
