@@ -105,7 +105,8 @@ def build_app() -> gr.Blocks:
         wire_slider_keys(demo)
         demo.load(None, None, None, js=LESSON_LINKS_IN_PAGE_JS)
         demo.unload(detach_session)
-    progress_on_leaves(demo)  # a tab or an accordion as a progress target makes every later click cost more
+    # a tab or an accordion as a progress target made every later click cost more; a setting needs no spinner
+    progress_on_leaves(demo, settings=[c for control in CONTROLS.values() for c in control.components])
     return demo
 
 

@@ -24,22 +24,28 @@ def test_no_event_of_the_page_has_a_layout_block_as_a_progress_target(app):
     layout_targets = [(fn.name, type(b).__name__) for fn in app.fns.values() for b in targets(fn)
                       if isinstance(b, BlockContext)]
     assert not layout_targets
-    # the lesson's moves and the page load select a tab: they write the Tabs, and show progress on the rest
+    # the lesson's moves and the page load select a tab: they write the Tabs and the settings of the step (values,
+    # not results), and show progress on the rest
+    from explorer.teaching.view_params import CONTROLS
+    settings = {id(c) for control in CONTROLS.values() for c in control.components}
     moves = [fn for fn in app.fns.values() if any(isinstance(b, gr.Tabs) for b in fn.outputs)]
     assert len(moves) >= 5
     for fn in moves:
-        assert fn.show_progress_on == [b for b in fn.outputs if not isinstance(b, BlockContext)]
-        assert fn.show_progress_on  # the components they write still show that they are being drawn
+        assert fn.show_progress_on == [b for b in fn.outputs
+                                       if not isinstance(b, BlockContext) and id(b) not in settings]
+        assert any(isinstance(b, gr.Slider) for b in fn.outputs)  # a step's layer, say: written, no spinner
+        assert not any(isinstance(b, gr.Slider) for b in fn.show_progress_on)
 
 
 def test_an_event_with_its_own_targets_or_none_on_a_layout_keeps_them():
+    """Only events that write a layout block and chose no targets are changed; a setting written is no target."""
     with gr.Blocks() as demo:
         with gr.Tabs() as tabs, gr.Tab("one"):
-            box, button = gr.Textbox(), gr.Button()
-        button.click(lambda: (gr.Tabs(), "x"), None, [tabs, box])
+            box, level, button = gr.Textbox(), gr.Slider(), gr.Button()
+        button.click(lambda: (gr.Tabs(), "x", 3), None, [tabs, box, level])
         button.click(lambda: "y", None, box)
         button.click(lambda: (gr.Tabs(), "z"), None, [tabs, box], show_progress_on=[button])
-    assert progress_on_leaves(demo) == 1
+    assert progress_on_leaves(demo, settings=[level]) == 1
     first, plain, chosen = demo.fns.values()
     assert first.show_progress_on == [box]
     assert plain.show_progress_on is None and chosen.show_progress_on == [button]

@@ -7,18 +7,21 @@ click), the page reads the state of each target and of every component inside it
 component of every tab visited. Measured in Chromium: a lesson's Next and Back cost 3.4 CPU-s each once every tab had
 been visited, against 1.5 on a fresh page; the lesson walk test paid it on every step.
 
-`progress_on_leaves` gives such events the components they write that are not layout blocks as their progress
-targets (`show_progress_on`), so their spinners still show where the answer lands."""
+`progress_on_leaves` gives such events the components they write that are neither layout blocks nor settings (the
+controls a step or a link sets: a value, not a result being computed) as their progress targets
+(`show_progress_on`), so their spinners show where the answer lands and the page keeps fewer targets: each one
+costs a search of the page's 520 components at every status change."""
 import gradio as gr
 from gradio.blocks import BlockContext
 
 
-def progress_on_leaves(demo: gr.Blocks) -> int:
+def progress_on_leaves(demo: gr.Blocks, settings=()) -> int:
     """Events of demo that write a layout block and name no progress targets -> their outputs other than layout
-    blocks as targets. -> how many events changed."""
-    changed = 0
+    blocks and settings as targets. -> how many events changed."""
+    changed, settings = 0, {id(block) for block in settings}
     for fn in demo.fns.values():
         if fn.show_progress_on is None and any(isinstance(block, BlockContext) for block in fn.outputs):
-            fn.show_progress_on = [block for block in fn.outputs if not isinstance(block, BlockContext)]
+            fn.show_progress_on = [block for block in fn.outputs
+                                   if not isinstance(block, BlockContext) and id(block) not in settings]
             changed += 1
     return changed
