@@ -14,7 +14,7 @@ from tests.helpers import PROMPT, tiny_session
 def test_min_p_has_an_info_line_and_the_glossary_explains_it():
     from explorer.tabs.sampling import build_sampling_tab
     with gr.Blocks():
-        _, named = build_sampling_tab(gr.Textbox(), gr.Checkbox())
+        _, named = build_sampling_tab(gr.Textbox(), gr.Checkbox(), gr.Markdown())
     assert "min-p" in TERMS and terms_in("Min-p (0 = off)") == ["min-p"] and terms_in("min_p: 0.1") == ["min-p"]
     assert named["min_p"].info == TERMS["min-p"][1]
     assert "top token" in named["min_p"].info and "0 turns it off" in named["min_p"].info
