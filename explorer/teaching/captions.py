@@ -126,7 +126,7 @@ def update_vs_residual_caption(update, residual, tokens: list[str], layer: int) 
 def variance_caption(resid_var, attn_var, layer: int) -> str:
     """[T] variances -> how big attention's output is compared to its input stream."""
     ratio = float(np.mean(attn_var)) / max(float(np.mean(resid_var)), 1e-12)
-    size = f"{ratio:.2f}×" if ratio >= 0.01 else "less than 1/100 of"  # "0.00×" reads as nothing at all
+    size = f"{ratio:.2f}×" if ratio >= 0.01 else "less than 0.01×"  # "0.00×" reads as nothing at all
     return (f"In layer {layer} the attention output varies {size} as much as the residual stream it is "
             f"added to, so each layer {'nudges' if ratio < 1 else 'strongly rewrites'} the stream.")
 
