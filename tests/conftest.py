@@ -65,6 +65,12 @@ def app_url(tmp_path_factory):
         proc.wait()
 
 
+@pytest.fixture
+def app_log_tail(app_url):
+    """-> a function giving the last n characters of the shared app's log, for a failure's message."""
+    return lambda n=3000: _SHARED_APP["log"].read_text()[-n:]
+
+
 @pytest.fixture(autouse=True)
 def shared_app_alive(request):
     """A test that used the shared app fails with the app's exit code and log if the app has gone, instead of

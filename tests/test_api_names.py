@@ -5,7 +5,7 @@ import gradio as gr
 import pytest
 
 from explorer.common.views import VIEWS, public_api
-from explorer.tabs.links import tab_of
+from explorer.teaching.view_params import tab_of
 
 pytestmark = pytest.mark.slow
 

@@ -444,7 +444,7 @@ def fresh(app_url) -> Client:
 @pytest.mark.parametrize("name", WRONG_ORDER)
 def test_run_control_without_a_run(fresh, name):
     ok, result = predict(fresh, name, [])
-    assert (ok, result) == (False, "No training run is going: press Start first.")
+    assert (ok, result) == (False, "No training run yet: press Start first.")
     assert_normal_attention(fresh)
 
 

@@ -97,7 +97,14 @@ def test_attention_steps_and_query_captions():
     assert C.attention_steps_caption(np.zeros((1, 1)), np.ones((1, 1)), ["a"]).startswith(
         "With a single token there is nothing to mask")
     text = C.query_attention_caption(previous_token_pattern(T), TOKENS, 3)
-    assert text == "3:d can see keys 0:a to 3:d and puts the most attention, 100%, on 2:c."
+    assert text == "3:d can see keys 0:a to 3:d and puts the most attention, 100%, on 2:c (the previous token)."
+    habit = previous_token_pattern(T)
+    habit[3] = np.eye(T)[3]  # one row on itself, the others on the previous token
+    assert C.query_attention_caption(habit, TOKENS, 3) == (
+        f"3:d can see keys 0:a to 3:d and puts the most attention, 100%, on 3:d (itself). Over all its rows this "
+        f"head puts {(T - 2) / (T - 1):.0%} on the previous token (a previous-token head): this row is an exception.")
+    assert C.query_attention_caption(np.tril(np.ones((T, T))) / np.arange(1, T + 1)[:, None], TOKENS, 3).endswith(
+        "on 0:a (the first token).")  # an even spread: the first of the ties, and no habit to compare with
 
 
 def test_grid_caption_finds_previous_token_and_sink_heads():

@@ -202,6 +202,34 @@ def test_pca_scatter_2d_3d_and_many_points():
     assert fig.data[0].type == "scatter3d" and fig.layout.scene.zaxis.title.text == "PC3 (10%)"
 
 
+def test_a_character_maps_points_are_coloured_by_kind_with_a_legend():
+    """The seed-000 lesson asks whether the vowels sit together: on a character vocabulary's map each kind has its
+    colour, named in the legend, even where a crowd leaves a point without its label."""
+    labels = list("aeixyzAB7,") + ["⏎"]
+    fig = F.pca_scatter_figure(rng.normal(size=(len(labels), 2)), labels)
+    colour = dict(zip(labels, fig.data[0].marker.color))
+    assert colour["a"] == colour["e"] == colour["i"] != colour["x"] == colour["z"]
+    assert len({colour["a"], colour["x"], colour["A"], colour["7"], colour[","]}) == 5 and colour["⏎"] == colour[","]
+    legend = {t.name: t.marker.color for t in fig.data[1:]}
+    assert legend == {"vowels (a e i o u)": colour["a"], "other small letters": colour["x"], "capitals": colour["A"],
+                      "digits": colour["7"], "spaces and punctuation": colour[","]}
+    assert fig.data[0].showlegend is False and fig.layout.showlegend is True
+    pieces = F.pca_scatter_figure(rng.normal(size=(4, 2)), ["the", "a", "ing", "."])  # BPE pieces: one colour
+    assert len(pieces.data) == 1 and pieces.data[0].marker.color == F.common.BLUE
+
+
+def test_the_surprise_difference_has_a_legend_entry_per_sign():
+    """Compare's lower panel: B − A in red where B finds a character harder, purple where it predicts it better,
+    each named in the legend (one 'B − A' entry in one colour left the other colour unexplained)."""
+    from explorer.figures.compare import character_bits_figure
+    fig = character_bits_figure([1.0, 2.0, 3.0], [2.0, 1.0, 3.0], ["0:a", "1:b", "2:c"], "x", "y")
+    harder, better = fig.data[2], fig.data[3]
+    assert "harder" in harder.name and "better" in better.name and harder.marker.color != better.marker.color
+    assert list(harder.y) == [1.0, None, None] and list(better.y) == [None, -1.0, None]
+    assert better.marker.color not in (fig.data[0].line.color, fig.data[1].line.color)  # not a model's colour
+    assert fig.layout.barmode == "relative"  # each bar centred on its character, not half of a pair
+
+
 def test_embedding_figures():
     fig = F.positional_heatmap_figure(rng.normal(size=(T, 16)), TOKENS)
     assert fig.data[0].zmid == 0 and list(fig.data[0].y) == index_labels(TOKENS)

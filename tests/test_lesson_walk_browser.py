@@ -14,6 +14,7 @@ pretrained."""
 import re
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from explorer.common.shipped_list import shipped_models
 from explorer.teaching.lesson_claims import models_in_effect
@@ -93,7 +94,7 @@ def send_answer(page, question, choice: str) -> None:
     page.locator("#te-answer-send").click()
 
 
-def test_walk_every_lesson_one_after_another(browser, app_url):
+def test_walk_every_lesson_one_after_another(browser, app_url, app_log_tail):
     """All lessons in one browser context, as a student goes on: each lesson's end offers its `next:` lessons, and
     the walk clicks the first one not walked yet (else opens the next lesson's link), so each lesson opens on what
     the one before left behind (its model, a reload of the same session)."""
@@ -108,9 +109,29 @@ def test_walk_every_lesson_one_after_another(browser, app_url):
         if following is None:
             break
         page = open_next(page, app_url, following)
-        title = read_lesson(shipped_lessons()[following]).title
-        page.wait_for_function(f"() => document.querySelector('#te-lesson-title')?.innerText.trim() === {title!r}")
+        wait_for_lesson(page, following, app_log_tail)
     context.close()
+
+
+def wait_for_lesson(page, slug: str, app_log_tail) -> None:
+    """Until the lesson box shows lesson slug's title; an error toast on the way, or no title in STEP_TIMEOUT_MS,
+    fails with what the page shows instead (a screenshot <slug>-opening.png, the lesson box, the toasts, whether an
+    event is still running in it) and the end of the app's log."""
+    title = read_lesson(shipped_lessons()[slug]).title
+    shown = f"() => document.querySelector('#te-lesson-title')?.innerText.trim() === {title!r}"
+    try:
+        page.wait_for_function(f"() => ({shown})() || !!document.querySelector('{ERROR_TOAST}')")
+    except PlaywrightTimeout:
+        pass
+    if page.evaluate(shown):
+        return
+    page.screenshot(path=str(FOLDER / f"{slug}-opening.png"))
+    toasts = [t.inner_text() for t in page.locator("[data-testid=toast-text]").all()]
+    box = page.locator("#te-lesson-title").inner_text() + " | " + page.locator("#te-lesson-text").inner_text()[:300]
+    running = page.evaluate("() => document.querySelectorAll('.pending, .eta-bar').length")
+    raise AssertionError(f"lesson {slug!r} did not open (address {page.url}); the lesson box shows {box!r}; "
+                         f"toasts: {toasts}; progress indicators on the page: {running}; the app's log ends:\n"
+                         f"{app_log_tail()}")
 
 
 def open_next(page, app_url: str, slug: str):

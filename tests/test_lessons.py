@@ -341,8 +341,9 @@ def value_of(update):
     return update.get("value") if isinstance(update, dict) else update
 
 
-def check_step(out: dict, lesson, k: int, player: Player) -> None:
-    """Step k (0-based) is shown and its settings are on every component they name."""
+def check_step(out: dict, lesson, k: int, player: Player, reset: dict = None) -> None:
+    """Step k (0-based) is shown and its settings are on every component they name; reset: {name: value} the move
+    also sets (a lesson's opening: the fresh values of its tabs' controls), the other controls are left alone."""
     step, n = lesson.steps[k], len(lesson.steps)
     texts = [v for v in out.values() if isinstance(v, str)]
     assert f"**Step {k + 1} of {n}: {step.title}**" in texts
@@ -353,7 +354,7 @@ def check_step(out: dict, lesson, k: int, player: Player) -> None:
     assert not notes
     for name, control in view_params.CONTROLS.items():
         for component in control.components:
-            expected = values.get(name)
+            expected = values.get(name, (reset or {}).get(name))
             assert value_of(out[id(component)]) == expected, f"step {k + 1}: {name}"
 
 
@@ -365,7 +366,7 @@ def test_lesson_round_trips_through_the_player(app, tmp_path, monkeypatch):
     REGISTRY.close("local")  # a fresh session for the "local" key
 
     out = player.open(FILE_KEY)
-    check_step(out, lesson, 0, player)
+    check_step(out, lesson, 0, player, reset=view_params.defaults_on({"attention", "sampling"}))
     assert any(v is True for v in out.values()), "the lesson asks for the simple view"
     assert "shakespeare" in next(v for v in out.values() if isinstance(v, str) and v.startswith("Inspecting"))
     for k in range(1, len(lesson.steps)):
@@ -375,6 +376,30 @@ def test_lesson_round_trips_through_the_player(app, tmp_path, monkeypatch):
     for k in reversed(range(len(lesson.steps) - 1)):
         check_step(player.click("← Back"), lesson, k, player)
     assert player.state == {"lesson": FILE_KEY, "step": 0}
+
+
+def test_a_lesson_opens_on_fresh_controls_of_its_tabs_and_the_settings_of_its_earlier_steps(app, tmp_path,
+                                                                                             monkeypatch):
+    """What an earlier lesson or the student left does not carry into a lesson: opening one sets every control of
+    the tabs its steps show, and the prompt, to a fresh page's values, under the settings its steps up to the
+    opened one leave in effect; the other tabs' controls keep theirs."""
+    from explorer.callbacks.lessons import open_lesson
+    path = tmp_path / "round-trip.md"
+    path.write_text(ROUND_TRIP)
+    monkeypatch.setattr(app_state, "lesson_file", checked_lesson_file(path))
+    session = REGISTRY.get("fresh-controls")
+    fresh = view_params.defaults_on({"attention", "sampling"})
+    assert fresh["temperature"] == 1.0 and fresh["top_p"] == 1.0 and fresh["query"] == -1
+    assert "neuron" not in fresh and "lr" not in fresh and "prompt" in fresh  # FFN and Train tabs: not shown
+
+    first = open_lesson(session, FILE_KEY)["controls"]
+    assert first["temperature"] == 1.0 and first["query"] == -1 and first["head"] == 3  # fresh, and the step's
+    assert first["prompt"] == "To be, or not to be" and "neuron" not in first and "lr" not in first
+
+    third = open_lesson(session, FILE_KEY, 2)["controls"]  # a teacher's push to step 3
+    assert third["prompt"] == "To be, or not to be" and third["layer"] == 1  # from step 1, still in effect
+    assert third["temperature"] == 0.3 and third["top_p"] == 0.75  # from step 2
+    assert third["head"] == 0 and third["query"] == 2 and third["tab"] == "attention"  # step 3's own
 
 
 def test_link_opens_a_shipped_lesson_on_step_one(app):

@@ -1,6 +1,7 @@
 """The seed tutorials reproduced: StatQuest's "awesome <EOS>", seed 001's size over this server's limit,
 seed 003's untrained walk-through on every analysis tab, the seed presets in the Train tab's controls."""
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -86,8 +87,10 @@ def test_statquest_preset_learns_awesome_eos(one_thread):
     for prompt in STATQUEST_PROMPTS:
         assert greedy_until_eos(trainer.model, tok, prompt) == "awesome <EOS>"
     session = Session(Inspected(Checkpoint(trainer.model.eval(), tok), "statquest"))
-    rows, _ = sampling.steps_view(session, STATQUEST_PROMPTS[0], 0, 0, 1.0, 0.0, 50, 0)
+    rows, text = sampling.steps_view(session, STATQUEST_PROMPTS[0], 0, 0, 1.0, 0.0, 50, 0)
     assert [row[1] for row in rows] == ["awesome", "<EOS>"]  # step-by-step generation stops at <EOS>
+    assert [piece for piece in re.findall(r"<span title='p=[^']*' style='[^']*'>([^<]*)</span>", text)] == [
+        " awesome", " &lt;EOS&gt;"]  # the words keep their spaces: not "<EOS>awesome<EOS>"
 
 
 def run_cli(*args, timeout=300):

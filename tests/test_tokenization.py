@@ -11,6 +11,7 @@ from model_core.data.tokenization import (
     UnknownTokenError,
     build_tokenizer,
     chunks,
+    pieces_in_context,
     tokenizer_bytes,
     tokenizer_from_dict,
 )
@@ -59,6 +60,22 @@ def test_word_tokenizer_keeps_specials():
     assert tok.decode(ids) == "what is statquest <EOS>"
     assert tok.encode("awesome<EOS>") == [tok.stoi["awesome"], tok.stoi["<EOS>"]]
     assert restored(tok).words == tok.words
+
+
+@pytest.mark.parametrize("kind, prompt, more", [
+    ("word", "what is statquest <EOS>", "awesome <EOS>"),  # StatQuest's answer was drawn as "<EOS>awesome<EOS>"
+    ("char", "First Cit", "izen:\nBe"),
+    ("bpe", "Before we", " proceed héllo €"),  # a character of several bytes split over byte pieces
+])
+def test_each_new_tokens_text_is_what_it_adds_in_context(kind, prompt, more):
+    """The prompt's text and each generated token's piece, joined, are the whole decoded text."""
+    tok = build_tokenizer(kind, load_corpus("toy-words") if kind == "word" else TEXT, vocab_size=300)
+    ids, new = tok.encode(prompt), tok.encode(prompt + " " + more if kind == "word" else prompt + more)
+    new = new[len(ids):]
+    pieces = pieces_in_context(tok, ids, new)
+    assert len(pieces) == len(new) and tok.decode(ids) + "".join(pieces) == tok.decode(ids + new)
+    if kind == "word":
+        assert pieces == [" awesome", " <EOS>"]
 
 
 def test_unknown_characters_are_named():

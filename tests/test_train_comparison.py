@@ -47,7 +47,7 @@ def test_a_refused_start_stays_in_the_status_line_until_the_next_action():
     with pytest.raises(UserError, match="press Start first"):  # the next action replaces it with its own
         train.control(session, "stop")
     status = train.poll(session)["status"]
-    assert status.startswith("⚠️ No training run is going: press Start first.") and "Learning rate" not in status
+    assert status.startswith("⚠️ No training run yet: press Start first.") and "Learning rate" not in status
 
 
 def test_the_page_gets_the_same_sentence_as_the_status_line():
@@ -93,6 +93,8 @@ def test_start_while_a_run_goes_says_what_to_do_in_the_status_line(training_sess
     assert "Stopping" in train.control(session, "stop")  # the next action
     assert "already going" not in train.poll(session)["status"]
     wait_until_done(session)
+    with pytest.raises(UserError, match=r"This run has ended already \(at step \d+\): press Start for a new one"):
+        train.control(session, "stop")  # a second Stop: the run is there, and over
 
 
 # ---------------------------------------------------------------- the previous run, faded

@@ -4,7 +4,6 @@ import pytest
 
 from explorer.common.views import DEFAULT_VIEW, PAGE_PARAMS, VIEW, VIEWS
 from explorer.state.shipped import shipped_models
-from explorer.tabs.links import tab_of
 from explorer.teaching import view_params
 from explorer.ui import build_app, check_params
 
@@ -95,7 +94,7 @@ def test_a_link_opens_a_tab_by_its_views_id_and_no_other():
 
 
 def test_each_tab_takes_exactly_the_link_parameters_its_view_declares():
-    placed = {(name, tab_of(c)) for name, control in view_params.CONTROLS.items() for c in control.components}
+    placed = {(name, view_params.tab_of(c)) for name, control in view_params.CONTROLS.items() for c in control.components}
     declared = {(name, view.id) for view in VIEWS for name in view.params}
     assert placed == declared | {(name, None) for name in (*PAGE_PARAMS, "tab")}
 

@@ -96,7 +96,9 @@ def _step_view(session: Session, key: str, lesson: Lesson, index: int, opening: 
     it); opening: also the accordion opened, the picker on the lesson and the lesson's simple view."""
     step = lesson.steps[index]
     before = (model_for_opening(session, lesson.steps, index) + run_going_note(session)) if opening else []
-    summary, notes, values = apply_link(session, step.settings)
+    summary, notes, values = apply_link(session, settings_in_effect(lesson.steps, index) if opening else step.settings)
+    if opening:  # what an earlier lesson or the student left on the lesson's tabs does not carry in
+        values = {**view_params.defaults_on(lesson_tabs(lesson.steps)), **values}
     notes = before + notes
     opened = {"box": gr.Accordion(open=True), "picker": gr.Dropdown(choices=lesson_choices(), value=key),
               "simple": lesson.simple} if opening else {}
@@ -109,6 +111,21 @@ def _step_view(session: Session, key: str, lesson: Lesson, index: int, opening: 
             "counter": f"**Step {index + 1} of {len(lesson.steps)}: {step.title}**",
             "text": intro + step.text + (f"\n\n{words}" if words else "") + notes + end,
             **_buttons(index, len(lesson.steps)), **_question_view(session, state, step.question), "controls": values}
+
+
+def settings_in_effect(steps, index: int) -> dict:
+    """The settings a lesson opened at step index starts from: those of its steps up to index, a later step's value
+    of a name winning (a prompt set at step 1 still holds at step 3); a model only as step index names it (an
+    earlier step's is chosen by opening_model)."""
+    merged = {}
+    for step in steps[:index]:
+        merged.update({name: text for name, text in step.settings.items() if name != "model"})
+    return {**merged, **steps[index].settings}
+
+
+def lesson_tabs(steps) -> set:
+    """The tab ids a lesson's steps show."""
+    return {step.settings["tab"] for step in steps if "tab" in step.settings}
 
 
 def opening_model(session: Session, steps, index: int) -> str:

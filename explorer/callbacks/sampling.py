@@ -15,6 +15,7 @@ from explorer.figures.sampling import generation_steps_table, next_token_figure,
 from explorer.state.session import Session
 from explorer.teaching import captions
 from model_core.data.chat import chat_prompt, chat_stop_token
+from model_core.data.tokenization import pieces_in_context
 from model_core.model.sampling import SamplingSettings, filter_logits, generate
 from model_core.training.sampling_workers import compare_in_worker
 
@@ -159,8 +160,9 @@ def steps_view(session: Session, prompt: str, temperature, top_k, top_p, min_p, 
     # Step.logprob is already a running sum; the table wants each step's own log-prob and sums them itself.
     rows = [dict(token_label=tok.token_label(st.token), prob=st.prob, model_prob=st.model_prob,
                  logprob=math.log(max(st.model_prob, 1e-30))) for st in steps]
+    pieces = pieces_in_context(tok, ids, [st.token for st in steps])  # a word model's words keep their spaces
     spans = "".join(f"<span title='p={st.prob:.2f}' style='background:{shade(st.prob)}'>"
-                    f"{html.escape(tok.decode([st.token]))}</span>" for st in steps)
+                    f"{html.escape(piece)}</span>" for st, piece in zip(steps, pieces))
     text = (f"<p class='te-caption'>{html.escape(captions.generation_caption(rows))}</p>"
             f"<pre class='te-gen'><b>{html.escape(tok.decode(ids))}</b>{spans}</pre>{shading_key()}")
     return generation_steps_table(rows), text

@@ -144,8 +144,10 @@ def start_training(session: Session, corpus: str, kind: str, bpe_vocab, *values)
 @noted
 def control(session: Session, action: str) -> str:
     run = session.workspace.run
-    if run is None or not run.active:
-        raise UserError("No training run is going: press Start first.")
+    if run is None:
+        raise UserError("No training run yet: press Start first.")
+    if not run.active:  # a second Stop, or Pause after the last step
+        raise UserError(f"This run has ended already (at step {run.progress.step}): press Start for a new one.")
     run.control(Command[action.upper()])
     return {"pause": "Pausing… the model on the other tabs becomes this one at its current step.",
             "resume": "Resumed.", "stop": "Stopping after the current step…"}[action]

@@ -8,6 +8,7 @@ from explorer.figures.attention import attention_grid_figure
 from explorer.figures.common import (
     BLUE,
     GREEN,
+    PURPLE,
     RED,
     WIDE_CHART,
     compact,
@@ -21,7 +22,7 @@ from explorer.figures.plain import Figure, bar, scatter, subplots
 
 def character_bits_figure(bits_a, bits_b, positions: list[str], name_a: str, name_b: str) -> Figure:
     """Bits [n] each model spends on each character of the text (positions: 'index:character' labels), and
-    below, B − A (red: B finds it harder)."""
+    below, B − A (red: B finds it harder; purple: B predicts it better)."""
     a, b = np.asarray(bits_a, dtype=np.float64), np.asarray(bits_b, dtype=np.float64)
     x = list(positions)
     fig = subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.6, 0.4], vertical_spacing=0.06)
@@ -31,14 +32,17 @@ def character_bits_figure(bits_a, bits_b, positions: list[str], name_a: str, nam
             line=dict(color=color), hovertemplate=f"{name}<br>%{{x}}<br>%{{y:.2f}} bits<extra></extra>",
         ), row=1, col=1)
     diff = b - a
-    fig.add_trace(bar(x=x, y=compact(diff), name="B − A", marker_color=[RED if d > 0 else BLUE for d in diff],
-                         hovertemplate="%{x}<br>B − A %{y:+.2f} bits<extra></extra>"), row=2, col=1)
+    for name, shown, color in (("B − A > 0: B finds it harder", diff > 0, RED),
+                               ("B − A < 0: B predicts it better", diff < 0, PURPLE)):  # not A's blue nor B's green
+        fig.add_trace(bar(x=x, y=[float(d) if s else None for d, s in zip(compact(diff), shown)], name=name,
+                          marker_color=color, hovertemplate="%{x}<br>B − A %{y:+.2f} bits<extra></extra>"),
+                      row=2, col=1)
     fig.update_yaxes(title_text="bits per character", rangemode="tozero", row=1, col=1)
     fig.update_yaxes(title_text="B − A", row=2, col=1)
     fig.update_xaxes(**position_axis("character of the text (position:character)"), row=2, col=1)
     fig.update_xaxes(type="category", row=1, col=1)
     return style_figure(fig, "Surprise at each character, model A and model B (lower = predicted better)", 540,
-                        chart_width=WIDE_CHART, legend=top_legend(), margin=dict(t=100, b=90))
+                        chart_width=WIDE_CHART, legend=top_legend(), margin=dict(t=100, b=90), barmode="relative")
 
 
 def next_token_pair_figure(probs_a, vocab_a: list[str], probs_b, vocab_b: list[str], name_a: str, name_b: str,

@@ -7,6 +7,7 @@ from explorer.figures.common import (
     COLORBAR_PX,
     DIVERGING_SCALE,
     MAGNITUDE_SCALE,
+    PALETTE,
     SMALL_FONT,
     compact,
     index_labels,
@@ -14,12 +15,35 @@ from explorer.figures.common import (
     position_lines_figure,
     style_figure,
     symmetric_range,
+    top_legend,
 )
 from explorer.figures.label_places import padded_range, point_label_positions, x_pixels, y_pixels
 from explorer.figures.plain import Figure, heatmap, scatter, scatter3d
 
 MAX_TEXT_LABELS = 300  # more points than this: hover only, no text on the plot
 MARKER_PX, LABEL_FONT = 8, SMALL_FONT + 1  # a 2-D map's points and their labels
+
+
+# A character vocabulary's map colours each point by what its character is, so the groups training makes (the
+# vowels together, the capitals apart) show without a label on every point of a crowd
+CHARACTER_KINDS = {"vowels (a e i o u)": PALETTE[3], "other small letters": PALETTE[0], "capitals": PALETTE[1],
+                   "digits": PALETTE[4], "spaces and punctuation": PALETTE[5]}
+
+
+def character_kind(label: str) -> str:
+    """Which of CHARACTER_KINDS one character is (a space or newline drawn as a mark counts as punctuation)."""
+    if label.isdigit():
+        return "digits"
+    if not label.isalpha():
+        return "spaces and punctuation"
+    if label.isupper():
+        return "capitals"
+    return "vowels (a e i o u)" if label in "aeiou" else "other small letters"
+
+
+def character_kinds(labels: list[str]):
+    """Each label's character_kind when every label is one character (a character vocabulary), else None."""
+    return [character_kind(label) for label in labels] if labels and all(len(x) == 1 for x in labels) else None
 
 
 def _pc_titles(n: int, explained) -> list[str]:
@@ -33,17 +57,21 @@ def pca_scatter_figure(coords, labels: list[str], color=None, title: str = "PCA 
                        explained=None, color_title: str = "position") -> Figure:
     """coords [N, 2|3] -> 2-D scatter with text labels (N ≤ 300), or a 3-D scatter for 3 columns.
 
-    color [N] numbers (e.g. position) colour the points; explained [k] ratios go in the axis titles."""
+    color [N] numbers (e.g. position) colour the points; without them, labels that are single characters colour
+    them by character_kind, with a legend. explained [k] ratios go in the axis titles."""
     coords = compact(coords, 3)
     n_points, n_dims = coords.shape
     axes = _pc_titles(n_dims, explained)
+    kinds = character_kinds(list(labels)) if color is None else None
     marker = dict(size=MARKER_PX if n_dims == 2 else 4, color=BLUE, line=dict(width=0))
     if color is not None:
         marker.update(color=compact(color, 3), colorscale=MAGNITUDE_SCALE, showscale=True,
                       colorbar=dict(title=dict(text=color_title, side="right")))
+    elif kinds:
+        marker.update(color=[CHARACTER_KINDS[kind] for kind in kinds])
     text_mode = n_points <= MAX_TEXT_LABELS
     common = dict(mode="markers+text" if text_mode else "markers", marker=marker, customdata=list(labels),
-                  text=list(labels) if text_mode else None, textfont=dict(size=LABEL_FONT), name="")
+                  text=list(labels) if text_mode else None, textfont=dict(size=LABEL_FONT), name="", showlegend=False)
     if n_dims == 3:
         fig = Figure(scatter3d(
             x=coords[:, 0], y=coords[:, 1], z=coords[:, 2], **common,
@@ -56,6 +84,11 @@ def pca_scatter_figure(coords, labels: list[str], color=None, title: str = "PCA 
     x_range, y_range = padded_range(coords[:, 0]), padded_range(coords[:, 1])
     fig.update_xaxes(title_text=axes[0], zeroline=True, range=x_range)
     fig.update_yaxes(title_text=axes[1], zeroline=True, range=y_range)
+    if kinds:  # the legend's entries: one marker per kind present, drawn nowhere
+        for kind in (k for k in CHARACTER_KINDS if k in kinds):
+            fig.add_trace(scatter(x=[None], y=[None], mode="markers", name=kind, hoverinfo="skip",
+                                  marker=dict(size=MARKER_PX, color=CHARACTER_KINDS[kind])))
+        fig.update_layout(showlegend=True, legend=top_legend(font=dict(size=SMALL_FONT)))
     fig = style_figure(fig, title, height=520)
     if text_mode:  # labels that would pile on others are left off (hover names every point)
         place_point_labels(fig, coords, list(labels), x_range, y_range, color is not None)

@@ -137,18 +137,21 @@ def wire_lesson_player(player: LessonPlayer, page_load, requested: gr.State, mod
     p.send.click(bind(send_answer), [p.state, p.choice, p.free], p.sent, **quiet)
     for event in (p.name.submit, p.name.blur):
         event(bind(set_name), p.name, p.name, **quiet)
-    # a step that opens a pretrained model says so first (opening: the note under the header)
-    picked = announced(p.picker.input, opening_for_lesson, p.picker, opening)
-    followed = p.linked.click(None, None, p.picker, js=LINKED_LESSON_JS, **quiet)  # a lesson link: as if picked
-    followed = announced(followed.then, opening_for_lesson, p.picker, opening)
-    back, forward = (announced(p.back.click, _opening_back, p.state, opening),
-                     announced(p.next.click, _opening_next, p.state, opening))
+    # a step that opens a pretrained model says so first (opening: the note under the header). Each move runs
+    # however many times it is asked ("multiple"; Gradio's default skips a trigger while the page still counts an
+    # earlier run of the same event as going: a move it never saw end would leave Next or a link dead for good).
+    again = dict(trigger_mode="multiple")
+    picked = announced(p.picker.input, opening_for_lesson, p.picker, opening, **again)
+    followed = p.linked.click(None, None, p.picker, js=LINKED_LESSON_JS, **quiet, **again)  # a link: as if picked
+    followed = announced(followed.then, opening_for_lesson, p.picker, opening, **again)
+    back, forward = (announced(p.back.click, _opening_back, p.state, opening, **again),
+                     announced(p.next.click, _opening_next, p.state, opening, **again))
     linked = announced(page_load.then, opening_for_lesson, requested, opening)  # a ?lesson= link's first step
     moves = ((linked, lesson_for_page, requested), (picked, open_lesson, p.picker),
              (followed, open_lesson, p.picker), (back, _back, p.state),
              (forward, _next, p.state))
-    events = [hidden_after(before.then(bind(said_in_the_box(fn), fields=fields), given, outputs, **quiet), opening)
-              for before, fn, given in moves]
+    events = [hidden_after(before.then(bind(said_in_the_box(fn), fields=fields), given, outputs, **quiet, **again),
+                           opening) for before, fn, given in moves]
     redraw_after(events, p, views)
     p.picker.input(None, p.picker, None, js=LESSON_IN_URL_JS, **quiet)  # after the move: tests find that one first
     return events

@@ -53,22 +53,9 @@ def wire_copy_link(copy: gr.Button, link: gr.Textbox, model_name: gr.Textbox) ->
     tabs = view_params.CONTROLS["tab"].component
     valued = [c for c in view_params.components() if c is not tabs and c not in view_params.TAB_TRACKER]
     names = {id(c): name for name, control in view_params.CONTROLS.items() for c in control.components}
-    spec = [[names[id(c)], tab_of(c), _initial(c)] for c in valued]
+    spec = [[names[id(c)], view_params.tab_of(c), view_params.initial_value(c)] for c in valued]
     js = COPY_LINK_JS.replace("SPEC", json.dumps(spec))
     copy.click(None, [view_params.TAB_TRACKER[0], model_name, *valued], link, js=js)
-
-
-def tab_of(component):
-    """The id of the gr.Tab the component sits in (None: outside the tabs, like the shared prompt)."""
-    block = component.parent
-    while block is not None and not isinstance(block, gr.Tab):
-        block = block.parent
-    return None if block is None else block.id
-
-
-def _initial(component):
-    value = component.value
-    return value if isinstance(value, (str, int, float, bool, list, type(None))) else None
 
 
 def drawn_once_loaded(view: tuple, loaded: gr.State) -> tuple:

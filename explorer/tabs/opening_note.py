@@ -12,10 +12,10 @@ def opening_note_box() -> gr.Markdown:
     return gr.Markdown(visible=False, elem_id="te-opening-note")
 
 
-def announced(listener, note_fn, inputs, note: gr.Markdown):
+def announced(listener, note_fn, inputs, note: gr.Markdown, **listener_args):
     """listener (a trigger such as button.click, or event.then) first shows note_fn(session, *inputs)'s note;
-    -> that event: chain the long call on it, then hidden_after."""
-    return listener(bind(note_fn), inputs, note, **QUIET)
+    -> that event: chain the long call on it, then hidden_after. listener_args: more of the listener's arguments."""
+    return listener(bind(note_fn), inputs, note, **QUIET, **listener_args)
 
 
 def hidden_after(event, note: gr.Markdown):

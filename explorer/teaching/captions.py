@@ -52,11 +52,19 @@ def attention_steps_caption(scores_masked, pattern, tokens: list[str]) -> str:
 
 
 def query_attention_caption(pattern, tokens: list[str], query: int) -> str:
-    """'5:e can see keys 0:F to 5:e and puts the most attention, 78%, on 4:h.'"""
-    labels, weights = index_labels(tokens), np.asarray(pattern, dtype=np.float64)[query, : query + 1]
+    """'5:e can see keys 0:F to 5:e and puts the most attention, 78%, on 4:h (the previous token).' When the head
+    is a previous-token head over all its rows and this row looks elsewhere, says so: a head's name is its habit."""
+    pattern = np.asarray(pattern, dtype=np.float64)
+    labels, weights = index_labels(tokens), pattern[query, : query + 1]
     key = int(np.argmax(weights))
-    return (f"{labels[query]} can see keys {labels[0]} to {labels[query]} and puts the most attention, "
-            f"{_pct(weights[key])}, on {labels[key]}.")
+    where = {query: " (itself)", query - 1: " (the previous token)"}.get(key, " (the first token)" if key == 0 else "")
+    text = (f"{labels[query]} can see keys {labels[0]} to {labels[query]} and puts the most attention, "
+            f"{_pct(weights[key])}, on {labels[key]}{where}.")
+    habit = float(np.diagonal(pattern, -1).mean()) if len(pattern) > 1 else 0.0
+    if habit > 0.5 and key != query - 1 and query > 0:
+        text += (f" Over all its rows this head puts {_pct(habit)} on the previous token (a previous-token head): "
+                 "this row is an exception.")
+    return text
 
 
 def grid_caption(stats: dict[str, np.ndarray]) -> str:

@@ -93,6 +93,28 @@ def advanced_components() -> list:
     return [c for control in CONTROLS.values() if control.advanced for c in control.components]
 
 
+def tab_of(component):
+    """The id of the gr.Tab the component sits in (None: outside the tabs, like the shared prompt)."""
+    block = component.parent
+    while block is not None and not isinstance(block, gr.Tab):
+        block = block.parent
+    return None if block is None else block.id
+
+
+def initial_value(component):
+    """The value the component shows on a fresh page (None for one that is not plain data)."""
+    value = component.value
+    return value if isinstance(value, (str, int, float, bool, list, type(None))) else None
+
+
+def defaults_on(tabs) -> dict:
+    """{name: value on a fresh page} of every control shown on one of tabs (tab ids) or outside the tabs (the
+    prompt): what a lesson whose steps show those tabs opens on, whatever an earlier lesson or the student left."""
+    shown = {None, *tabs}
+    return {name: initial_value(control.component) for name, control in CONTROLS.items()
+            if name != "tab" and shown & {tab_of(c) for c in control.components}}
+
+
 def updates_for(values: dict) -> dict:
     """Parsed values (parse_params) -> {component: update} for the named controls (every component a name
     stands for; the tab tracker with `tab`); the other components() are left out, so they keep their values."""

@@ -191,6 +191,23 @@ SPACE = re.compile(r"\s")
 PIECE_CHARS = 1 << 16  # distinct() reads the text in pieces of this many characters
 
 
+def pieces_in_context(tokenizer, ids, new) -> list[str]:
+    """The text each token of new adds after ids and the new tokens before it, as decode writes the whole: a word
+    tokenizer's space before each word; a byte piece that leaves a character unfinished adds nothing, and the one
+    that finishes it adds the character. Where the longer text does not start with the shorter, the token alone."""
+    pieces, so_far = [], list(ids)
+    before = tokenizer.decode(so_far)
+    for token in new:
+        so_far.append(token)
+        after = tokenizer.decode(so_far)
+        if after.endswith("\ufffd"):  # an unfinished character: it shows with the piece that finishes it
+            pieces.append("")
+            continue
+        pieces.append(after[len(before):] if after.startswith(before) else tokenizer.decode([token]))
+        before = after
+    return pieces
+
+
 def distinct(text: str, split, what: str) -> set:
     """The distinct tokens split(piece) finds in the text, read in pieces cut at whitespace (no token spans
     one), TokenizerError once there are more than MAX_VOCAB: the set never holds more than a piece's worth
