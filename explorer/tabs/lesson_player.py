@@ -15,7 +15,7 @@ from explorer.tabs.binding import bind, outputs_of
 from explorer.tabs.common import ADVANCED_CLASS, ANALYSIS, HEAVY
 from explorer.tabs.lazy import LazyCallback, callbacks
 from explorer.tabs.links import chosen_views, selected_view
-from explorer.tabs.opening_note import announced, hidden_after
+from explorer.tabs.opening_note import announced
 from explorer.teaching import view_params
 from explorer.teaching.lessons import FILE_KEY, NO_LESSON, lesson_choices
 
@@ -130,8 +130,7 @@ def wire_lesson_player(player: LessonPlayer, page_load, requested: gr.State, mod
     for component in view_params.advanced_components():
         component.elem_classes = [*(component.elem_classes or []), ADVANCED_CLASS]
     p = player
-    fields = player_fields(p, model_info)
-    outputs = outputs_of(fields)
+    fields = {**player_fields(p, model_info), "opening": opening}  # a move hides the note itself: one event fewer
     quiet = dict(api_visibility="private", concurrency_limit=None)
     p.simple.change(None, p.simple, None, js=SIMPLE_VIEW_JS, **quiet)
     p.send.click(bind(send_answer), [p.state, p.choice, p.free], p.sent, **quiet)
@@ -150,8 +149,8 @@ def wire_lesson_player(player: LessonPlayer, page_load, requested: gr.State, mod
     moves = ((linked, lesson_for_page, requested), (picked, open_lesson, p.picker),
              (followed, open_lesson, p.picker), (back, _back, p.state),
              (forward, _next, p.state))
-    events = [hidden_after(before.then(bind(said_in_the_box(fn), fields=fields), given, outputs, **quiet, **again),
-                           opening) for before, fn, given in moves]
+    events = [before.then(bind(said_in_the_box(fn), fields=fields), given, outputs_of(fields), **quiet, **again)
+              for before, fn, given in moves]
     redraw_after(events, p, views)
     p.picker.input(None, p.picker, None, js=LESSON_IN_URL_JS, **quiet)  # after the move: tests find that one first
     return events
@@ -196,13 +195,15 @@ def _opening_next(session, state):
 
 def said_in_the_box(fn):
     """A move of the player whose refusal (a lesson file with a mistake, a model that cannot open, Next with no
-    lesson open) stays in the lesson box until the next move, instead of a toast gone in seconds."""
+    lesson open) stays in the lesson box until the next move, instead of a toast gone in seconds; either way the
+    note shown while a pretrained model opens (explorer.tabs.opening_note) hides with the move's answer."""
     def said(session, *args):
         try:
-            return fn(session, *args)
+            shown = fn(session, *args)
         except UserError as err:
-            return {"text": f"**That did not work:** {err}\n\nPick a lesson above, or press Back or Next to try "
-                            "again."}
+            shown = {"text": f"**That did not work:** {err}\n\nPick a lesson above, or press Back or Next to try "
+                             "again."}
+        return {**shown, "opening": gr.Markdown(visible=False)}
     said.__name__, said.__doc__ = fn.__name__, fn.__doc__
     said.__signature__ = fn.signature() if isinstance(fn, LazyCallback) else inspect.signature(fn)
     return said
