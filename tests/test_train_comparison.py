@@ -62,6 +62,17 @@ def test_the_page_gets_the_same_sentence_as_the_status_line():
         REGISTRY._sessions.pop("refused-start", None)
     assert "divisible" in err.value.message and session.workspace.note.text == err.value.message
     assert train.poll(session)["status"].startswith(f"⚠️ {err.value.message}")
+    assert err.value.title == "Cannot do that"  # a refusal, not a crash: not titled "Error"
+
+
+def test_a_failure_nobody_wrote_a_sentence_for_is_titled_error():
+    from explorer.common.errors import friendly
+
+    def broken():
+        raise KeyError("internal")
+    with pytest.raises(gr.Error) as err:
+        friendly(broken)()
+    assert err.value.title == "Error" and "internal" not in err.value.message
 
 
 def test_an_unexpected_failure_is_noted_with_the_reference_it_logged(monkeypatch, caplog):

@@ -14,8 +14,17 @@ log = logging.getLogger("explorer")
 PROJECT_DIRS = tuple(str(Path(__file__).resolve().parents[2] / d) for d in ("explorer", "model_core"))
 
 
+REFUSED = "Cannot do that"  # a refusal's toast title: the app is fine, the request was not (a failure's: "Error")
+
+
 class UserError(ValueError):
     """Bad input from the user: the message is shown as is."""
+
+
+def refusal(sentence: str) -> gr.Error:
+    """The toast of a request refused with a sentence for the user (titled REFUSED, not Gradio's "Error", which
+    a student took for a crash)."""
+    return gr.Error(sentence, title=REFUSED, print_exception=False)
 
 
 def friendly(fn):
@@ -32,7 +41,10 @@ def friendly(fn):
         except gr.Error:
             raise
         except Exception as err:  # noqa: BLE001 - the app must keep serving
-            raise gr.Error(user_sentence(err) or apology(fn.__name__), print_exception=False) from None
+            sentence = user_sentence(err)
+            if sentence:
+                raise refusal(sentence) from None
+            raise gr.Error(apology(fn.__name__), print_exception=False) from None
         except BaseException as err:  # noqa: BLE001 - a native panic; the signals that end the app are re-raised
             if not is_native_failure(err):
                 raise

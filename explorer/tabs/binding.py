@@ -14,7 +14,7 @@ import gradio as gr
 from gradio.components.plot import PlotData
 
 from explorer.common.app_state import wait_for_warm_up
-from explorer.common.errors import UserError, friendly
+from explorer.common.errors import UserError, friendly, refusal
 from explorer.tabs.lazy import LazyCallback
 from explorer.teaching import view_params
 
@@ -117,7 +117,7 @@ def bind(fn, shared: bool = False, names=None, heavy: bool = False, fields: dict
             with HEAVY_SLOT.turn(Job(session, address, client_gone(request))):
                 return run(session, inputs)
         except UserError as err:  # refused or stopped by the slot (fn's own errors are gr.Error already)
-            raise gr.Error(str(err), print_exception=False) from None
+            raise refusal(str(err)) from None
 
     handler.__name__ = fn.__name__
     handler.__doc__ = fn.__doc__
