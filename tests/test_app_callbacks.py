@@ -519,6 +519,8 @@ def test_controls_without_a_run(session):
     assert "probe text" in shown["live_caption"] and shown["progress"] == "" and not shown["progress_note"]
     with pytest.raises(UserError, match="no training snapshots"):
         history.snapshot_view(session, 0.5)
+    skipped, said = history.snapshot_when_opened(session, 1)  # opening the box: the sentence under it, no toast
+    assert "no training snapshots" in said and skipped.__class__.__name__ != "Figure"
 
 
 # ---------------------------------------------------------------- training
@@ -542,6 +544,7 @@ def test_training_runs_to_the_end_and_is_adopted(training_sessions):
     assert len([t for t in out[0].data if t.type == "heatmap"]) == 2
     grid, caption = history.snapshot_view(s, 1.0)
     assert isinstance(grid, Figure) and "Step **30**" in caption
+    assert history.snapshot_when_opened(s, 1.0)[1] == caption  # opening the box draws the slider's point
 
 
 def test_pause_resume_stop_from_another_thread(training_sessions):

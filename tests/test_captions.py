@@ -292,6 +292,8 @@ def test_data_and_training_captions():
     growing = CT.loss_caption(np.arange(1, 201), np.ones(200), [0, 100, 200], [4.17, 1.62, 1.70], [4.1, 1.54, 1.20],
                               vocab_size=65)
     assert "gap is 0.50, up from 0.08 at step 100: growing, a sign of overfitting." in growing
+    level = CT.loss_caption(np.arange(1, 201), np.ones(200), [0, 200], [4.17, 1.62], [4.1, 1.623], vocab_size=65)
+    assert "the train–validation gap is 0.00 (" in level  # -0.003: never "-0.00"
     shrinking = CT.loss_caption(np.arange(1, 201), np.ones(200), [0, 100, 200], [4.17, 9.0, 0.1], [4.1, 0.0, 0.05],
                                 vocab_size=65)
     assert "gap is 0.05, down from 9.00 at step 100." in shrinking and "overfitting" not in shrinking

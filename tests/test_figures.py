@@ -230,6 +230,14 @@ def test_the_surprise_difference_has_a_legend_entry_per_sign():
     assert fig.layout.barmode == "relative"  # each bar centred on its character, not half of a pair
 
 
+def test_each_models_next_tokens_lie_flat_likeliest_on_top():
+    """SmolLM2's tokens of several marks ("⏎⏎", "␣␣␣␣") stood upright in a stack nobody could read."""
+    from explorer.figures.compare import next_token_pair_figure
+    fig = next_token_pair_figure([0.1, 0.6, 0.3], ["a", "⏎⏎", "␣␣␣␣"], [0.5, 0.5], ["x", "y"], "A", "B", top_n=2)
+    assert fig.data[0].orientation == "h" and list(fig.data[0].y) == ["⏎⏎", "␣␣␣␣"]
+    assert list(fig.data[0].x) == [0.6, 0.3] and fig.layout.yaxis.autorange == "reversed"
+
+
 def test_embedding_figures():
     fig = F.positional_heatmap_figure(rng.normal(size=(T, 16)), TOKENS)
     assert fig.data[0].zmid == 0 and list(fig.data[0].y) == index_labels(TOKENS)

@@ -1,6 +1,9 @@
-"""The Heads tab in headless Debian Chromium: report card, induction view, whole-text examples, film strip.
+"""The Heads tab in headless Debian Chromium: report card, induction view, whole-text examples, film strip; and the
+Attention tab's training history, the heads at a point of training.
 
 Screenshots land in tests/screenshots/heads*.png (git-ignored) for a human to look at."""
+import re
+
 import pytest
 
 from tests.browser_helpers import VISIBLE_PANEL, error_toasts, press, screenshot, visible, wait_until_idle
@@ -24,3 +27,15 @@ def test_heads_tab_report_examples_and_film_strip(page):
     assert "snapshots of L0·H0" in page.evaluate(f"() => {VISIBLE_PANEL}.innerText")
     assert error_toasts(page) == []
     screenshot(page, "heads_all")
+
+
+def test_opening_the_training_history_draws_the_slider_point(page):
+    """A student opened "Watch the heads form during training" at 1 (the end) and saw an empty chart until the
+    slider moved: opening the box draws the snapshot its slider is at."""
+    opener = visible(page.get_by_text("Watch the heads form during training"))
+    opener.scroll_into_view_if_needed()
+    press(page, opener)
+    page.wait_for_function(f"() => /snapshot \\d+ of \\d+/.test({VISIBLE_PANEL}.innerText)")
+    text = page.evaluate(f"() => {VISIBLE_PANEL}.innerText")
+    assert re.search(r"snapshot (\d+) of \1\b", text), "the slider starts at the end: the last snapshot"
+    assert error_toasts(page) == []

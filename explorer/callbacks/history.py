@@ -1,4 +1,6 @@
 """Scrub through the snapshots recorded while the inspected model trained: watch the heads form."""
+import gradio as gr
+
 from explorer.callbacks import validation
 from explorer.common.errors import UserError
 from explorer.figures.attention import attention_grid_figure
@@ -24,3 +26,12 @@ def snapshot_view(session: Session, progress):
                + (f": {', '.join(losses)}." if losses else ".")
                + " Slide to the right to see the diagonal and previous-token stripes appear.")
     return attention_grid_figure(snap.pattern(), labels), caption
+
+
+def snapshot_when_opened(session: Session, progress):
+    """The accordion opened: snapshot_view at the slider's point; for a model with no snapshots its sentence as the
+    caption (the student only opened a box: no toast)."""
+    try:
+        return snapshot_view(session, progress)
+    except UserError as err:
+        return gr.skip(), str(err)

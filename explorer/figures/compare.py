@@ -47,19 +47,21 @@ def character_bits_figure(bits_a, bits_b, positions: list[str], name_a: str, nam
 
 def next_token_pair_figure(probs_a, vocab_a: list[str], probs_b, vocab_b: list[str], name_a: str, name_b: str,
                            top_n: int = 10) -> Figure:
-    """Each model's top_n next tokens after the text, side by side (their vocabularies may differ)."""
+    """Each model's top_n next tokens after the text, side by side (their vocabularies may differ), as horizontal
+    bars, likeliest on top: a token of several marks ("⏎⏎", "␣␣␣␣") reads left to right, not stacked upright."""
     fig = subplots(rows=1, cols=2, subplot_titles=[f"A: {name_a}"[:60], f"B: {name_b}"[:60]],
-                        horizontal_spacing=0.1)
+                        horizontal_spacing=0.16)
     for col, (probs, vocab, color) in enumerate(((probs_a, vocab_a, BLUE), (probs_b, vocab_b, GREEN)), start=1):
         p = np.asarray(probs, dtype=np.float64)
         order = np.argsort(-p, kind="stable")[:top_n]
         labels = unique_labels(list(vocab))
-        fig.add_trace(bar(x=[labels[i] for i in order], y=compact(p[order]), marker_color=color, showlegend=False,
-                             hovertemplate="%{x}<br>probability %{y:.1%}<extra></extra>"), row=1, col=col)
-        fig.update_xaxes(type="category", title_text="next token", row=1, col=col)
-    fig.update_yaxes(tickformat=".0%", rangemode="tozero", title_text="probability", row=1, col=1)
-    fig.update_yaxes(tickformat=".0%", rangemode="tozero", row=1, col=2)
-    return style_figure(fig, "What each model expects next", 400, margin=dict(t=90, b=70))
+        fig.add_trace(bar(y=[labels[i] for i in order], x=compact(p[order]), orientation="h", marker_color=color,
+                          showlegend=False, hovertemplate="%{y}<br>probability %{x:.1%}<extra></extra>"),
+                      row=1, col=col)
+        fig.update_yaxes(type="category", autorange="reversed", automargin=True, row=1, col=col)
+        fig.update_xaxes(tickformat=".0%", rangemode="tozero", title_text="probability", row=1, col=col)
+    fig.update_yaxes(title_text="next token", row=1, col=1)
+    return style_figure(fig, "What each model expects next", 400, margin=dict(t=90, b=60))
 
 
 PAIR_GAP = 0.06  # paper width between A's grid and B's

@@ -11,7 +11,7 @@ from explorer.tabs.raw_inputs import RawSlider
 from explorer.teaching.glossary import words_note
 
 attention_page_view, clicked_head = callbacks("attention", "attention_page_view", "clicked_head")
-snapshot_view = callbacks("history", "snapshot_view")
+snapshot_view, snapshot_when_opened = callbacks("history", "snapshot_view", "snapshot_when_opened")
 
 STATS_HELP = ("**Head statistics**, averaged over the prompt's positions: the share of attention on the previous token, "
               "on itself and on the first token; how far back it looks; its **entropy** in **bits** (0 bits: all on one "
@@ -49,12 +49,15 @@ def build_attention_tab(prompt, drop):
     grid.select(_select_clicked_head, None, [layer, head], api_visibility="private", concurrency_limit=None).then(
         fn, inputs, outputs, api_visibility="private", **ANALYSIS)
     data_button("attention", outputs, inputs)
-    with gr.Accordion("Watch the heads form during training", open=False):
+    with gr.Accordion("Watch the heads form during training", open=False) as history:
         progress = RawSlider(0, 1, value=1, step=0.01, label="Training progress (0 = start, 1 = end)")
         history_note = caption()
         history_grid = gr.Plot(label="All heads at that point of training (on the fixed probe text)")
-    progress.release(bind(snapshot_view, shared=True), progress, [history_grid, history_note], api_name="snapshot",
-                     **API, **ANALYSIS)
+    snapshot = bind(snapshot_view, shared=True)
+    progress.release(snapshot, progress, [history_grid, history_note], api_name="snapshot", **API, **ANALYSIS)
+    # opened, it shows the point the slider is at (a student opened it at 1 and saw an empty chart)
+    history.expand(bind(snapshot_when_opened, shared=True), progress, [history_grid, history_note],
+                   api_visibility="private", **ANALYSIS)
     return (fn, inputs, outputs), {"layer": layer, "head": head, "query": query}
 
 

@@ -55,11 +55,11 @@ def gap_phrase(eval_steps: list, val_loss: list, train_loss: list) -> str:
     """The latest train-validation gap and which way it went since the evaluation before; overfitting only when it
     is clearly positive and clearly growing (clear_gap)."""
     gap = val_loss[-1] - train_loss[-1]
-    text = f"at step {eval_steps[-1]:,} the train–validation gap is {gap:.2f}"
+    text = f"at step {eval_steps[-1]:,} the train–validation gap is {_two_places(gap)}"
     if len(val_loss) < 2 or eval_steps[-2] == 0:  # the untrained model's gap says nothing
         return text + " (a growing gap means overfitting)"
     before, clear = val_loss[-2] - train_loss[-2], clear_gap(val_loss[-1])
-    since = f"from {before:.2f} at step {eval_steps[-2]:,}"
+    since = f"from {_two_places(before)} at step {eval_steps[-2]:,}"
     if abs(gap - before) < 0.005:
         return text + f", as at step {eval_steps[-2]:,}"
     if gap > clear and gap - before > clear:
@@ -68,6 +68,11 @@ def gap_phrase(eval_steps: list, val_loss: list, train_loss: list) -> str:
         return text + f", {'up' if gap > before else 'down'} {since}: the two losses are level (within {clear:.2f}), " \
                       "no sign of overfitting"
     return text + f", {'up' if gap > before else 'down'} {since}"
+
+
+def _two_places(x: float) -> str:
+    """x to two decimals, never "-0.00" (a student read seed 004's "gap is -0.00" as a mistake)."""
+    return f"{round(float(x), 2) + 0.0:.2f}"
 
 
 def batch_loss_sentence(steps, train_loss, evaluated: str = "Validation loss") -> str:
