@@ -157,8 +157,8 @@ def model_for_opening(session: Session, steps, index: int) -> list[str]:
 
 def prompt_in_effect(steps, index: int) -> str:
     """The prompt the lesson sets at step index or before it, else the page's default one."""
-    named = [step.settings["prompt"] for step in steps[:index + 1] if "prompt" in step.settings]
-    return view_params.parse_params({"prompt": named[-1]})[0].get("prompt", DEFAULT_PROMPT) if named else DEFAULT_PROMPT
+    named = settings_in_effect(steps, index).get("prompt")
+    return view_params.parse_params({"prompt": named})[0].get("prompt", DEFAULT_PROMPT) if named is not None else DEFAULT_PROMPT
 
 
 def reads(session: Session, prompt: str) -> bool:

@@ -53,8 +53,8 @@ def build_attention_tab(prompt, drop):
         progress = RawSlider(0, 1, value=1, step=0.01, label="Training progress (0 = start, 1 = end)")
         history_note = caption()
         history_grid = gr.Plot(label="All heads at that point of training (on the fixed probe text)")
-    snapshot = bind(snapshot_view, shared=True)
-    progress.release(snapshot, progress, [history_grid, history_note], api_name="snapshot", **API, **ANALYSIS)
+    progress.release(bind(snapshot_view, shared=True), progress, [history_grid, history_note], api_name="snapshot",
+                     **API, **ANALYSIS)
     # opened, it shows the point the slider is at (a student opened it at 1 and saw an empty chart)
     history.expand(bind(snapshot_when_opened, shared=True), progress, [history_grid, history_note],
                    api_visibility="private", **ANALYSIS)
