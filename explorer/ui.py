@@ -92,7 +92,7 @@ def build_app() -> gr.Blocks:
         wire_copy_link(copy, link, wire_model_name(model_info))
         applied = wire_link_on_load(resumed, model_info, link_note, lesson, views, opening, loaded)
         wire_lesson_player(player, applied, lesson, model_info, views, opening)
-        wire_class_notice(demo, notice, player, model_info, applied, views, train_start)
+        wire_class_notice(demo, notice, player, model_info, applied, train_start)
         dispatch, inputs, outputs = selected_view(views)
         prompt.submit(dispatch, [TAB_TRACKER[0], *inputs], outputs, api_visibility="private", **ANALYSIS)
         _resize_sliders_with_model(demo, model_info)

@@ -12,7 +12,7 @@ import gradio as gr
 
 from explorer.tabs.binding import bind, outputs_of
 from explorer.tabs.lazy import callbacks
-from explorer.tabs.lesson_player import LessonPlayer, player_fields, redraw_after
+from explorer.tabs.lesson_player import LessonPlayer, player_fields, redrawn
 from explorer.tabs.train import START_NAMES, START_QUEUE, TrainStart
 
 apply_push, name_of, start_class_run = callbacks("classroom", "apply_push", "name_of", "start_class_run")
@@ -127,7 +127,7 @@ def build_class_notice():
     return go, dismiss, replace, keep, push_id, consent, question
 
 
-def wire_class_notice(demo: gr.Blocks, notice, player: LessonPlayer, model_info, loaded, views: dict,
+def wire_class_notice(demo: gr.Blocks, notice, player: LessonPlayer, model_info, loaded,
                       train_start: TrainStart) -> None:
     go, dismiss, replace, keep, push_id, consent, question = notice
     quiet = dict(api_visibility="private", concurrency_limit=None)
@@ -136,11 +136,16 @@ def wire_class_notice(demo: gr.Blocks, notice, player: LessonPlayer, model_info,
     for button in (dismiss, keep):
         button.click(None, None, None, js=CLOSE_JS)
     fields = {**player_fields(player, model_info), "ask": question}
-    pushed = bind(apply_push, fields=fields)
+    pushed = bind(_applied_push, fields=fields)
     events = [go.click(pushed, [push_id, consent], outputs_of(fields), js=PUSH_ID_JS, **quiet),
               replace.click(pushed, [push_id, consent], outputs_of(fields), js=REPLACE_JS, **quiet)]
     for event in events:  # after apply_push's outputs have set the controls: no race with them
         train_start.show_refusal(event.then(bind(start_class_run, names=("starts", "question", *START_NAMES)),
                                             [consent, question, *train_start.inputs], train_start.outputs,
                                             js=AFTER_GO_JS, api_visibility="private", **START_QUEUE))
-    redraw_after(events, player, views, always=True)
+
+
+def _applied_push(session, push_id: str, replace_model: bool) -> dict:
+    """apply_push, the selected tab drawn again on what it applied (a lesson step or a link's settings)."""
+    shown = apply_push(session, push_id, replace_model)
+    return redrawn(shown, applied=bool(shown.get("state") or "controls" in shown))

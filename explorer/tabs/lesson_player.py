@@ -5,6 +5,7 @@ Built in two parts because a step sets controls of every tab: build_lesson_playe
 where the player is shown (above the tabs), wire_lesson_player() connects them once every tab has
 registered its controls."""
 import inspect
+import itertools
 import json
 from dataclasses import dataclass
 
@@ -92,6 +93,8 @@ class LessonPlayer:
     name: gr.Textbox  # the name the teacher sees
     state: gr.State  # {"lesson": picker key, "step": index} of the open lesson, or None
     linked: gr.Button  # hidden: a lesson link clicked in the lesson text presses it (LESSON_LINKS_IN_PAGE_JS)
+    applied: gr.State  # a new number when a move applied settings: its change redraws the tab (redraw_after)
+    pressing: gr.State  # a new number when that redraw is done and the step names buttons: its change presses them
 
 
 def build_lesson_player() -> LessonPlayer:
@@ -119,7 +122,7 @@ def build_lesson_player() -> LessonPlayer:
             forward = gr.Button("Next →", variant="primary", interactive=False)
         linked = gr.Button("Open the linked lesson", visible="hidden", elem_id=LINKED_LESSON_ID)
     return LessonPlayer(box, picker, simple, heading, counter, text, back, forward, question, choice, free, send,
-                        sent, name, gr.State(None), linked)
+                        sent, name, gr.State(None), linked, gr.State(0), gr.State(0))
 
 
 def wire_lesson_player(player: LessonPlayer, page_load, requested: gr.State, model_info: gr.Markdown,
@@ -151,7 +154,7 @@ def wire_lesson_player(player: LessonPlayer, page_load, requested: gr.State, mod
              (forward, _next, p.state))
     events = [before.then(bind(said_in_the_box(fn), fields=fields), given, outputs_of(fields), **quiet, **again)
               for before, fn, given in moves]
-    redraw_after(events, p, views)
+    redraw_after(p, views)
     p.picker.input(None, p.picker, None, js=LESSON_IN_URL_JS, **quiet)  # after the move: tests find that one first
     return events
 
@@ -162,27 +165,40 @@ def player_fields(player: LessonPlayer, model_info: gr.Markdown) -> dict:
     p = player
     return {"state": p.state, "box": p.box, "picker": p.picker, "simple": p.simple, "model_info": model_info,
             "heading": p.heading, "counter": p.counter, "text": p.text, "back": p.back, "next": p.next,
-            "question": p.question, "choice": p.choice, "free": p.free, "send": p.send, "sent": p.sent}
+            "question": p.question, "choice": p.choice, "free": p.free, "send": p.send, "sent": p.sent,
+            "applied": p.applied}
 
 
-def redraw_after(events: list, player: LessonPlayer, views: dict, always: bool = False) -> None:
-    """After each event, draw the selected tab's view when a lesson step was just applied (always: after every
-    one, as after a pushed link), then press the buttons the open step names (`press:`, on its settings)."""
-    dispatch, inputs, redrawn = selected_view(views)
+# Numbers for the player's `applied` and `pressing` States: each new one is a change, and a change starts the next
+# event. A chained event (.then) would run after every move, also those that applied nothing (a page with no lesson,
+# a refused move), and each event the page runs costs it a sweep of every component an event has touched.
+NEW_NUMBER = itertools.count(1)
+
+
+def redrawn(shown: dict, applied: bool) -> dict:
+    """A move's result shown, with a new number for the player's `applied` State when it applied a step's or a
+    link's settings to the controls (applied), so the selected tab is drawn on them (redraw_after)."""
+    return {**shown, "applied": next(NEW_NUMBER)} if applied else shown
+
+
+def redraw_after(player: LessonPlayer, views: dict) -> None:
+    """When a move has applied settings (player.applied changes), draw the selected tab's view; then, if the open
+    step names buttons (`press:`), press them on its settings (player.pressing changes)."""
+    dispatch, inputs, redrawn_outputs = selected_view(views)
     buttons = {label: (a.handler, a.inputs, a.outputs) for label, a in view_params.ACTIONS.items()}
     run, button_inputs, pressed = chosen_views(buttons)
 
     def redraw(request: gr.Request, state, *values):
-        return dispatch(request, *values) if state or always else [gr.skip()] * len(redrawn)
+        presses = next(NEW_NUMBER) if buttons and step_presses(state) else gr.skip()
+        return [*dispatch(request, *values), presses]
 
     def press(request: gr.Request, state, *values):
         return run(request, step_presses(state), *values)
 
-    for event in events:
-        drawn = event.then(redraw, [player.state, view_params.TAB_TRACKER[0], *inputs], redrawn,
-                           api_visibility="private", **ANALYSIS)
-        if buttons:
-            drawn.then(press, [player.state, *button_inputs], pressed, api_visibility="private", **HEAVY)
+    again = dict(api_visibility="private", trigger_mode="multiple")
+    player.applied.change(redraw, [player.state, view_params.TAB_TRACKER[0], *inputs],
+                          [*redrawn_outputs, player.pressing], **again, **ANALYSIS)
+    player.pressing.change(press, [player.state, *button_inputs], pressed, **again, **HEAVY)
 
 
 def _opening_back(session, state):
@@ -203,7 +219,7 @@ def said_in_the_box(fn):
         except UserError as err:
             shown = {"text": f"**That did not work:** {err}\n\nPick a lesson above, or press Back or Next to try "
                              "again."}
-        return {**shown, "opening": gr.Markdown(visible=False)}
+        return {**redrawn(shown, applied=bool(shown.get("state"))), "opening": gr.Markdown(visible=False)}
     said.__name__, said.__doc__ = fn.__name__, fn.__doc__
     said.__signature__ = fn.signature() if isinstance(fn, LazyCallback) else inspect.signature(fn)
     return said
