@@ -28,6 +28,7 @@ from explorer.teaching.view_params import CONTROLS, TAB_TRACKER, register_contro
 
 slider_maxima = callbacks("models", "slider_maxima")
 prompt_for_model = callbacks("task_prompt", "prompt_for_model")
+shipped_name = callbacks("links", "shipped_name")
 chat_format_for_model = callbacks("sampling", "chat_format_for_model")
 
 CSS = """
@@ -89,19 +90,14 @@ def build_app() -> gr.Blocks:
         views, train_start = _build_tabs(resumed, model_info, opening, prompt, drop, loaded)
         register_control("prompt", prompt)
         register_control("drop_unknown", drop, advanced=True)
-        wire_copy_link(copy, link, wire_model_name(model_info))
+        model_name = wire_model_name()
+        wire_copy_link(copy, link, model_name)
         applied = wire_link_on_load(resumed, model_info, link_note, lesson, views, opening, loaded)
         wire_lesson_player(player, applied, lesson, model_info, views, opening)
         wire_class_notice(demo, notice, player, model_info, applied, train_start)
         dispatch, inputs, outputs = selected_view(views)
         prompt.submit(dispatch, [TAB_TRACKER[0], *inputs], outputs, api_visibility="private", **ANALYSIS)
-        _resize_sliders_with_model(demo, model_info)
-        # a task model opened (its words '0'..'58' and '='): the prompt becomes one of its task's, so every tab draws
-        model_info.change(bind(prompt_for_model), prompt, prompt, api_visibility="private", concurrency_limit=None,
-                          show_progress="hidden")
-        chat = CONTROLS["chat_format"].component  # ticked for SmolLM2, it would refuse the next model's prompts
-        model_info.change(bind(chat_format_for_model), chat, chat, api_visibility="private", concurrency_limit=None,
-                          show_progress="hidden")
+        _follow_the_model(demo, model_info, model_name, prompt, CONTROLS["chat_format"].component)
         wire_slider_keys(demo)
         demo.load(None, None, None, js=LESSON_LINKS_IN_PAGE_JS)
         demo.unload(detach_session)
@@ -160,13 +156,20 @@ def one_choice_or_range(minimum: float, maximum: float, value=None) -> dict:
     return gr.update(maximum=minimum + 1, value=minimum, interactive=False)
 
 
-def _resize_sliders_with_model(demo: gr.Blocks, model_info: gr.Markdown) -> None:
-    """Layer, head and position sliders get the inspected model's ranges whenever it changes."""
+def _follow_the_model(demo: gr.Blocks, model_info: gr.Markdown, model_name: gr.Textbox, prompt: gr.Textbox,
+                      chat: gr.Checkbox) -> None:
+    """Whenever the inspected model changes, in one event (each event costs the page a sweep of every component one
+    has met): the link's model name; the layer, head and position sliders' ranges; a prompt a task model can read
+    (its words '0'..'58' and '=', so every tab draws); chat format unticked for a model without a chat template."""
     sized = [(block, cls[len(RANGE_CLASS):]) for block in demo.blocks.values() if isinstance(block, gr.Slider)
              for cls in (block.elem_classes or []) if cls.startswith(RANGE_CLASS)]
-
-    def ranges(session, *values):
-        maxima = slider_maxima(session)
-        return [one_choice_or_range(block.minimum, maxima[kind], value) for (block, kind), value in zip(sized, values)]
     sliders = [block for block, _ in sized]
-    model_info.change(bind(ranges), sliders, sliders, api_visibility="private", concurrency_limit=None)
+
+    def followed(session, prompt_text, chat_format, *values):
+        maxima = slider_maxima(session)
+        ranges = [one_choice_or_range(block.minimum, maxima[kind], value) for (block, kind), value in zip(sized, values)]
+        return [shipped_name(session), prompt_for_model(session, prompt_text),
+                chat_format_for_model(session, chat_format), *ranges]
+
+    model_info.change(bind(followed), [prompt, chat, *sliders], [model_name, prompt, chat, *sliders],
+                      api_visibility="private", concurrency_limit=None, show_progress="hidden")

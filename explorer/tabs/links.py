@@ -12,7 +12,7 @@ from explorer.tabs.opening_note import hidden_after
 from explorer.teaching import view_params
 from explorer.teaching.lessons import page_lesson
 
-apply_link, opening_for_link, shipped_name = callbacks("links", "apply_link", "opening_for_link", "shipped_name")
+apply_link, opening_for_link = callbacks("links", "apply_link", "opening_for_link")
 
 # (tab, model name, *control values) -> the link, also written to the clipboard. SPEC: [name, tab id or null
 # (shown in every tab, like the prompt), initial value] per control value; only the selected tab's controls
@@ -141,8 +141,7 @@ def chosen_views(views: dict):
     return run, inputs, outputs
 
 
-def wire_model_name(model_info: gr.Markdown) -> gr.Textbox:
-    """A hidden box with the shipped model the session inspects ('' otherwise), kept current for links."""
-    model_name = gr.Textbox(visible="hidden", elem_id="link-model")
-    model_info.change(bind(shipped_name), None, model_name, api_visibility="private", concurrency_limit=None)
-    return model_name
+def wire_model_name() -> gr.Textbox:
+    """A hidden box with the shipped model the session inspects ('' otherwise), for links (explorer.ui keeps it
+    current with the model)."""
+    return gr.Textbox(visible="hidden", elem_id="link-model")
