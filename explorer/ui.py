@@ -165,11 +165,11 @@ def _follow_the_model(demo: gr.Blocks, model_info: gr.Markdown, model_name: gr.T
              for cls in (block.elem_classes or []) if cls.startswith(RANGE_CLASS)]
     sliders = [block for block, _ in sized]
 
-    def followed(session, prompt_text, chat_format, *values):
+    def follow_model(session, prompt_text, chat_format, *values):
         maxima = slider_maxima(session)
         ranges = [one_choice_or_range(block.minimum, maxima[kind], value) for (block, kind), value in zip(sized, values)]
         return [shipped_name(session), prompt_for_model(session, prompt_text),
                 chat_format_for_model(session, chat_format), *ranges]
 
-    model_info.change(bind(followed), [prompt, chat, *sliders], [model_name, prompt, chat, *sliders],
+    model_info.change(bind(follow_model), [prompt, chat, *sliders], [model_name, prompt, chat, *sliders],
                       api_visibility="private", concurrency_limit=None, show_progress="hidden")

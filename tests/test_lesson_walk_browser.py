@@ -169,7 +169,8 @@ def walk(page, slug: str) -> None:
     pretrained = PRETRAINED in models_in_effect(lesson.steps)
     n, tried_wrong = len(lesson.steps), False
     for k, step in enumerate(lesson.steps, 1):
-        page.get_by_text(f"Step {k} of {n}: {step.title.replace('`', '')}", exact=True).wait_for()
+        counter = f"Step {k} of {n}: {step.title.replace('`', '')}"
+        page.wait_for_function(f"() => document.querySelector('#te-lesson-step')?.innerText.trim() === {counter!r}")
         wait_idle(page)
         pressed = [*step.press, *do_what_the_step_says(page, step.text, pretrained)]  # the player presses first
         if step.question:

@@ -107,7 +107,7 @@ def build_lesson_player() -> LessonPlayer:
                               max_length=40, scale=2, elem_id="te-student-name")
             simple = gr.Checkbox(False, label="Simple view (hide advanced controls)", scale=1)
         heading = gr.Markdown(elem_id="te-lesson-title")
-        counter = gr.Markdown()
+        counter = gr.Markdown(elem_id="te-lesson-step")
         text = gr.Markdown(NO_LESSON, elem_id="te-lesson-text")
         with gr.Group(elem_id="te-question"):
             question = gr.Markdown(visible=False)
