@@ -33,6 +33,8 @@ chat_format_for_model = callbacks("sampling", "chat_format_for_model")
 
 CSS = """
 .te-caption p, .te-caption li, p.te-caption { font-size: 1.05rem; color: var(--body-text-color); margin: 4px 0 8px; }
+/* a view shows its progress on its captions (explorer.tabs.progress_targets): room for the timer in an empty one */
+.te-caption:has(.pending) { min-height: 3.5rem; }
 .te-compare { display: flex; gap: 12px; flex-wrap: wrap; }
 .te-col { flex: 1 1 220px; min-width: 0; border: 1px solid var(--border-color-primary); border-radius: 8px;
   padding: 8px; }

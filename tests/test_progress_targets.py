@@ -1,11 +1,12 @@
-"""No event of the page shows its progress on a layout block: Gradio's page re-reads every component inside a
-progress target on each status change of any event, so a Tabs target made every click cost more once tabs had been
-visited (explorer/tabs/progress_targets.py)."""
+"""No event of the page shows its progress on a layout block, nor on a chart or a table beside other outputs: Gradio's
+page re-reads every component inside a progress target on each status change of any event (a Tabs target made every
+click cost more once tabs had been visited) and copies each target's value, a chart's whole figure
+(explorer/tabs/progress_targets.py)."""
 import gradio as gr
 import pytest
 from gradio.blocks import BlockContext
 
-from explorer.tabs.progress_targets import progress_on_leaves
+from explorer.tabs.progress_targets import BULKY, progress_on_leaves
 
 pytestmark = pytest.mark.slow  # builds the app (a second)
 
@@ -32,7 +33,7 @@ def test_no_event_of_the_page_has_a_layout_block_as_a_progress_target(app):
     assert len(moves) >= 5
     for fn in moves:
         assert fn.show_progress_on == [b for b in fn.outputs
-                                       if not isinstance(b, BlockContext) and id(b) not in settings]
+                                       if not isinstance(b, (BlockContext, *BULKY)) and id(b) not in settings]
         assert any(isinstance(b, gr.Slider) for b in fn.outputs)  # a step's layer, say: written, no spinner
         assert not any(isinstance(b, gr.Slider) for b in fn.show_progress_on)
 
@@ -49,3 +50,30 @@ def test_an_event_with_its_own_targets_or_none_on_a_layout_keeps_them():
     first, plain, chosen = demo.fns.values()
     assert first.show_progress_on == [box]
     assert plain.show_progress_on is None and chosen.show_progress_on == [button]
+
+
+def test_a_view_shows_its_progress_on_its_captions_not_its_charts(app):
+    """Every event that draws charts or tables shows its progress on what else it writes (its captions), or on its
+    first chart when it writes nothing else; the page then never copies a figure at a status change."""
+    drawing = [fn for fn in app.fns.values() if any(isinstance(b, gr.Plot) for b in fn.outputs)]
+    assert len(drawing) >= 20
+    for fn in drawing:
+        others = [b for b in targets(fn) if not isinstance(b, BULKY)]
+        assert others or len(targets(fn)) == 1, (fn.name, [type(b).__name__ for b in targets(fn)])
+        assert all(b in fn.outputs for b in targets(fn))
+    attention = [fn for fn in drawing if fn.api_name == "attention"]
+    assert len(attention) == 1 and not any(isinstance(b, gr.Plot) for b in targets(attention[0]))
+    assert any(isinstance(b, gr.Markdown) for b in targets(attention[0]))  # its caption shows the spinner
+
+
+def test_a_chart_is_a_target_only_where_nothing_else_is_written():
+    with gr.Blocks() as demo:
+        chart, other, note, level, button = gr.Plot(), gr.Plot(), gr.Markdown(), gr.Slider(), gr.Button()
+        button.click(lambda: (None, None, "x"), None, [chart, other, note])
+        button.click(lambda: (None, None, 3), None, [chart, other, level])
+        button.click(lambda: 3, None, level)
+    assert progress_on_leaves(demo, settings=[level]) == 2
+    with_note, charts_only, setting = demo.fns.values()
+    assert with_note.show_progress_on == [note]
+    assert charts_only.show_progress_on == [chart]
+    assert setting.show_progress_on is None
