@@ -663,6 +663,10 @@ def test_a_pretrained_models_first_open_is_announced_by_every_way_in(session):
     assert lessons.opening_for_step(session, step, +1).value == smollm2.value  # Next onto "A real model"
     assert not lessons.opening_for_step(session, step, -1).visible  # Back: the Shakespeare model's steps
     assert not lessons.opening_for_step(session, None, +1).visible  # no lesson open: move() says so itself
+    # what the page shows at the click of Back and Next, before either moves
+    assert json.loads(lessons.step_notes(session, step)) == {"back": "", "next": smollm2.value if smollm2.visible
+                                                             else ""}
+    assert json.loads(lessons.step_notes(session, None)) == {"back": "", "next": ""}
     for name in ("first-names", "", None, "no-such-model"):
         assert not models.opening_note(session, name).visible, name
     shipped.load_shipped("first-names")

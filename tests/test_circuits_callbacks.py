@@ -39,6 +39,19 @@ def test_head_circuits_show_the_tokens_asked_for_and_the_copying_score():
         assert_plotly_would_send_the_same(fig)
 
 
+def test_the_positional_qk_chart_shows_only_for_a_model_with_a_position_table():
+    """A rotary model (SmolLM2's kind) has no position table: its positional QK chart is hidden, not left empty."""
+    from explorer.tabs.heads import _circuits_shown
+    from tests.helpers import LLAMA
+    learned = data_session()
+    tok = learned.inspected.tokenizer
+    rotary = Session(Inspected(Checkpoint(GPT(GPTConfig(vocab_size=tok.vocab_size, block_size=16, d_model=16,
+                                                        n_heads=2, n_layers=2, **LLAMA)).eval(), tok), "rotary"))
+    for session, shown in ((learned, True), (rotary, False)):
+        ov, qk, positional, rows, caption = _circuits_shown(session, 1, 0, "Citizen", 3)
+        assert positional.visible is shown and (positional.value is not None) is shown and rows and caption
+
+
 @pytest.mark.slow
 def test_composition_view_draws_every_pair_and_names_the_strongest():
     session = data_session(attn_only=True)

@@ -229,6 +229,22 @@ def test_attention_grids_show_both_models_patterns_and_name_the_head_that_differ
 
 
 @pytest.mark.slow
+def test_the_tab_hides_the_attention_grids_a_large_model_cannot_draw(monkeypatch):
+    """SmolLM2 against a class model: too many heads to draw side by side. The caption says so and the grid chart
+    is hidden, not left empty; drawn again for two small models."""
+    from explorer.callbacks import second_model
+    from explorer.tabs.experiments import _compared
+    session = tiny_session()
+    session.workspace.model_b = SecondModel(Checkpoint(GPT(session.inspected.model.cfg).eval(),
+                                                       session.inspected.tokenizer), "other")
+    grids = _compared(session, PROMPT)[-1]
+    assert grids.visible is True and grids.value is not None
+    monkeypatch.setattr(second_model, "is_large", lambda cfg: True)
+    *_, note, grids = _compared(session, PROMPT)
+    assert grids.visible is False and grids.value is None and "too many heads" in note
+
+
+@pytest.mark.slow
 def test_model_b_that_cannot_read_the_prompt_gets_a_message():
     session = tiny_session()
     narrow = build_tokenizer("char", "abc ")

@@ -20,6 +20,7 @@ from explorer.figures.common import (
     figure_to_json,
     index_labels,
 )
+from explorer.figures.embeddings import plot_size
 from explorer.figures.grokking import frequency_norms_figure, phase_curves_figure
 from explorer.figures.heads import HEAD_TABLE_COLUMNS
 from explorer.figures.plain import AXIS, axis_key
@@ -201,6 +202,18 @@ def test_pca_scatter_2d_3d_and_many_points():
     assert fig.data[0].mode == "markers" and fig.data[0].text is None
     fig = F.pca_scatter_figure(rng.normal(size=(20, 3)), [str(i) for i in range(20)], explained=[.3, .2, .1])
     assert fig.data[0].type == "scatter3d" and fig.layout.scene.zaxis.title.text == "PC3 (10%)"
+
+
+@pytest.mark.parametrize("spread", [(5.0, 0.5), (0.2, 3.0)])  # PC1 long and flat, or a narrow tall cloud
+def test_a_2d_map_draws_one_unit_as_long_across_as_up(spread):
+    """Which points sit close (seed 002 asks) reads true only when both axes have the same scale."""
+    coords = rng.normal(size=(40, 2)) * np.array(spread)
+    for color in (None, np.arange(40)):
+        fig = F.pca_scatter_figure(coords, [str(i) for i in range(40)], color)
+        width, height = plot_size(fig, color is not None)
+        (x0, x1), (y0, y1) = fig.layout.xaxis.range, fig.layout.yaxis.range
+        assert (x1 - x0) / width == pytest.approx((y1 - y0) / height, rel=1e-9)
+        assert x0 < coords[:, 0].min() and coords[:, 0].max() < x1 and y0 < coords[:, 1].min() < coords[:, 1].max() < y1
 
 
 def test_a_character_maps_points_are_coloured_by_kind_with_a_legend():

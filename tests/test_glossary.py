@@ -137,7 +137,8 @@ def test_lessons_name_heads_and_frequencies_as_the_charts_do(slug):
 
 
 def test_line_breaks_do_not_hide_a_word():
-    assert terms_in("the *CE loss\nrecovered* and the causal\nmask") == ["causal mask", "CE loss recovered"]
+    assert terms_in("the *CE loss\nrecovered* and the causal\nmask") == ["CE loss recovered", "causal mask"]
+    assert terms_in("Muon (Newton–Schulz) beside AdamW, on bits") == ["Muon", "Adam", "bits"]  # the text's order
     assert terms_in("L0·H1 writes it, after L0 in the stream") == []  # a head and a layer, not the SAE's L0
 
 

@@ -11,6 +11,23 @@ pytestmark = pytest.mark.browser
 HEAD_TITLE = "() => [...document.querySelectorAll('.gtitle')].map(t => t.textContent).join(' | ')"
 
 
+# the notes the open step left for Back (as the server writes them: explorer.callbacks.lessons.step_notes), then a
+# click of Back; -> the note the page shows before the move answers ('' if none in 200 frames)
+NOTE_AT_THE_CLICK = """async (note) => {
+  const box = document.querySelector('#te-step-notes textarea');
+  box.value = JSON.stringify({back: note, next: ''});
+  box.dispatchEvent(new Event('input', {bubbles: true}));
+  await new Promise(requestAnimationFrame);
+  [...document.querySelectorAll('button')].find(b => b.innerText.trim() === '← Back').click();
+  for (let frame = 0; frame < 200; frame++) {
+    const shown = document.querySelector('#te-opening-note')?.innerText || '';
+    if (shown.includes(note)) return shown;
+    await new Promise(requestAnimationFrame);
+  }
+  return '';
+}"""
+
+
 def wait_for_head_chart(page, layer: int, head: int) -> None:
     page.wait_for_function(f"() => ({HEAD_TITLE})().includes('L{layer}·H{head} attention pattern')")
 
@@ -37,8 +54,11 @@ def test_lesson_link_steps_and_simple_view(browser, app_url):
     SCREENSHOTS.mkdir(exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / "lesson.png"), full_page=False)
 
-    back_button.click()
+    # Back shows the note its step left (a pretrained model opens, say) at the click, in the page, until it moved
+    note = "Opening a model, a note for this test"
+    assert note in page.evaluate(NOTE_AT_THE_CLICK, note)
     page.get_by_text("Step 3 of 7: Sixteen heads at once").wait_for()
+    page.locator("#te-opening-note").wait_for(state="hidden")  # the move's answer hides it
     wait_for_head_chart(page, 0, 1)
     page.get_by_label("Simple view (hide advanced controls)").uncheck()
     drop.wait_for(state="visible")

@@ -221,6 +221,9 @@ def test_building_block_figures_and_captions_from_constructed_data():
     assert f"std {before.std():.2f} to mean 0.00, std 1.00" in text
     low, high = before.std(1)
     assert f"range from {low:.2f} to {high:.2f}" in text
+    assert "Why not exactly" not in text  # mean 0, std 1: nothing to explain
+    moved = norm_effect_caption(before, after * 1.3 - 0.3, "LayerNorm")  # a trained gain and bias
+    assert "mean -0.30, std 1.30" in moved and "learned gain" in moved and "learned bias" in moved
     words = activation_caption(activation_curves(ACTIVATION_X), ACTIVATION_X, "GELU")
     assert "±0.75, by 0.17" in words and "lowest output is -0.17" in words and words.endswith("uses GELU.")
 

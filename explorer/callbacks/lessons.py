@@ -1,10 +1,11 @@
 """Lesson player callbacks: open a lesson, step through it; entering a step applies its settings."""
+import json
 from pathlib import Path
 
 import gradio as gr
 
 from explorer.callbacks.links import apply_link
-from explorer.callbacks.models import opening_note
+from explorer.callbacks.models import opening_note, opening_note_text
 from explorer.common import app_state
 from explorer.common.controls import DEFAULT_PROMPT
 from explorer.common.errors import UserError
@@ -65,6 +66,14 @@ def opening_for_step(session: Session, state, delta: int):
     """Before Back or Next: the note saying a pretrained model opens, when the step moved to names one (see
     models.opening_note); hidden otherwise."""
     return opening_note(session, _step_model(state["lesson"], state["step"] + delta) if state else None)
+
+
+def step_notes(session: Session, state) -> str:
+    """What Back and Next say before they move, as JSON {"back": ..., "next": ...} ('' where nothing): the note that
+    a pretrained model opens, when the step moved to names one (opening_for_step). The page shows it at the click
+    itself (explorer.tabs.lesson_player), with no event of its own."""
+    return json.dumps({key: opening_note_text(session, _step_model(state["lesson"], state["step"] + delta))
+                       if state else "" for key, delta in (("back", -1), ("next", +1))})
 
 
 def opening_for_lesson(session: Session, key: str):

@@ -67,12 +67,18 @@ def slider_maxima(session: Session) -> dict[str, int]:
 def opening_note(session: Session, name) -> gr.Markdown:
     """The note shown while a pretrained model opens for the first time on this server (8-23 s measured on 2
     loaded cores, docs/lessons.md), hidden otherwise: Gradio's timers alone say nothing about the wait."""
+    note = opening_note_text(session, name)
+    return gr.Markdown(note, visible=bool(note))
+
+
+def opening_note_text(session: Session, name) -> str:
+    """opening_note's sentence for model name ('' when it opens at once: not pretrained, open already)."""
     entry = PRETRAINED.get(name) if isinstance(name, str) else None
     if entry is None or is_open(name) or session.inspected.shared_key == f"shipped:{name}":
-        return gr.Markdown("", visible=False)
-    return gr.Markdown(f"**Opening {entry.short_title}** ({entry.millions} million parameters, read from its "
-                       f"4-bit file): about 10 s the first time on this server, up to half a minute while a class is "
-                       "busy; afterwards it opens at once.", visible=True)
+        return ""
+    return (f"**Opening {entry.short_title}** ({entry.millions} million parameters, read from its 4-bit file): "
+            "about 10 s the first time on this server, up to half a minute while a class is busy; afterwards it "
+            "opens at once.")
 
 
 def pick_shipped(session: Session, name: str) -> str:

@@ -17,7 +17,7 @@ from explorer.figures.common import (
     symmetric_range,
     top_legend,
 )
-from explorer.figures.label_places import padded_range, point_label_positions, x_pixels, y_pixels
+from explorer.figures.label_places import equal_scale_ranges, padded_range, point_label_positions, x_pixels, y_pixels
 from explorer.figures.plain import Figure, heatmap, scatter, scatter3d
 
 MAX_TEXT_LABELS = 300  # more points than this: hover only, no text on the plot
@@ -81,26 +81,34 @@ def pca_scatter_figure(coords, labels: list[str], color=None, title: str = "PCA 
     fig = Figure(scatter(
         x=coords[:, 0], y=coords[:, 1], textposition="top center", **common,
         hovertemplate="%{customdata}<br>PC1 %{x:.2f}, PC2 %{y:.2f}<extra></extra>"))
-    x_range, y_range = padded_range(coords[:, 0]), padded_range(coords[:, 1])
-    fig.update_xaxes(title_text=axes[0], zeroline=True, range=x_range)
-    fig.update_yaxes(title_text=axes[1], zeroline=True, range=y_range)
+    fig.update_xaxes(title_text=axes[0], zeroline=True)
+    fig.update_yaxes(title_text=axes[1], zeroline=True)
     if kinds:  # the legend's entries: one marker per kind present, drawn nowhere
         for kind in (k for k in CHARACTER_KINDS if k in kinds):
             fig.add_trace(scatter(x=[None], y=[None], mode="markers", name=kind, hoverinfo="skip",
                                   marker=dict(size=MARKER_PX, color=CHARACTER_KINDS[kind])))
         fig.update_layout(showlegend=True, legend=top_legend(font=dict(size=SMALL_FONT)))
     fig = style_figure(fig, title, height=520)
+    # one unit as long across as up: which points sit close reads true in every direction
+    x_range, y_range = equal_scale_ranges(padded_range(coords[:, 0]), padded_range(coords[:, 1]),
+                                          *plot_size(fig, color is not None))
+    fig.update_xaxes(range=x_range)
+    fig.update_yaxes(range=y_range)
     if text_mode:  # labels that would pile on others are left off (hover names every point)
         place_point_labels(fig, coords, list(labels), x_range, y_range, color is not None)
     return fig
 
 
+def plot_size(fig: Figure, colorbar: bool) -> tuple[float, float]:
+    """(width, height) px of the plot area: a CHART_WIDTH chart less its margins (and colour bar)."""
+    margin = fig.layout.margin
+    return CHART_WIDTH - margin.l - margin.r - (COLORBAR_PX if colorbar else 0), fig.layout.height - margin.t - margin.b
+
+
 def place_point_labels(fig: Figure, coords, labels: list[str], x_range, y_range, colorbar: bool) -> None:
     """Give the scatter's text labels places where none covers another label or a marker (point_label_positions);
     the ones with no free place get no text. The plot's size: a CHART_WIDTH chart less its margins (and colour bar)."""
-    margin = fig.layout.margin
-    width = CHART_WIDTH - margin.l - margin.r - (COLORBAR_PX if colorbar else 0)
-    height = fig.layout.height - margin.t - margin.b
+    width, height = plot_size(fig, colorbar)
     xs, ys = x_pixels(coords[:, 0], x_range, width), y_pixels(coords[:, 1], y_range, height)
     places = point_label_positions(xs, ys, labels, LABEL_FONT, MARKER_PX / 2, width, height)
     fig.data[0].text = [label if place else "" for label, place in zip(labels, places)]

@@ -94,7 +94,7 @@ def phase_curves_figure(steps, curves: dict, phases: list) -> Figure:
                            yanchor="bottom", yshift=2 + BAND_ROW_PX * row, showarrow=False, bgcolor=box)
     band = BAND_ROW_PX * (1 + max((row for _, row in places), default=-1))  # px of name rows above the plot
     fig.update_xaxes(title_text="training step")
-    fig.update_yaxes(title_text="loss (log scale)", type="log")
+    fig.update_yaxes(title_text="loss (log scale)", type="log", exponentformat="power")  # 10⁻⁵, not "10µ"
     legend = {**top_legend(), "y": 1 + (band + 4) / PHASE_PLOT_PX}  # above the names
     return style_figure(fig, "Losses over training: memorise, build the circuit, clean up", height=PHASE_HEIGHT + band,
                         legend=legend, margin=dict(t=PHASE_TOP + band, b=PHASE_BOTTOM))

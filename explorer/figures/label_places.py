@@ -100,3 +100,14 @@ def padded_range(values, share: float = 0.08) -> list[float]:
     low, high = float(values.min()), float(values.max())
     pad = max(high - low, 1e-9) * share if high > low else 1.0
     return [low - pad, high + pad]
+
+
+def equal_scale_ranges(x_range, y_range, width: float, height: float) -> tuple[list[float], list[float]]:
+    """Axis ranges widened about their centres so that one unit spans as many pixels across as up (a plot area of
+    width x height px): a distance between two points then reads the same in every direction."""
+    per_px = max((x_range[1] - x_range[0]) / width, (y_range[1] - y_range[0]) / height)
+
+    def around(span, px):
+        middle = (span[0] + span[1]) / 2
+        return [middle - per_px * px / 2, middle + per_px * px / 2]
+    return around(x_range, width), around(y_range, height)

@@ -148,4 +148,4 @@ def wire_class_notice(demo: gr.Blocks, notice, player: LessonPlayer, model_info,
 def _applied_push(session, push_id: str, replace_model: bool) -> dict:
     """apply_push, the selected tab drawn again on what it applied (a lesson step or a link's settings)."""
     shown = apply_push(session, push_id, replace_model)
-    return redrawn(shown, applied=bool(shown.get("state") or "controls" in shown))
+    return redrawn(session, shown, applied=bool(shown.get("state") or "controls" in shown))

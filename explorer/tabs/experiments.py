@@ -120,6 +120,13 @@ def build_compare_section(prompt, drop, model_info):
     upload.upload(bind(load_zip_as_b), upload, status, api_name="model_b_zip", **API)
     nano.click(bind(load_nanogpt_as_b), [ckpt, meta], status, api_name="model_b_nanogpt", **API)
     swap.click(bind(swap_models), None, [model_info, status], api_name="swap_models", **API)
-    compare.click(bind(compare_view, heavy=True), [prompt, drop], [bits, nxt, numbers, note, grids],
+    compare.click(bind(_compared, heavy=True), [prompt, drop], [bits, nxt, numbers, note, grids],
                   api_name="compare_models", **API, **HEAVY)
     data_button("compare", [bits, nxt, grids, numbers, note], [prompt, drop])
+
+
+def _compared(session, prompt, drop_unknown=False):
+    """compare_view, its attention grids hidden when one model has too many heads to draw them (its caption says
+    so): an empty chart would look broken."""
+    *shown, grids = compare_view(session, prompt, drop_unknown)
+    return (*shown, gr.Plot(grids, visible=grids is not None))

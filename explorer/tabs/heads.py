@@ -106,6 +106,13 @@ def build_heads_tab():
     return (report, [], outputs), {"layer": film_layer, "head": film_head}
 
 
+def _circuits_shown(session, layer, head, tokens: str = "", top_k=5):
+    """head_circuits_view, its positional QK chart hidden for a model with no position table (rotary positions,
+    SmolLM2's): an empty chart would look broken."""
+    ov, qk, positional, rows, caption = head_circuits_view(session, layer, head, tokens, top_k)
+    return ov, qk, gr.Plot(positional, visible=positional is not None), rows, caption
+
+
 def _circuits_section():
     """-> (its outputs, its inputs), for the tab's data button."""
     gr.Markdown(CIRCUITS_INTRO)
@@ -120,7 +127,7 @@ def _circuits_section():
         positional = gr.Plot(label="Positional QK circuit")
         top = gr.Dataframe(headers=["attended token", "outputs it raises most (logit)"], label="OV circuit: top "
                            "outputs", interactive=False, wrap=True, max_height=420)
-    show.click(bind(head_circuits_view), [layer, head, tokens, top_k], [ov, qk, positional, top, head_note],
+    show.click(bind(_circuits_shown), [layer, head, tokens, top_k], [ov, qk, positional, top, head_note],
                api_name="head_circuits", **API, **ANALYSIS)
     with gr.Column(elem_classes=[ADVANCED_CLASS]):  # hidden in Simple view
         gr.Markdown(COMPOSITION_INTRO)

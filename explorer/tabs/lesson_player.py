@@ -20,8 +20,8 @@ from explorer.tabs.opening_note import announced
 from explorer.teaching import view_params
 from explorer.teaching.lessons import FILE_KEY, NO_LESSON, lesson_choices
 
-lesson_for_page, move, open_lesson, opening_for_lesson, opening_for_step, step_presses = callbacks(
-    "lessons", "lesson_for_page", "move", "open_lesson", "opening_for_lesson", "opening_for_step", "step_presses")
+lesson_for_page, move, open_lesson, opening_for_lesson, step_notes, step_presses = callbacks(
+    "lessons", "lesson_for_page", "move", "open_lesson", "opening_for_lesson", "step_notes", "step_presses")
 send_answer, set_name = callbacks("classroom", "send_answer", "set_name")
 
 # A lesson's links (`?lesson=slug`, the end's "Next:") open the lesson in this page, as the picker does: no page load
@@ -48,6 +48,13 @@ LESSON_LINKS_IN_PAGE_JS = """() => {
 }""".replace("ID", LINKED_LESSON_ID)
 # The picker's value becomes the lesson the link named (then the picker's own steps open it)
 LINKED_LESSON_JS = "() => window.teLinkedLesson || ''"
+# Back or Next shows the note the open step left for it (the player's `notes`: a pretrained model opens) at the click,
+# in the page: a server event of its own cost the page a sweep of every component an event has touched
+STEP_NOTE_JS = """(notes) => {
+  let note = '';
+  try { note = JSON.parse(notes || '{}')[WHICH] || ''; } catch (e) { note = ''; }
+  return note ? {__type__: 'update', value: note, visible: true} : undefined;
+}"""
 
 # A lesson picked in the player becomes the address's ?lesson= (replaced, not a new history entry), so a reload opens
 # the lesson shown, not the one the page was opened with; no lesson, or the --lesson file (which a page without
@@ -95,6 +102,7 @@ class LessonPlayer:
     linked: gr.Button  # hidden: a lesson link clicked in the lesson text presses it (LESSON_LINKS_IN_PAGE_JS)
     applied: gr.State  # a new number when a move applied settings: its change redraws the tab (redraw_after)
     pressing: gr.State  # a new number when that redraw is done and the step names buttons: its change presses them
+    notes: gr.Textbox  # hidden: what Back and Next say before they move (explorer.callbacks.lessons.step_notes)
 
 
 def build_lesson_player() -> LessonPlayer:
@@ -122,7 +130,8 @@ def build_lesson_player() -> LessonPlayer:
             forward = gr.Button("Next →", variant="primary", interactive=False)
         linked = gr.Button("Open the linked lesson", visible="hidden", elem_id=LINKED_LESSON_ID)
     return LessonPlayer(box, picker, simple, heading, counter, text, back, forward, question, choice, free, send,
-                        sent, name, gr.State(None), linked, gr.State(0), gr.State(0))
+                        sent, name, gr.State(None), linked, gr.State(0), gr.State(0),
+                        gr.Textbox("", visible="hidden", elem_id="te-step-notes"))
 
 
 def wire_lesson_player(player: LessonPlayer, page_load, requested: gr.State, model_info: gr.Markdown,
@@ -146,8 +155,8 @@ def wire_lesson_player(player: LessonPlayer, page_load, requested: gr.State, mod
     picked = announced(p.picker.input, opening_for_lesson, p.picker, opening, **again)
     followed = p.linked.click(None, None, p.picker, js=LINKED_LESSON_JS, **quiet, **again)  # a link: as if picked
     followed = announced(followed.then, opening_for_lesson, p.picker, opening, **again)
-    back, forward = (announced(p.back.click, _opening_back, p.state, opening, **again),
-                     announced(p.next.click, _opening_next, p.state, opening, **again))
+    back, forward = (button.click(None, p.notes, opening, js=STEP_NOTE_JS.replace("WHICH", repr(key)), **quiet,
+                                  **again) for button, key in ((p.back, "back"), (p.next, "next")))
     linked = announced(page_load.then, opening_for_lesson, requested, opening)  # a ?lesson= link's first step
     moves = ((linked, lesson_for_page, requested), (picked, open_lesson, p.picker),
              (followed, open_lesson, p.picker), (back, _back, p.state),
@@ -166,7 +175,7 @@ def player_fields(player: LessonPlayer, model_info: gr.Markdown) -> dict:
     return {"state": p.state, "box": p.box, "picker": p.picker, "simple": p.simple, "model_info": model_info,
             "heading": p.heading, "counter": p.counter, "text": p.text, "back": p.back, "next": p.next,
             "question": p.question, "choice": p.choice, "free": p.free, "send": p.send, "sent": p.sent,
-            "applied": p.applied}
+            "applied": p.applied, "notes": p.notes}
 
 
 # Numbers for the player's `applied` and `pressing` States: each new one is a change, and a change starts the next
@@ -175,10 +184,12 @@ def player_fields(player: LessonPlayer, model_info: gr.Markdown) -> dict:
 NEW_NUMBER = itertools.count(1)
 
 
-def redrawn(shown: dict, applied: bool) -> dict:
+def redrawn(session, shown: dict, applied: bool) -> dict:
     """A move's result shown, with a new number for the player's `applied` State when it applied a step's or a
-    link's settings to the controls (applied), so the selected tab is drawn on them (redraw_after)."""
-    return {**shown, "applied": next(NEW_NUMBER)} if applied else shown
+    link's settings to the controls (applied), so the selected tab is drawn on them (redraw_after), and the notes
+    Back and Next will show when it opened a step (or closed the lesson)."""
+    notes = {"notes": step_notes(session, shown["state"])} if "state" in shown else {}
+    return {**shown, **notes, "applied": next(NEW_NUMBER)} if applied else {**shown, **notes}
 
 
 def redraw_after(player: LessonPlayer, views: dict) -> None:
@@ -201,14 +212,6 @@ def redraw_after(player: LessonPlayer, views: dict) -> None:
     player.pressing.change(press, [player.state, *button_inputs], pressed, **again, **HEAVY)
 
 
-def _opening_back(session, state):
-    return opening_for_step(session, state, -1)
-
-
-def _opening_next(session, state):
-    return opening_for_step(session, state, +1)
-
-
 def said_in_the_box(fn):
     """A move of the player whose refusal (a lesson file with a mistake, a model that cannot open, Next with no
     lesson open) stays in the lesson box until the next move, instead of a toast gone in seconds; either way the
@@ -219,7 +222,7 @@ def said_in_the_box(fn):
         except UserError as err:
             shown = {"text": f"**That did not work:** {err}\n\nPick a lesson above, or press Back or Next to try "
                              "again."}
-        return {**redrawn(shown, applied=bool(shown.get("state"))), "opening": gr.Markdown(visible=False)}
+        return {**redrawn(session, shown, applied=bool(shown.get("state"))), "opening": gr.Markdown(visible=False)}
     said.__name__, said.__doc__ = fn.__name__, fn.__doc__
     said.__signature__ = fn.signature() if isinstance(fn, LazyCallback) else inspect.signature(fn)
     return said

@@ -1,6 +1,7 @@
 """The note under the header while a pretrained model opens for the first time (explorer.callbacks.models.
 opening_note): shown by a quick event of its own before the long one, since a component the long event writes is
-covered by Gradio's timer."""
+covered by Gradio's timer. The lesson player's Back and Next show it in the page, from notes their step left
+(explorer.tabs.lesson_player)."""
 import gradio as gr
 
 from explorer.tabs.binding import bind

@@ -12,6 +12,10 @@ def norm_effect_caption(before, after, norm_name: str = "LayerNorm", where: str 
     if b.ndim == 2 and b.shape[0] > 1:
         text += (f" Before it, the positions' spreads range from {row_std.min():.2f} to {row_std.max():.2f}; after "
                  "it every position is rescaled to a similar size, so the next layer sees inputs it can rely on.")
+    if norm_name == "LayerNorm" and (abs(a.mean()) > 0.05 or abs(a.std() - 1) > 0.05):  # a trained gain and bias
+        text += (" Why not exactly mean 0, std 1: LayerNorm first brings each position's vector to mean 0 and std 1, "
+                 "then multiplies by its learned gain and adds its learned bias, one number per dimension, which "
+                 "training has moved away from 1 and 0.")
     return text
 
 

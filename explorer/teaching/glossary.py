@@ -148,9 +148,11 @@ def definition(term: str) -> str:
 
 
 def terms_in(text: str) -> list[str]:
-    """The glossary terms text uses (case-insensitive, a line break counting as a space), in the glossary's order."""
+    """The glossary terms text uses (case-insensitive, a line break counting as a space), in the order it first uses
+    them: a note under the text reads as the text does."""
     text = " ".join(text.split())
-    return [term for term, (pattern, _) in TERMS.items() if re.search(pattern, text, re.IGNORECASE)]
+    found = {term: re.search(pattern, text, re.IGNORECASE) for term, (pattern, _) in TERMS.items()}
+    return sorted((term for term, match in found.items() if match), key=lambda term: found[term].start())
 
 
 def words_note(terms, lead: str = "Words") -> str:
