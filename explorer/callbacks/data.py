@@ -46,9 +46,14 @@ def prepared(name: str, kind: str, bpe_vocab: int, held_out: float = DEFAULT_VAL
 
 
 def _prepare(text: str, kind: str, bpe_vocab: int, held_out: float = DEFAULT_VAL_FRACTION):
-    tokenizer = build_tokenizer(kind, text, int(bpe_vocab) if kind == "bpe" else None)
+    tokenizer = text_tokenizer(text, kind, bpe_vocab)
     ids = compact(token_tensor(tokenizer.encode(text)), tokenizer.vocab_size)
     return (tokenizer, *split_by_val_fraction(ids, held_out))
+
+
+def text_tokenizer(text: str, kind: str, bpe_vocab: int):
+    """The tokenizer a text is prepared with (a BPE of bpe_vocab tokens; the others ignore it)."""
+    return build_tokenizer(kind, text, int(bpe_vocab) if kind == "bpe" else None)
 
 
 def read_upload(path) -> str:
@@ -87,7 +92,7 @@ def corpus_vocab_size(corpus: str, kind: str, bpe_vocab: int) -> int:
     text = load_corpus(corpus)
     if kind == "bpe" and len(text) > SHORT_FOR_BPE:
         return bpe_vocab
-    return build_tokenizer(kind, text, bpe_vocab if kind == "bpe" else None).vocab_size
+    return text_tokenizer(text, kind, bpe_vocab).vocab_size
 
 
 def choose_data(session: Session, corpus: str, upload, kind: str, bpe_vocab,
