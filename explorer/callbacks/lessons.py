@@ -65,15 +65,20 @@ def move(session: Session, state, delta: int) -> dict:
 def opening_for_step(session: Session, state, delta: int):
     """Before Back or Next: the note saying a pretrained model opens, when the step moved to names one (see
     models.opening_note); hidden otherwise."""
-    return opening_note(session, _step_model(state["lesson"], state["step"] + delta) if state else None)
+    return opening_note(session, _moved_to_model(state, delta))
 
 
 def step_notes(session: Session, state) -> str:
     """What Back and Next say before they move, as JSON {"back": ..., "next": ...} ('' where nothing): the note that
     a pretrained model opens, when the step moved to names one (opening_for_step). The page shows it at the click
     itself (explorer.tabs.lesson_player), with no event of its own."""
-    return json.dumps({key: opening_note_text(session, _step_model(state["lesson"], state["step"] + delta))
-                       if state else "" for key, delta in (("back", -1), ("next", +1))})
+    return json.dumps({key: opening_note_text(session, _moved_to_model(state, delta))
+                       for key, delta in (("back", -1), ("next", +1))})
+
+
+def _moved_to_model(state, delta: int):
+    """The model the step delta away from the open one names (None without a lesson open)."""
+    return _step_model(state["lesson"], state["step"] + delta) if state else None
 
 
 def opening_for_lesson(session: Session, key: str):
