@@ -87,7 +87,7 @@ def untrained_session() -> tuple[Session, TrainingRun, list]:
     """A session, its run (not started: the messages below stand in for its child's) and the commands sent to it."""
     job = make_job(max_steps=100)
     session = Session(Inspected(Checkpoint(make_job(seed=1).model, job.tokenizer), "before"))
-    session.workspace.run = TrainingRun(job, "tiny text", adopt=session.inspected.adopt_training_model)
+    session.workspace.run = TrainingRun(job, "tiny text", adopt=session.inspected.adopter())
     sent = []
     session.workspace.run.remote.commands = SimpleNamespace(send=sent.append)
     return session, session.workspace.run, sent
@@ -114,6 +114,33 @@ def test_a_confirmed_pause_hands_the_session_a_copy_before_the_state_says_paused
     assert session.inspected.name == "trained on tiny text (4 steps)"
     assert session.inspected.held.model is run.progress.model
     assert [m["step"] for m in session.inspected.checkpoint.history] == [1, 2, 3, 4]
+
+
+def test_a_model_opened_while_the_run_trains_stays_until_the_learner_pauses_the_run(monkeypatch):
+    """A lesson (or the learner) opened another model while an earlier run trained: the run's end does not put the
+    earlier run's model back in its place; a Pause pressed afterwards does."""
+    monkeypatch.setattr(TrainingRun, "active", True)  # as if its child trained (control() refuses an ended run)
+    session, run, _ = untrained_session()
+    run.remote.receive(Steps([step(1), step(2)]))
+    session.inspected.use(Checkpoint(make_job(seed=2).model, run.progress.tokenizer), "a lesson's model")
+    run.remote.receive(filled(run.progress.model))
+    run.remote.receive(Confirmed("paused"))  # a pause the learner did not ask for since (the lesson's, say)
+    assert session.inspected.name == "a lesson's model" and run.adopted == 0
+    train.control(session, "resume")
+    run.remote.receive(Confirmed("running"))
+    assert "Pausing" in train.control(session, "pause")
+    run.remote.receive(Steps([step(3)]))
+    run.remote.receive(Confirmed("paused"))
+    assert session.inspected.name == "trained on tiny text (3 steps)" and run.adopted == 3
+
+
+def test_a_run_that_ends_after_another_model_opened_says_which_model_the_tabs_kept():
+    session, run, _ = untrained_session()
+    run.remote.receive(Steps([step(1), step(2)]))
+    session.inspected.use(Checkpoint(make_job(seed=2).model, run.progress.tokenizer), "a lesson's model")
+    assert run.remote.receive(Done("finished"))
+    assert session.inspected.name == "a lesson's model"
+    assert "still inspect **a lesson's model**, opened while this run trained" in train.run_status(session)
 
 
 def test_a_failed_run_is_never_adopted():

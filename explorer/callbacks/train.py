@@ -135,7 +135,7 @@ def start_training(session: Session, corpus: str, kind: str, bpe_vocab, *values)
     ws, d = session.workspace, session.workspace.data
     job = TrainJob(model, d.train, val_or_none(d.val), tc, d.tokenizer)
     run = TrainingRun(job, d.name, sample_every=max(50, tc.eval_interval),
-                      adopt=session.inspected.adopt_training_model).start()
+                      adopt=session.inspected.adopter()).start()
     ws.previous, ws.run = kept_run(ws.run, cfg, tc, d.name), run  # one previous run at most: this one replaces it
     where = "" if len(d.val) else " (no validation split: losses are measured on the training text)"
     return f"Training started: {model.num_params():,} parameters on {d.name}, {tc.max_steps:,} steps{where}."
@@ -148,6 +148,8 @@ def control(session: Session, action: str) -> str:
         raise UserError("No training run yet: press Start first.")
     if not run.active:  # a second Stop, or Pause after the last step
         raise UserError(f"This run has ended already (at step {run.progress.step}): press Start for a new one.")
+    if action == "pause":  # "the model on the other tabs becomes this one", whatever they inspect now
+        run.adopt.consent()
     run.control(Command[action.upper()])
     return {"pause": "Pausing… the model on the other tabs becomes this one at its current step.",
             "resume": "Resumed.", "stop": "Stopping after the current step…"}[action]
@@ -179,6 +181,9 @@ def run_status(session: Session) -> str:
     status = note_text(ws) + status_text(ws.run, p.history[-1] if p.history else {})
     if p.error:
         status += f" The other tabs still inspect **{session.inspected.name}**."
+    elif not ws.run.active and ws.run.adopted != p.step:
+        status += (f" The other tabs still inspect **{session.inspected.name}**, opened while this run trained: "
+                   "its model was not put in its place.")
     if ws.run.expired:
         status += f" The server stopped this run because {ws.run.expired}, to free its slot for others."
     if ws.previous is not None:

@@ -138,6 +138,10 @@ class Inspected:
                 return run
             return kept[key]
 
+    def adopter(self) -> "RunAdopter":
+        """The adopt callback of a training run starting now (explorer.state.training_run.TrainingRun.adopt)."""
+        return RunAdopter(self, self.version)
+
     def adopt_training_model(self, run, final: bool) -> None:
         """Inspect the model a run (explorer.state.training_run.TrainingRun) trained (its child confirmed a pause,
         final False: a copy, the run goes on; or the end: the model itself). A run that failed is never adopted: no
@@ -146,3 +150,26 @@ class Inspected:
         ckpt = Checkpoint.from_trainer(p, corpus=run.corpus)
         ckpt.model = (p.model if final else copy.deepcopy(p.model)).cpu()
         self.use(ckpt, f"trained on {run.corpus} ({p.step} steps)")
+
+
+@dataclass
+class RunAdopter:
+    """Makes a training run's model the inspected one at each pause and at its end, unless the learner opened
+    another model since the run started or was last adopted (a lesson's, a shipped one): that choice stays, and the
+    run's model is declined, until the learner pauses the run themselves (consent). Stop does not consent: a lesson
+    opened after a run began asks for Stop before its own Start, and keeps its model."""
+
+    inspected: Inspected
+    replaces: int  # the version of the inspected model the run's model may replace
+
+    def __call__(self, run, final: bool) -> bool:
+        with self.inspected.lock:
+            if self.inspected.version != self.replaces:
+                return False
+            self.inspected.adopt_training_model(run, final)
+            self.replaces = self.inspected.version
+            return True
+
+    def consent(self) -> None:
+        """The learner pressed Pause: the run's model takes the place of whatever is inspected now."""
+        self.replaces = self.inspected.version
