@@ -6,6 +6,9 @@ os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 # it waits for its partner (OpenMP's default) takes the core another process needs. Set before torch loads, so
 # the apps and children the tests launch inherit it.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# Every process that opens SmolLM2 (both workers, their apps) would measure its generation paths: 27 CPU-seconds
+# each. They generate in float32 instead; the measuring is tested on its own (tests/test_generation_paths.py).
+os.environ.setdefault("TX_GENERATION_PATH", "float32")
 
 import subprocess
 import sys

@@ -1,13 +1,17 @@
 """The choice of a frozen model's generation path: the fastest path whose greedy answers to the check prompts equal
 float32's on at least 9 of 10, asked fastest first; float32 needs no check. Timings are stubbed here (a test never
 times anything); the answers are real."""
+import subprocess
+import sys
+
 import pytest
 
 import model_core.model.generation_paths as paths
+from model_core import GPT
 from model_core.model.generation_paths import Cancelled, choose_generation_path, fastest_agreeing, greedy_answers
 from model_core.model.quantized import Float32Linear
 from model_core.model.sampling import generate
-from tests.helpers import frozen_grid_model
+from tests.helpers import ROOT, frozen_grid_model, tiny_config
 
 CHECKS = [[1, 2, 3, 4], [5, 6, 7, 8], [9, 10, 11, 12], [13, 14, 15], [16, 17, 18], [20, 21, 22, 23, 24], [25, 26],
           [27, 28, 29], [30, 31, 32, 33], [34, 35, 36, 37]]  # three lengths: three batches
@@ -105,3 +109,42 @@ def test_a_cancelled_choice_stops_between_two_steps_and_changes_nothing():
     with pytest.raises(Cancelled):
         model.pick_generation_path(CHECKS, cancelled=lambda: asked.append(1) or len(asked) > 3)
     assert model.for_generation() is before and "generation_choice" not in model.shared
+
+
+@pytest.mark.slow  # a process of its own
+def test_a_process_that_ends_while_the_generation_path_is_still_being_chosen_ends_cleanly():
+    """Opening a pretrained model starts a thread that measures its generation paths (tens of seconds for
+    SmolLM2); a process that exits first stops it between two steps (shipped.stop_picking, at exit). Without that
+    the thread was still inside a torch operation when the interpreter tore down, and the process aborted
+    ("terminate called without an active exception", exit code 134). The thread measures a stand-in here, a frozen
+    model of SmolLM2's kind of 25 M parameters (loading SmolLM2 itself took most of this test's 39 CPU-seconds)."""
+    script = ("import threading, time, types; from explorer.state.shipped import pick_generation_path_soon;"
+              "from tests.helpers import LLAMA; from model_core.model.gpt import GPT; from model_core.model.config import GPTConfig;"
+              "cfg = GPTConfig(vocab_size=96, block_size=64, d_model=512, n_heads=8, n_kv_heads=4, n_layers=8,"
+              " d_mlp=1024, **LLAMA);"
+              "model = GPT(cfg).eval().freeze();"
+              "tokenizer = types.SimpleNamespace(encode=lambda text: [ord(c) % 96 for c in text]);"
+              "pick_generation_path_soon('stand-in', types.SimpleNamespace(model=model, tokenizer=tokenizer));"
+              "time.sleep(1);"  # inside the measurement's torch calls
+              "assert any(t.name == 'generation-path' for t in threading.enumerate()), 'measured already'")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "terminate called" not in done.stderr and "generates one row" not in done.stdout  # stopped, not finished
+
+
+@pytest.mark.parametrize("setting, measured", [(None, True), ("measure", True), ("float32", False)])
+def test_opening_a_pretrained_model_measures_its_paths_unless_told_float32(monkeypatch, setting, measured):
+    import model_core.checkpoints.gguf as gguf
+    from explorer.state import shipped
+    from model_core.checkpoints.checkpoint import Checkpoint
+
+    stand_in = Checkpoint(GPT(tiny_config()), None)
+    monkeypatch.setattr(gguf, "load_gguf", lambda path, block_size: stand_in)
+    started = []
+    monkeypatch.setattr(shipped, "pick_generation_path_soon", lambda name, ckpt: started.append((name, ckpt)))
+    if setting is None:
+        monkeypatch.delenv(shipped.GENERATION_PATH_ENV, raising=False)
+    else:
+        monkeypatch.setenv(shipped.GENERATION_PATH_ENV, setting)
+    assert shipped.load_pretrained("smollm2-135m") is stand_in and stand_in.model.frozen
+    assert started == ([("smollm2-135m", stand_in)] if measured else [])

@@ -1,6 +1,6 @@
 """Training an SAE in the launched app through gradio_client: /train_features trains one on the classroom model in
 a training slot and /train_features_status returns its evaluation; pause and stop; the slots hold; the download
-opens as an SAE; SIGTERM ends the app and the SAE's training child."""
+opens as an SAE; SIGINT (Ctrl-C) ends the app and the SAE's training child."""
 import json
 import signal
 import time
@@ -64,12 +64,14 @@ def test_pause_resume_and_stop_reach_the_run_and_the_slots_hold(app_url):
 
 
 @pytest.mark.app  # launches an app of its own
-def test_sigterm_ends_an_sae_training_child_with_the_app(tmp_path):
+def test_sigint_ends_an_sae_training_child_with_the_app(tmp_path):
+    """SIGINT, a terminal's Ctrl-C (SIGTERM with a model's training child: tests/test_lifecycle.py)."""
     with app_process(tmp_path / "app.log") as (app, url):
         Client(url, verbose=False).predict(hook=HOOK, features=1024, k=32, tokens=524_288, api_name="/train_features")
         wait_for(lambda: len(descendants(app.pid)) >= 3, "a forkserver and a training child", timeout=60)
         below = descendants(app.pid)
-        app.send_signal(signal.SIGTERM)
+        app.send_signal(signal.SIGINT)
         wait_for(lambda: app.poll() is not None and not any(alive(p) for p in below),
-                 lambda: f"every process to end after SIGTERM (alive: {[p for p in below if alive(p)]})", timeout=10.0)
+                 lambda: f"every process to end after SIGINT (alive: {[p for p in below if alive(p)]})", timeout=10.0)
         assert app.wait(timeout=5) == 0, (tmp_path / "app.log").read_text()[-2000:]
+        assert "training processes ended" in (tmp_path / "app.log").read_text()

@@ -1,6 +1,7 @@
 """The demo models that ship in explorer/assets/models/, and a fallback when they are missing."""
 import atexit
 import functools
+import os
 import threading
 import traceback
 
@@ -31,6 +32,9 @@ def shipped_template(name: str) -> Checkpoint:
     return _loaded(name)
 
 
+# TX_GENERATION_PATH=float32: generate in float32 and never measure the faster paths (measuring SmolLM2's took
+# 27 CPU-seconds at its first open in each process; the test suite, where five processes open it, sets this)
+GENERATION_PATH_ENV = "TX_GENERATION_PATH"
 _PATHS_CHOSEN: list[str] = []  # the pretrained models whose generation paths have been chosen
 _PICKERS: list[threading.Thread] = []  # the threads that choose them
 _STOPPING = threading.Event()  # the process is ending: the pickers stop
@@ -70,7 +74,8 @@ def load_pretrained(name: str) -> Checkpoint:
     ckpt = load_gguf(pretrained_path(name), block_size=entry.block_size)
     ckpt.corpus = f"pretrained: {entry.title}"
     ckpt.model.freeze()  # never trained here: every session's copy shares these weights
-    pick_generation_path_soon(name, ckpt)
+    if os.environ.get(GENERATION_PATH_ENV, "measure") != "float32":
+        pick_generation_path_soon(name, ckpt)
     return ckpt
 
 
