@@ -2,6 +2,7 @@
 generation rows): every generation path of ours and transformers take turns, greedy, KV cache, the same torch
 threads, so load on a shared machine hits each alike; then Compare (4 settings) against one generation, and how
 often each path's greedy chat answers equal float32's."""
+import os
 import time
 
 import torch
@@ -10,6 +11,7 @@ from bench.timing import interleaved_seconds
 from bench.transformers_reference import reference_greedy, reference_model
 from explorer.common.controls import DEFAULT_COMPARISON
 from explorer.common.shipped_list import pretrained_path
+from explorer.state.shipped import GENERATION_PATH_ENV
 from model_core.data.chat import check_prompts
 from model_core.model.generation_paths import FORMATS, generation_twin
 from model_core.model.sampling import SamplingSettings, compare, generate
@@ -20,6 +22,8 @@ THEIRS = "transformers (float32)"
 
 def wait_for_choice(model, timeout: float = 1800.0):
     """The PathChoice of the thread the model's opening started (explorer.state.shipped), once it has chosen."""
+    if os.environ.get(GENERATION_PATH_ENV) == "float32":
+        raise SystemExit(f"{GENERATION_PATH_ENV}=float32 is set: the model measures no generation path; unset it")
     deadline = time.monotonic() + timeout
     while "generation_choice" not in model.shared:
         if time.monotonic() > deadline:
