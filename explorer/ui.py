@@ -35,6 +35,11 @@ CSS = """
 .te-caption p, .te-caption li, p.te-caption { font-size: 1.05rem; color: var(--body-text-color); margin: 4px 0 8px; }
 /* a view shows its progress on its captions (explorer.tabs.progress_targets): room for the timer in an empty one */
 .te-caption:has(.pending) { min-height: 3.5rem; }
+/* Gradio 6.31's page titles an error toast with its type, "Error" (gr.Error's title never reaches it); ours refuse
+   a request with a sentence (explorer.common.errors.REFUSED), and a student took "Error" for a crash */
+.toast-body.error .toast-title { font-size: 0; }
+.toast-body.error .toast-title::before { content: "Cannot do that"; font-size: var(--text-lg); }
+.toast-body.error .toast-title .toast-count { font-size: var(--text-lg); }
 .te-compare { display: flex; gap: 12px; flex-wrap: wrap; }
 .te-col { flex: 1 1 220px; min-width: 0; border: 1px solid var(--border-color-primary); border-radius: 8px;
   padding: 8px; }

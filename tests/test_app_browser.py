@@ -31,12 +31,16 @@ def coloured_pixels(png: bytes) -> int:
 
 
 def test_empty_prompt_shows_an_error_toast(page):
-    """Proves ERROR_TOAST finds Gradio's error toasts, so the other tests' 'no toast' checks mean something."""
+    """Proves ERROR_TOAST finds Gradio's error toasts, so the other tests' 'no toast' checks mean something; a refusal
+    is titled "Cannot do that", not "Error" (a student took seed 001's refusal of a big model for a crash)."""
     assert error_toasts(page) == []
     visible(page.get_by_label("Prompt")).fill("")
     visible(page.get_by_role("button", name="Show attention")).click()
     page.wait_for_selector(ERROR_TOAST)
     assert any("Type a prompt first" in text for text in error_toasts(page)), error_toasts(page)
+    title = page.locator(f"{ERROR_TOAST} .toast-title").first  # Gradio writes its type, "Error": our CSS covers it
+    assert title.evaluate("t => getComputedStyle(t, '::before').content") == '"Cannot do that"'
+    assert title.evaluate("t => getComputedStyle(t).fontSize") == "0px"  # the word "Error" takes no room
 
 
 @pytest.mark.parametrize("tab, name, button, n_plots", TABS, ids=[t[1] for t in TABS])

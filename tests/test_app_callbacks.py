@@ -415,6 +415,17 @@ def test_good_text_upload(session, tmp_path):
 CHOICES = ("shakespeare", "char", 512)  # the Data tab's defaults: corpus, kind, bpe_vocab
 
 
+@pytest.mark.slow  # counting prepares the corpus's vocabulary, as test_param_count_view
+def test_an_older_count_request_is_skipped(session):
+    """Counts the page stamped (its clock at sending): one sent before a count already answered gets None (the line
+    keeps the newer count); an unstamped one (the API) is always answered."""
+    newer = train.newest_param_count(session, 2_000.0, *CHOICES, *arch_values(n_layers=1))
+    assert newer == train.param_count_view(session, *CHOICES, *arch_values(n_layers=1))
+    assert train.newest_param_count(session, 1_000.0, *CHOICES, *arch_values(n_layers=3)) is None
+    assert train.newest_param_count(session, None, *CHOICES, *arch_values(n_layers=3)).startswith("**")
+    assert train.newest_param_count(session, 3_000.0, *CHOICES, *arch_values(n_layers=3)) != newer
+
+
 @pytest.mark.slow
 def test_param_count_view(session):
     assert train.param_count_view(session, *CHOICES, *arch_values()).startswith("**")

@@ -218,10 +218,12 @@ def test_every_button_a_step_says_to_press_is_on_the_page(app, slug):
 def test_a_preset_a_step_sets_is_counted_with_all_its_values(app):
     """seed-001's step set d_model 512 and FFN width 4 in one update, and the size line said d_mlp 1024 (the old
     width): one listener per control let the counts finish out of order. One listener counts for every control, once
-    more with the final values when they change while it counts."""
-    counting = [f for f in app.fns.values() if getattr(f.fn, "__name__", "") == "param_count_view" and
+    more with the final values when they change while it counts, each request stamped by the page (an older count
+    never overwrites a newer one: test_app_callbacks.test_an_older_count_request_is_skipped)."""
+    counting = [f for f in app.fns.values() if getattr(f.fn, "__name__", "") == "newest_param_count" and
                 len(f.targets) > 1]
     assert len(counting) == 1 and counting[0].trigger_mode == "always_last"
+    assert "Date.now()" in counting[0].js
     counted = {app.blocks[target[0]].label for target in counting[0].targets}
     assert {"d_model", "FFN width (× d_model)", "Layers"} <= counted
 
@@ -582,10 +584,11 @@ def test_a_lesson_opened_while_a_run_goes_or_waits_says_to_stop_it_first(app):
     session.workspace.run = SimpleNamespace(active=True, corpus="shakespeare",
                                             progress=SimpleNamespace(requested="running", step=850))
     text = open_lesson(session, "grokking")["text"]
-    assert "Your earlier training run is still going (step 850)" in text and "press **Stop**" in text
+    assert "Your earlier training run is still going, at step 850." in text and "press **Stop**" in text
     session.workspace.run.progress.requested = "paused"  # a paused run holds Start back too
     text = open_lesson(session, "grokking")["text"]
-    assert "Your earlier training run is paused (step 850)" in text and "press **Stop**" in text
+    assert "Your earlier training run is paused (the server stops a run paused for 5 minutes), at step 850." in text
+    assert "press **Stop**" in text  # what the status line says when it does is not contradicted
     session.workspace.run.progress.requested = "stopped"  # stopping: Start works once it has ended
     assert "still going" not in open_lesson(session, "grokking")["text"]
     session.workspace.run = None

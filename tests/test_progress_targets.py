@@ -77,3 +77,27 @@ def test_a_chart_is_a_target_only_where_nothing_else_is_written():
     assert with_note.show_progress_on == [note]
     assert charts_only.show_progress_on == [chart]
     assert setting.show_progress_on is None
+
+
+def test_every_event_that_writes_html_shows_its_progress_on_something_else(app):
+    """Gradio 6.31's page never shows an HTML block's progress: Compare (HTML only) and Generate step by step (HTML
+    and a table) ran 25 s on SmolLM2 with no sign of it. Each event writing HTML that shows progress at all has a
+    target that is not HTML: Compare its caption under the button, step by step its table."""
+    writing = [fn for fn in app.fns.values() if fn.show_progress != "hidden" and fn.fn is not None
+               and any(isinstance(b, gr.HTML) for b in fn.outputs)]
+    silent = [fn.name for fn in writing if all(isinstance(b, gr.HTML) for b in targets(fn))]
+    assert not silent
+    compare = next(fn for fn in writing if fn.api_name == "compare")
+    assert [type(b).__name__ for b in targets(compare)] == ["Markdown"]
+    steps = next(fn for fn in writing if fn.api_name == "generate")
+    assert [type(b).__name__ for b in targets(steps)] == ["Dataframe"]
+
+
+def test_html_is_never_a_target_beside_other_outputs():
+    with gr.Blocks() as demo:
+        text, rows, note, button = gr.HTML(), gr.Dataframe(), gr.Markdown(), gr.Button()
+        button.click(lambda: ("x", None), None, [text, rows])
+        button.click(lambda: ("x", None, "y"), None, [text, rows, note])
+    assert progress_on_leaves(demo) == 2
+    table_only, with_note = demo.fns.values()
+    assert table_only.show_progress_on == [rows] and with_note.show_progress_on == [note]

@@ -403,7 +403,10 @@ def test_the_role_scores_loss_has_a_panel_of_its_own_from_0():
 
 def test_a_patching_chart_writes_only_the_shares_that_are_not_zero():
     """140 cells of "0%" hid the one patch that mattered: a share that rounds to 0 % is left blank (hover still
-    gives it), every other is written, a negative one with its sign."""
+    gives it), every other is written, a negative one with its sign; in narrow cells without "%"."""
     restored = np.array([[0.0, 0.004, 0.94], [-0.003, 0.031, -0.2]])
     cells = patching_figure(restored, ["head 0", "head 1"], ["0:a", "1:b", "2:c"], "p", "position", "head").data[0]
     assert [list(row) for row in cells.text] == [["", "", "94%"], ["", "3%", "-20%"]]
+    wide = patching_figure(np.ones((2, 34)), ["head 0", "head 1"], [f"{i}:a" for i in range(34)], "p", "position",
+                           "head").data[0]
+    assert set(wide.text[0]) == {"100"}  # 34 cells of 27 px: "100%" did not fit, the colour bar says "%"

@@ -9,6 +9,7 @@ from explorer.callbacks.models import opening_note, opening_note_text
 from explorer.common import app_state
 from explorer.common.controls import DEFAULT_PROMPT
 from explorer.common.errors import UserError
+from explorer.common.limits import LIMITS
 from explorer.state.session import Session
 from explorer.teaching import view_params
 from explorer.teaching.glossary import first_uses, terms_in, words_note
@@ -189,8 +190,9 @@ def run_going_note(session: Session) -> list[str]:
     run = session.workspace.run
     if run is None or not run.active or run.progress.requested not in ("running", "paused"):
         return []  # a stopped run is ending: Start works once it has
-    state = "is paused" if run.progress.requested == "paused" else "is still going"
-    return [f"Your earlier training run {state} (step {run.progress.step:,}). Before a step that says "
+    state = (f"is paused (the server stops a run paused for {LIMITS.run_ttl_seconds / 60:g} minutes)"
+             if run.progress.requested == "paused" else "is still going")
+    return [f"Your earlier training run {state}, at step {run.progress.step:,}. Before a step that says "
             "**Start**, press **Stop** on the Train tab: one run per student at a time (its curves stay on the "
             "charts, faded, beside the new run's)."]
 

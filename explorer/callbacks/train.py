@@ -1,6 +1,7 @@
 """Train tab: build a model from the controls, train it in a child process (explorer.state.training_run), read its
 progress."""
 import functools
+from typing import Optional
 
 import gradio as gr
 import torch
@@ -81,6 +82,18 @@ def param_count_view(session: Session, corpus: str, kind: str, bpe_vocab, *arch_
     except ValueError as err:  # a UserError too
         return f"⚠️ {err}"
     return size_text(cfg)
+
+
+def newest_param_count(session: Session, sent_at, corpus: str, kind: str, bpe_vocab, *arch_values) -> Optional[str]:
+    """param_count_view for a count the page stamped sent_at (its clock at sending), or None for one sent before a
+    count already answered: a lesson step or a link sets many controls at once, each change sends a count, and some
+    went before every value had landed (Gradio updates outputs one at a time); the one that finished last showed
+    the grokking model with the previous FFN width (147,772 parameters, d_mlp 256, beside "FFN width 4")."""
+    if sent_at is not None:
+        if sent_at <= session.workspace.counted_at:
+            return None
+        session.workspace.counted_at = sent_at
+    return param_count_view(session, corpus, kind, bpe_vocab, *arch_values)
 
 
 def prepare_controls_data(session: Session, corpus: str, kind: str, bpe_vocab, val_split) -> None:

@@ -14,7 +14,7 @@ log = logging.getLogger("explorer")
 PROJECT_DIRS = tuple(str(Path(__file__).resolve().parents[2] / d) for d in ("explorer", "model_core"))
 
 
-REFUSED = "Cannot do that"  # a refusal's toast title: the app is fine, the request was not (a failure's: "Error")
+REFUSED = "Cannot do that"  # a refusal's title (API callers); the page's error toasts all say it (explorer.ui CSS)
 
 
 class UserError(ValueError):
@@ -22,8 +22,8 @@ class UserError(ValueError):
 
 
 def refusal(sentence: str) -> gr.Error:
-    """The toast of a request refused with a sentence for the user (titled REFUSED, not Gradio's "Error", which
-    a student took for a crash)."""
+    """The toast of a request refused with a sentence for the user, titled REFUSED (not Gradio's "Error", which
+    a student took for a crash; Gradio's page titles a toast by its type, so CSS there writes REFUSED)."""
     return gr.Error(sentence, title=REFUSED, print_exception=False)
 
 

@@ -107,17 +107,21 @@ def head_source_figure(values, sources: list[str], head: str, what: str) -> Figu
                         TITLE_BAND + PART_PLOT_PX + 90, chart_width=WIDE_CHART, margin=dict(t=80, l=left, b=90))
 
 
-def restored_text(share: float) -> str:
+NARROW_CELLS = 20  # more columns than this: a cell is too narrow for "100%", and writes "100" (the colour bar: %)
+
+
+def restored_text(share: float, sign: str = "%") -> str:
     """A patching cell's number: blank where it rounds to 0 %, so the patches that matter stand out of the rows."""
     percent = round(share * 100)
-    return f"{percent}%" if percent else ""
+    return f"{percent}{sign}" if percent else ""
 
 
 def patching_figure(restored, rows: list[str], cols: list[str], title: str, x_title: str, y_title: str) -> Figure:
     """[R, C] share of the clean answer restored by each patch: 0 white (as corrupted), 1 red (as clean)."""
     restored = np.asarray(restored, dtype=np.float64)
     reach = max(1.0, symmetric_range(restored))
-    cells = dict(text=[[restored_text(v) for v in row] for row in restored], texttemplate="%{text}",
+    sign = "" if len(cols) > NARROW_CELLS else "%"
+    cells = dict(text=[[restored_text(v, sign) for v in row] for row in restored], texttemplate="%{text}",
                  textfont=dict(size=SMALL_FONT)) if restored.size <= TEXT_CELLS else {}
     fig = Figure([heatmap(
         z=compact(restored), x=list(cols), y=list(rows), zmin=-reach, zmax=reach, colorscale=DIVERGING_SCALE,

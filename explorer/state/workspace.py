@@ -73,6 +73,7 @@ class Workspace:
     note: Optional[StatusNote] = None  # the Train tab's last refusal, until its next action
     sae_run: Optional[TrainingRun] = None  # an SAE training on the Features tab (its own run, in a training slot)
     model_b: Optional[SecondModel] = None  # Experiments tab
+    counted_at: float = 0.0  # the page's stamp of the newest Train-tab parameter count answered (newest_param_count)
 
     def stop_training(self) -> None:
         for run in (self.run, self.sae_run):

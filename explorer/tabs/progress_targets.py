@@ -17,11 +17,15 @@ A chart or a table is the costliest target of all: the page copies a target's wh
 a chart's value is its figure (every trace's numbers and labels), a table's every cell. An event that draws them
 shows its progress on the other components it writes (its captions and notes, written in the same answer), or on
 the first of them when it writes nothing else. Measured on the lesson walk in Chromium (13 lessons, 2 idle cores):
-the page's main thread worked 180 s with every chart a target, 146 s with none, 117 s with no target at all."""
+the page's main thread worked 180 s with every chart a target, 146 s with none, 117 s with no target at all.
+
+An HTML block is no target either: its progress marker never shows (Generate step by step ran for 25 s on SmolLM2
+with no sign of it); its table does. An event that writes only HTML names a caption (Compare's)."""
 import gradio as gr
 from gradio.blocks import BlockContext
 
 BULKY = (gr.Plot, gr.Dataframe)  # a value the page copies whole at each read
+SILENT = (gr.HTML,)  # Gradio 6.31's page never shows an HTML block's progress (its marker stays hidden)
 
 
 def progress_on_leaves(demo: gr.Blocks, settings=()) -> int:
@@ -34,7 +38,7 @@ def progress_on_leaves(demo: gr.Blocks, settings=()) -> int:
         bulky = [block for block in fn.outputs if isinstance(block, BULKY)]
         if fn.show_progress_on is not None or not (layout or bulky):
             continue
-        leaves = [block for block in fn.outputs if not isinstance(block, (BlockContext, *BULKY))
+        leaves = [block for block in fn.outputs if not isinstance(block, (BlockContext, *BULKY, *SILENT))
                   and id(block) not in settings]
         fn.show_progress_on = leaves or bulky[:1]
         changed += 1

@@ -44,9 +44,10 @@ def build_sampling_tab(prompt, drop, model_info):
             length = RawSlider(10, 500, value=150, step=10, label="New tokens")
             seed = RawNumber(0, label="Seed", precision=0)
             go = gr.Button("Compare", variant="primary")
+            working = gr.Markdown(elem_classes=["te-caption"])  # empty: Compare's timer while it generates
     columns = gr.HTML(label="Generations")
     go.click(bind(comparison_view, shared=True), [prompt, table, length, seed, drop, chat], columns, api_name="compare",
-             **API, **GENERATION)
+             show_progress_on=[working], **API, **GENERATION)
 
     gr.Markdown("### Step by step\nGenerate with the knobs above; each token is shaded by its probability.")
     step_go = gr.Button("Generate step by step")

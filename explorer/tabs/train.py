@@ -20,8 +20,8 @@ from model_core.training.train_config import MAX_NS_STEPS, OPTIMIZERS
 
 use_untrained_model = callbacks("init_model", "use_untrained_model")
 apply_preset, preset_note = callbacks("presets", "apply_preset", "preset_note")
-control, param_count_view, poll, start_training = callbacks("train", "control", "param_count_view", "poll",
-                                                           "start_training")
+control, newest_param_count, poll, start_training = callbacks("train", "control", "newest_param_count", "poll",
+                                                             "start_training")
 model_summary, opening_note, pick_shipped, save_zip, load_zip = callbacks(
     "models", "model_summary", "opening_note", "pick_shipped", "save_zip", "load_zip")
 
@@ -172,12 +172,12 @@ def build_train_tab(data_inputs, model_info, opening, resumed) -> TrainStart:
     progress_note = gr.Markdown("Progress measures appear here at each evaluation.", elem_classes=["te-caption"])
     sample = gr.Textbox(label="Latest sample from the model", lines=6, interactive=False)
 
-    count, counted = bind(param_count_view), [corpus, kind, bpe_vocab, *arch]  # the vocabulary Start would use
+    count, counted = _newest_count(), [corpus, kind, bpe_vocab, *arch]  # the vocabulary Start would use
+    stamp = gr.Number(visible=False)  # the page's stamp of each count request (STAMP_JS)
     # One listener for every control, counting once more with their final values when they change while it counts
-    # (as redraw_on): a listener per control let a preset's changes finish out of order, and the line counted
-    # seed-001's d_model 512 with the previous FFN width (16,987,136 parameters, d_mlp 1024) beside "FFN width 4".
-    gr.on([c.change for c in counted], count, counted, params, api_visibility="private", trigger_mode="always_last",
-          concurrency_limit=None)
+    # (as redraw_on); each request stamped by the page, so an older one never overwrites a newer count.
+    gr.on([c.change for c in counted], count, [stamp, *counted], params, js=STAMP_JS,
+          api_visibility="private", trigger_mode="always_last", concurrency_limit=None)
     progress = {"loss": loss, "status": status, "live": live, "live_caption": live_caption, "sample": sample,
                 "progress": progress_chart, "progress_note": progress_note}
     watched = {**progress, "running": timer}
@@ -199,9 +199,26 @@ def build_train_tab(data_inputs, model_info, opening, resumed) -> TrainStart:
                                                    api_name="train_status", **API)
     data_button("train", [loss, live, progress_chart], [*arch, *optim])
     _model_controls(model_info, opening)
-    resumed.then(count, counted, params, api_visibility="private")
+    resumed.then(count, [stamp, *counted], params, js=STAMP_JS, api_visibility="private")
     resumed.then(bind(_watched, fields=watched), None, list(watched.values()), **QUIET)  # a reloaded page's run
     return starts
+
+
+# The page's clock in microseconds when it sends a parameter count (a counter tells apart two in one millisecond),
+# in place of the hidden stamp's value: see explorer.callbacks.train.newest_param_count.
+STAMP_JS = ("(stamp, ...values) => [Date.now() * 1000 + (window.teCounts = ((window.teCounts || 0) + 1) % 1000),"
+            " ...values]")
+
+
+def _newest_count():
+    """The count handler: the line keeps what it shows when the server skipped an older request."""
+    count = bind(newest_param_count)
+
+    def newest(request: gr.Request, *values):
+        text = count(request, *values)
+        return gr.skip() if text is None else text
+    newest.__name__ = "newest_param_count"  # as the callback (tests find the listener by it)
+    return newest
 
 
 def _progress(session):

@@ -40,7 +40,7 @@ def progress_caption(steps, series: dict, max_steps: int) -> str:
         parts.append(f"The strongest induction score is {now:.2f}" + (
             f"; it crossed {INDUCTION_THRESHOLD} at step {crossed:,}." if crossed is not None else
             f", below {INDUCTION_THRESHOLD}: no induction head yet."))
-    if "icl" in series:
+    if "icl" in series and np.isfinite(series["icl"][-1]):  # a checkpoint from before icl_score left out NaN
         spacing = int(np.diff(steps).max()) if len(steps) > 1 else 1  # at least two evaluations apart
         a, b, drop = steepest_drop(steps, series["icl"], max(spacing, max_steps // 10))
         parts.append(f"The in-context-learning score is {series['icl'][-1]:+.2f} nats (negative: later tokens are "

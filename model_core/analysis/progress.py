@@ -14,6 +14,7 @@ and for modular addition:
                  number embedding at this step, the Grokking tab's (Nanda et al. take the final model's; this
                  needs no hindsight, and at the end it is the lab's own)
   key_share      share of the number embedding's squared Fourier norm carried by its 6 largest frequencies"""
+import math
 from typing import Optional
 
 import numpy as np
@@ -74,16 +75,17 @@ def language_measures(model, ids: torch.Tensor) -> dict:
 
 
 def icl_score(logits: torch.Tensor, windows: torch.Tensor) -> Optional[float]:
-    """Mean loss over the last 10 % of positions minus the mean over positions 5 %-15 % (None when the window
-    is too short to have both). logits [B, T, V], windows [B, T]."""
+    """Mean loss over the last 10 % of positions (at least the last) minus the mean over positions 5 %-15 % (None
+    when the window is too short to have both apart). logits [B, T, V], windows [B, T]."""
     T = windows.shape[1]
     early = slice(int(0.05 * T) + 1, max(int(0.15 * T), int(0.05 * T) + 2))
-    late = slice(int(0.9 * T), T - 1)
+    late = slice(min(int(0.9 * T), T - 2), T - 1)  # a 10-token context: position 8 (of the 9 that have a target)
     if T < 10 or late.start <= early.stop:
         return None
     loss = F.cross_entropy(logits[:, :-1].float().transpose(1, 2), windows[:, 1:].long(), reduction="none")  # [B, T-1]
     per_position = loss.mean(0)
-    return float(per_position[late].mean() - per_position[early].mean())
+    score = float(per_position[late].mean() - per_position[early].mean())
+    return score if math.isfinite(score) else None
 
 
 def example_accuracy(model, examples: torch.Tensor) -> float:
