@@ -1,7 +1,6 @@
 """In Chromium: dark mode keeps captions readable, chart images download as PNG and SVG with names saying tab,
 chart, model and prompt, and the Tab key walks through a tab's controls without getting stuck in a chart."""
 import re
-import urllib.parse
 
 import pytest
 
@@ -90,8 +89,8 @@ SELECTED_HEAD_TITLE = """() => { const plots = [...document.querySelectorAll('.j
   return plots.length ? plots[0].layout.title.text : ''; }"""
 
 
-def test_arrow_keys_on_a_slider_redraw_its_view(browser, app_url):
-    page = open_app(browser, app_url)
+def test_arrow_keys_on_a_slider_redraw_its_view(default_page):
+    page = default_page  # leaves head 3 selected (the tests after it read no head)
     page.wait_for_function(f"({SELECTED_HEAD_TITLE})().includes('L0·H0')")
     slider = page.get_by_label("range slider for Head").first
     slider.focus()
@@ -102,7 +101,6 @@ def test_arrow_keys_on_a_slider_redraw_its_view(browser, app_url):
         page.keyboard.down("ArrowRight")
     page.keyboard.up("ArrowRight")
     page.wait_for_function(f"({SELECTED_HEAD_TITLE})() === 'L0·H3 attention pattern'")
-    page.context.close()
 
 
 def test_the_header_says_it_is_working_while_a_slow_request_fills_it(default_page):
@@ -121,15 +119,14 @@ def test_the_header_says_it_is_working_while_a_slow_request_fills_it(default_pag
     page.wait_for_function(f"({note})().content === 'none'")
 
 
-def test_the_data_file_box_shows_only_once_it_holds_a_file(browser, app_url):
+def test_the_data_file_box_shows_only_once_it_holds_a_file(default_page):
     """An empty 'Data of this tab (.zip)' box sat between the sections of every tab until its button was pressed."""
-    page = open_app(browser, app_url)
+    page = default_page  # the last test on it: its box stays
     boxes = page.get_by_text("Data of this tab (.zip)")
     assert all(not box.is_visible() for box in boxes.all())
     page.locator("button:visible", has_text="Download data (CSV + settings)").first.click()
     visible_box = page.locator(".block:visible", has=page.get_by_text("Data of this tab (.zip)"))
     visible_box.locator("a[href*='.zip']").first.wait_for()  # the file's link
-    page.context.close()
 
 
 # Every tick label of a category axis of the chart whose title matches a pattern, as drawn: its text, where its
@@ -160,37 +157,36 @@ def assert_every_label_drawn_apart(ticks: list[dict], expected: list[str], axis:
     assert min(t["font"] for t in ticks) >= 12
 
 
-def test_a_heads_heatmap_draws_every_key_and_query_label_apart(browser, app_url):
-    """a-real-model's "row 16 looks at piece 5" needs every label of its 24 pieces: Plotly drew every second one."""
-    prompt = "To be, or not to be: tha"  # 24 characters
-    page = open_app(browser, app_url + "?tab=attention&prompt=" + urllib.parse.quote(prompt), width=1280)
-    tokens = [f"{i}:{c}" for i, c in enumerate(prompt.replace(" ", "␣"))]
-    expected = [f"{t[:-1]}“{t[-1]}”" if t[-1] in ",:␣" else t for t in tokens]  # thin marks, spaces in quotes
-    for axis in ("x", "y"):  # (the link's prompt is drawn after the page's first view, of the default prompt)
-        page.wait_for_function(f"() => ({DRAWN_TICKS})(['attention pattern$', '{axis}']).length === {len(tokens)}")
-        drawn = page.evaluate(f"() => ({DRAWN_TICKS})(['attention pattern$', '{axis}'])")
-        assert_every_label_drawn_apart(drawn, expected, axis)
+# The tests below share one page 1,280 px wide (a laptop's), in this order: the default prompt's labels first, then
+# a head typed into the boxes, then a 24-character prompt on the Attention tab, then a prompt on the Sampling tab.
+@pytest.fixture(scope="module")
+def narrow_page(browser, app_url):
+    page = open_app(browser, app_url, width=1280)
+    yield page
     page.context.close()
 
 
-def test_the_next_token_chart_labels_all_thirty_bars(browser, app_url):
-    """temperature-top-p: 'i', 'a', 'r' and the space had bars without labels."""
-    page = open_app(browser, app_url + "?tab=sampling&prompt=" + urllib.parse.quote("ROMEO:\nI will th"), plots=0,
-                    width=1280)
-    page.get_by_role("button", name="Show next-token distribution").click()
-    page.wait_for_function("() => [...document.querySelectorAll('.js-plotly-plot')].some((g) => g.layout && "
-                           "g.layout.title && /filtering cut 0 of \\d+ tokens \\(top 30 shown\\)/.test(g.layout.title.text))")
-    drawn = page.evaluate(f"() => ({DRAWN_TICKS})(['^Next-token probabilities', 'x'])")
-    shown = [t["text"] for t in drawn]
-    assert len(shown) == 30 and {"e", "i", "a", "r", "“␣”"} <= set(shown), shown
-    assert_every_label_drawn_apart(drawn, shown, "x")
-    page.context.close()
+def type_prompt(page, text: str) -> None:
+    """The shared prompt box, typed as a student does, and Shift+Enter: the open tab redraws with it."""
+    box = page.get_by_label("Prompt").first
+    box.fill(text)
+    box.press("Shift+Enter")
 
 
-def test_layer_and_head_typed_in_quick_succession_end_in_the_chart(browser, app_url):
+def test_the_default_prompts_head_and_bars_draw_all_sixty_labels_apart(narrow_page):
+    """The walk: the default prompt's head heatmap drew every second (queries) and every third (keys) label."""
+    page = narrow_page
+    for title, axis in (("attention pattern$", "x"), ("attention pattern$", "y"), ("^Where .* looks", "x")):
+        drawn = page.evaluate(f"() => ({DRAWN_TICKS})(['{title}', '{axis}'])")
+        texts = [t["text"] for t in drawn]
+        assert [t.split(":")[0] for t in texts] == [str(i) for i in range(60)], (title, axis, texts)
+        assert_every_label_drawn_apart(drawn, texts, axis)
+
+
+def test_layer_and_head_typed_in_quick_succession_end_in_the_chart(narrow_page):
     """Typed into the sliders' number boxes one after the other, the boxes and the chart disagreed (a number
     entered with Enter, without leaving its box, sent nothing): the chart always ends on the last values."""
-    page = open_app(browser, app_url + "?tab=attention", width=1280)
+    page = narrow_page
     page.wait_for_function(f"({SELECTED_HEAD_TITLE})().includes('L0·H0')")
     layer_box, head_box = page.get_by_label("number input for Layer").first, page.get_by_label("number input for Head").first
     for layer, head in ((2, 3), (1, 2), (3, 1), (1, 3)):
@@ -202,15 +198,30 @@ def test_layer_and_head_typed_in_quick_succession_end_in_the_chart(browser, app_
     page.wait_for_function("() => document.querySelectorAll('.eta-bar, .pending').length === 0")
     assert page.evaluate(SELECTED_HEAD_TITLE) == "L1·H3 attention pattern"  # and nothing redrew it after
     assert (layer_box.input_value(), head_box.input_value()) == ("1", "3")
-    page.context.close()
 
 
-def test_the_default_prompts_head_and_bars_draw_all_sixty_labels_apart(browser, app_url):
-    """The walk: the default prompt's head heatmap drew every second (queries) and every third (keys) label."""
-    page = open_app(browser, app_url, width=1280)
-    for title, axis in (("attention pattern$", "x"), ("attention pattern$", "y"), ("^Where .* looks", "x")):
-        drawn = page.evaluate(f"() => ({DRAWN_TICKS})(['{title}', '{axis}'])")
-        texts = [t["text"] for t in drawn]
-        assert [t.split(":")[0] for t in texts] == [str(i) for i in range(60)], (title, axis, texts)
-        assert_every_label_drawn_apart(drawn, texts, axis)
-    page.context.close()
+def test_a_heads_heatmap_draws_every_key_and_query_label_apart(narrow_page):
+    """a-real-model's "row 16 looks at piece 5" needs every label of its 24 pieces: Plotly drew every second one."""
+    page = narrow_page
+    prompt = "To be, or not to be: tha"  # 24 characters
+    type_prompt(page, prompt)
+    tokens = [f"{i}:{c}" for i, c in enumerate(prompt.replace(" ", "␣"))]
+    expected = [f"{t[:-1]}“{t[-1]}”" if t[-1] in ",:␣" else t for t in tokens]  # thin marks, spaces in quotes
+    for axis in ("x", "y"):
+        page.wait_for_function(f"() => ({DRAWN_TICKS})(['attention pattern$', '{axis}']).length === {len(tokens)}")
+        drawn = page.evaluate(f"() => ({DRAWN_TICKS})(['attention pattern$', '{axis}'])")
+        assert_every_label_drawn_apart(drawn, expected, axis)
+
+
+def test_the_next_token_chart_labels_all_thirty_bars(narrow_page):
+    """temperature-top-p: 'i', 'a', 'r' and the space had bars without labels."""
+    page = narrow_page
+    page.get_by_role("tab", name="Sampling").click()
+    page.get_by_label("Prompt").first.fill("ROMEO:\nI will th")
+    page.get_by_role("button", name="Show next-token distribution").click()
+    page.wait_for_function("() => [...document.querySelectorAll('.js-plotly-plot')].some((g) => g.layout && "
+                           "g.layout.title && /filtering cut 0 of \\d+ tokens \\(top 30 shown\\)/.test(g.layout.title.text))")
+    drawn = page.evaluate(f"() => ({DRAWN_TICKS})(['^Next-token probabilities', 'x'])")
+    shown = [t["text"] for t in drawn]
+    assert len(shown) == 30 and {"e", "i", "a", "r", "“␣”"} <= set(shown), shown
+    assert_every_label_drawn_apart(drawn, shown, "x")
