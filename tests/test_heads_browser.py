@@ -11,7 +11,21 @@ from tests.browser_helpers import VISIBLE_PANEL, error_toasts, press, screenshot
 pytestmark = pytest.mark.browser
 
 
-def test_heads_tab_report_examples_and_film_strip(page):
+def test_opening_the_training_history_draws_the_slider_point(module_page):
+    """A student opened "Watch the heads form during training" at 1 (the end) and saw an empty chart until the
+    slider moved: opening the box draws the snapshot its slider is at."""
+    page = module_page  # first on the module's page (the Attention tab, as loaded); the Heads tab's test follows
+    opener = visible(page.get_by_text("Watch the heads form during training"))
+    opener.scroll_into_view_if_needed()
+    press(page, opener)
+    page.wait_for_function(f"() => /snapshot \\d+ of \\d+/.test({VISIBLE_PANEL}.innerText)")
+    text = page.evaluate(f"() => {VISIBLE_PANEL}.innerText")
+    assert re.search(r"snapshot (\d+) of \1\b", text), "the slider starts at the end: the last snapshot"
+    assert error_toasts(page) == []
+
+
+def test_heads_tab_report_examples_and_film_strip(module_page):
+    page = module_page
     press(page, page.get_by_role("tab", name="Heads"))  # opening the tab makes the report card
     state = wait_until_idle(page, 3)
     assert state["plots"] >= 3  # role map, induction loss, induction stripe
@@ -27,15 +41,3 @@ def test_heads_tab_report_examples_and_film_strip(page):
     assert "snapshots of L0·H0" in page.evaluate(f"() => {VISIBLE_PANEL}.innerText")
     assert error_toasts(page) == []
     screenshot(page, "heads_all")
-
-
-def test_opening_the_training_history_draws_the_slider_point(page):
-    """A student opened "Watch the heads form during training" at 1 (the end) and saw an empty chart until the
-    slider moved: opening the box draws the snapshot its slider is at."""
-    opener = visible(page.get_by_text("Watch the heads form during training"))
-    opener.scroll_into_view_if_needed()
-    press(page, opener)
-    page.wait_for_function(f"() => /snapshot \\d+ of \\d+/.test({VISIBLE_PANEL}.innerText)")
-    text = page.evaluate(f"() => {VISIBLE_PANEL}.innerText")
-    assert re.search(r"snapshot (\d+) of \1\b", text), "the slider starts at the end: the last snapshot"
-    assert error_toasts(page) == []
