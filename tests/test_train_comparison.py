@@ -65,6 +65,13 @@ def test_the_page_gets_the_same_sentence_as_the_status_line():
     assert err.value.title == "Cannot do that"  # a refusal, not a crash: not titled "Error"
 
 
+def test_a_refusal_toast_shows_no_markdown_the_status_line_keeps_it():
+    from explorer.common.errors import refusal
+
+    said = "A run is already going, so Start started nothing. Press **Stop**, then **Start** again."
+    assert refusal(said).message == "A run is already going, so Start started nothing. Press Stop, then Start again."
+
+
 def test_a_failure_nobody_wrote_a_sentence_for_is_titled_error():
     from explorer.common.errors import friendly
 

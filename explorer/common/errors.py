@@ -23,8 +23,9 @@ class UserError(ValueError):
 
 def refusal(sentence: str) -> gr.Error:
     """The toast of a request refused with a sentence for the user, titled REFUSED (not Gradio's "Error", which
-    a student took for a crash; Gradio's page titles a toast by its type, so CSS there writes REFUSED)."""
-    return gr.Error(sentence, title=REFUSED, print_exception=False)
+    a student took for a crash; Gradio's page titles a toast by its type, so CSS there writes REFUSED). A sentence
+    written for the status line's Markdown loses its ** (a toast showed "press **Stop**")."""
+    return gr.Error(sentence.replace("**", ""), title=REFUSED, print_exception=False)  # no Markdown in a toast
 
 
 def friendly(fn):
