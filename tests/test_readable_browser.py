@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from tests.browser_helpers import PANEL_STATE, SCREENSHOTS, TIMEOUT_MS
+from tests.browser_helpers import PANEL_STATE, SCREENSHOTS, TIMEOUT_MS, press, visible
 
 pytestmark = pytest.mark.browser
 
@@ -216,9 +216,9 @@ def test_a_heads_heatmap_draws_every_key_and_query_label_apart(narrow_page):
 def test_the_next_token_chart_labels_all_thirty_bars(narrow_page):
     """temperature-top-p: 'i', 'a', 'r' and the space had bars without labels."""
     page = narrow_page
-    page.get_by_role("tab", name="Sampling").click()
-    page.get_by_label("Prompt").first.fill("ROMEO:\nI will th")
-    page.get_by_role("button", name="Show next-token distribution").click()
+    page.get_by_label("Prompt").first.fill("ROMEO:\nI will th")  # before the tab, whose first chart reads it
+    press(page, page.get_by_role("tab", name="Sampling"))
+    press(page, visible(page.get_by_role("button", name="Show next-token distribution")))
     page.wait_for_function("() => [...document.querySelectorAll('.js-plotly-plot')].some((g) => g.layout && "
                            "g.layout.title && /filtering cut 0 of \\d+ tokens \\(top 30 shown\\)/.test(g.layout.title.text))")
     drawn = page.evaluate(f"() => ({DRAWN_TICKS})(['^Next-token probabilities', 'x'])")
