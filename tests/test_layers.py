@@ -24,6 +24,7 @@ LAYERS = [
     ("explorer.tabs", "components and wiring, one builder per tab"),
     ("explorer", "the page (ui) and the lesson checker that builds it"),
     ("explorer.server", "launch and Gradio plumbing"),
+    ("explorer.hub", "JupyterHub: the launcher tile, the teacher page as a hub service"),
 ]
 FORBIDDEN = {  # third-party packages a layer never imports (house style)
     "model_core": {"gradio", "plotly", "explorer"},

@@ -59,3 +59,21 @@ def test_a_nan_in_the_child_is_the_runs_error_with_the_step():
     remote = RemoteTrainer(job)
     assert remote.run() == "error" and remote.progress.state == "error"
     assert "at step 1" in remote.progress.error  # (a child that dies: tests/test_lifecycle.py)
+
+
+def test_an_idle_forkserver_ends_when_asked_and_the_next_run_starts_a_new_one(monkeypatch):
+    """A single-user server (a JupyterHub student's) gives back the forkserver's ~350 MB between runs."""
+    from multiprocessing import forkserver
+
+    from model_core.training import remote as remote_module
+    from tests.helpers import alive, wait_for
+
+    monkeypatch.setattr(remote_module, "_idle_stop_seconds", None)
+    remote_module.stop_forkserver_when_idle(0.3)
+    assert RemoteTrainer(make_job(max_steps=3)).run() == "finished"
+    first = forkserver._forkserver._forkserver_pid
+    wait_for(lambda: not alive(first), "the idle forkserver to end", 10)
+    assert RemoteTrainer(make_job(max_steps=3)).run() == "finished"  # started again on demand
+    second = forkserver._forkserver._forkserver_pid
+    assert second != first and alive(second)
+    wait_for(lambda: not alive(second), "the second one to end too", 10)  # then the other tests' runs keep theirs

@@ -64,7 +64,7 @@ def test_wrong_keys_are_refused_more_and_more_slowly(client):
 def test_the_key_opens_the_page_and_its_requests(client):
     signed_in(client)
     page = client.get("/teacher")
-    assert page.status_code == 200 and "/gradio_api/file=" in page.text and "PLOTLY_SRC" not in page.text
+    assert page.status_code == 200 and "gradio_api/file=" in page.text and "PLOTLY_SRC" not in page.text
     assert page.headers["cache-control"] == "no-store"
     view = client.get("/teacher/api/class").json()
     assert set(view) >= {"students", "leaderboard", "figure", "answers", "slots", "pushes"}
@@ -110,7 +110,9 @@ def test_students_pages_and_api_have_no_way_to_the_teacher(app_url):
     page = httpx.get(base + "/").text
     assert "key=" not in page and "te_teacher" not in page
     latest = httpx.get(base + "/class/latest").json()
-    assert set(latest) == {"epoch", "push", "pushes"}  # what everyone may see: the newest pushes, no names
+    # what everyone may see: the newest pushes, no names (link: on a hub student's server, whether the class's
+    # service answers; '' here)
+    assert set(latest) == {"epoch", "push", "pushes", "link"} and latest["link"] == ""
 
 
 @pytest.mark.slow

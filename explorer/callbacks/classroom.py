@@ -8,6 +8,7 @@ from explorer.callbacks.lessons import load_lesson, open_lesson, opening_model, 
 from explorer.callbacks.links import apply_link
 from explorer.callbacks.train import start_training
 from explorer.classroom.answers import Answer, check_answer
+from explorer.classroom.hub_link import hub_user
 from explorer.classroom.names import LOCK as NAMES_LOCK
 from explorer.classroom.names import unique_name
 from explorer.classroom.room import ROOM
@@ -98,13 +99,14 @@ def send_answer(session: Session, state, choice, text) -> str:
         return NOTHING_SENT
     answer = check_answer(question, given)
     member = session.member
-    kept = Answer(member.student_id, member.display_name, lesson, step, question.text, answer, time.time())
+    name = member.display_name or hub_user()  # on a hub, the teacher knows the student by their hub name
+    kept = Answer(member.student_id, name, lesson, step, question.text, answer, time.time())
     member.answers[(lesson, step)] = kept
     later = "" if ROOM.answers.record(kept) else (" Your teacher's answers file is busy just now: your answer is kept "
                                                   "and written to it as soon as it is free.")
     said = verdict(question, answer)
-    if not session.member.display_name:
+    if not name:
         return (f"{said} Sent to your teacher. Type your name in the box above, so your teacher knows which answer is "
                 "yours." + later).strip()
-    return (f"{said} Sent to your teacher as **{session.member.display_name}** ({time.strftime('%H:%M')})."
+    return (f"{said} Sent to your teacher as **{name}** ({time.strftime('%H:%M')})."
             + ("" if said else " Change it and send again if you like.") + later).strip()

@@ -46,6 +46,14 @@ class Broadcast:
             self._pushes = [*self._pushes[-(KEPT - 1):], push]
         return push
 
+    def mirror(self, epoch: str, pushes: list[dict]) -> None:
+        """Become a copy of another server's broadcast (a hub student's server mirrors the class's service):
+        its epoch and its pushes (as Push.public wrote them), oldest first."""
+        fields = ("id", "kind", "text", "query", "lesson", "step", "at")
+        copied = [Push(**{f: p[f] for f in fields if f in p}) for p in pushes[-KEPT:]]
+        with self._lock:
+            self.epoch, self._pushes = str(epoch), copied
+
     def latest(self) -> Optional[Push]:
         pushes = self._pushes
         return pushes[-1] if pushes else None

@@ -4,10 +4,13 @@ import linecache
 import logging
 import secrets
 from pathlib import Path
-
-import gradio as gr
+from typing import TYPE_CHECKING
 
 from model_core.data.native_errors import is_native_failure
+
+if TYPE_CHECKING:
+    import gradio as gr
+# gradio is imported where it is used: the hub service (explorer.hub.service) reads UserError without loading it
 
 log = logging.getLogger("explorer")
 
@@ -21,10 +24,12 @@ class UserError(ValueError):
     """Bad input from the user: the message is shown as is."""
 
 
-def refusal(sentence: str) -> gr.Error:
+def refusal(sentence: str) -> "gr.Error":
     """The toast of a request refused with a sentence for the user, titled REFUSED (not Gradio's "Error", which
     a student took for a crash; Gradio's page titles a toast by its type, so CSS there writes REFUSED). A sentence
     written for the status line's Markdown loses its ** (a toast showed "press **Stop**")."""
+    import gradio as gr
+
     return gr.Error(sentence.replace("**", ""), title=REFUSED, print_exception=False)  # no Markdown in a toast
 
 
@@ -37,6 +42,8 @@ def friendly(fn):
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
+        import gradio as gr
+
         try:
             return fn(*args, **kwargs)
         except gr.Error:
@@ -57,6 +64,8 @@ def friendly(fn):
 def user_sentence(err: BaseException) -> str | None:
     """What friendly() tells the user of err when it is written for them (an error this project raised on purpose,
     or a gr.Error), else None (friendly then logs it and apologises)."""
+    import gradio as gr
+
     if isinstance(err, gr.Error):
         return err.message
     return _message(err) if isinstance(err, (ValueError, KeyError)) and _ours(err) else None

@@ -24,6 +24,8 @@ MAX_BODY = 16_000  # bytes of a teacher's request body
 PAGE_FILE = Path(__file__).resolve().parents[1] / "assets" / "teacher" / "page.html"
 NO_STORE = {"Cache-Control": "no-store"}
 COOKIE_DAYS = 1
+SINGLE_USER_NOTE = ("This explorer is one student's own (a JupyterHub server): the class's teacher page is the hub's "
+                    "service, at /services/transformer-explorer/ on the hub, for the members of its instructors group.")
 
 LOCKED = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Teacher page: key needed</title>
 <style>body{{font:17px/1.5 system-ui,sans-serif;max-width:40em;margin:3em auto;padding:0 1em}}
@@ -51,14 +53,21 @@ class ClassRoutes:
 
 
 def latest() -> Response:
-    """{epoch, push: the newest push or None, pushes: the few newest, oldest first} (a page shows them in turn)."""
+    """{epoch, push: the newest push or None, pushes: the few newest, oldest first (a page shows them in turn),
+    link: on a hub student's server, a sentence when the class's service cannot be reached, else ''}."""
+    from explorer.classroom.hub_link import link_note
+
     push, epoch = ROOM.broadcast.latest(), ROOM.broadcast.epoch
     body = {"epoch": epoch, "push": None if push is None else push.public(epoch),
-            "pushes": [p.public(epoch) for p in ROOM.broadcast.recent()]}
+            "pushes": [p.public(epoch) for p in ROOM.broadcast.recent()], "link": link_note()}
     return JSONResponse(body, headers=NO_STORE)
 
 
 async def teacher(request: Request) -> Response:
+    from explorer.common import app_state
+
+    if app_state.single_user:
+        return _locked(SINGLE_USER_NOTE, status=404)
     gate = ROOM.gate
     key = request.query_params.get("key")
     if request.url.path == PAGE and key is not None:
@@ -117,10 +126,18 @@ async def _json_body(request: Request) -> dict:
     return parsed
 
 
-def page_html() -> str:
+def page_html(base: str = "", plotly_src: str = "", explorer_href: str = "./", xsrf: str = "",
+              hub: bool = False) -> str:
+    """The teacher page, its requests sent to {base}teacher/api/ (relative to this server's /teacher, or under the
+    hub service's prefix); with hub, the actions on a student's session in this process (stop a run, open a model) are left out."""
     from explorer.tabs.live_plot import PLOTLY_JS
 
-    return PAGE_FILE.read_text(encoding="utf-8").replace("PLOTLY_SRC", f"/gradio_api/file={PLOTLY_JS}")
+    fills = {"PLOTLY_SRC": plotly_src or f"gradio_api/file={PLOTLY_JS}", "API_BASE": f"{base}teacher/api/",
+             "EXPLORER_HREF": explorer_href, "XSRF_TOKEN": xsrf, "HUB_MODE": "true" if hub else "false"}
+    page = PAGE_FILE.read_text(encoding="utf-8")
+    for name, value in fills.items():
+        page = page.replace(name, escape(value))
+    return page
 
 
 # ------------------------------------------------------------------ the teacher's requests

@@ -6,6 +6,8 @@ import threading
 import time
 import traceback
 
+SINGLE_USER_SESSIONS = 8  # browser sessions a single-user server keeps (one person's tabs and reloads)
+FORKSERVER_IDLE_SECONDS = 60.0  # a single-user server's training forkserver ends after this long without a run
 
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="transformer-explorer",
@@ -38,6 +40,12 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--class-db", metavar="PATH", default=None,
                    help="keep the answers to lesson questions in this SQLite file (they survive a restart); "
                         "default: in memory only")
+    p.add_argument("--root-path", default="", metavar="PATH",
+                   help="the path the app is served under behind a proxy (e.g. /user/ana/transformer-explorer)")
+    p.add_argument("--single-user", action="store_true",
+                   help="serve one person (a JupyterHub student's server, docs/deploying.md): no teacher page, "
+                        "Compare in the server process, only the default model loaded at start-up; with "
+                        "TRANSFORMER_EXPLORER_SERVICE_URL set, report to the class's hub service")
     return p.parse_args(argv)
 
 
@@ -60,6 +68,9 @@ def main(argv=None) -> None:
     LIMITS.run_ttl_seconds, LIMITS.resume_ttl_seconds = args.run_ttl, args.resume_ttl
     LIMITS.generation_workers = max(0, args.generation_workers)
     LIMITS.max_heavy_gops = max(1.0, args.max_heavy_work)
+    if args.single_user:  # what only a room needs, one person does not pay for (docs/deploying.md)
+        LIMITS.generation_workers, LIMITS.max_sessions = 0, min(args.max_sessions, SINGLE_USER_SESSIONS)
+        app_state.single_user = True
     try:
         check_model_name(args.model)  # fail now, with a clear message, if the model does not exist
     except ValueError as err:
@@ -83,11 +94,18 @@ def main(argv=None) -> None:
     app_state.warmed_up.clear()
     try:
         demo.launch(server_name=args.host, server_port=args.port, css=CSS, theme="soft", enable_monitoring=False,
-                    max_file_size=f"{args.max_upload_mb:g}mb", state_session_capacity=args.max_sessions,
-                    show_error=False, footer_links=["api"], app_kwargs=guarded_app_kwargs(), prevent_thread_lock=True)
-        print(f"Teacher page: {_teacher_link(args.host, args.port, room.gate.key)}", flush=True)
+                    max_file_size=f"{args.max_upload_mb:g}mb", state_session_capacity=LIMITS.max_sessions,
+                    show_error=False, footer_links=["api"], app_kwargs=guarded_app_kwargs(), prevent_thread_lock=True,
+                    root_path=args.root_path.rstrip("/"))
+        if args.single_user:
+            from explorer.classroom.hub_link import start_class_link
+
+            start_class_link()  # reports to the hub service, when the hub names one
+        else:
+            print(f"Teacher page: {_teacher_link(args.host, args.port, room.gate.key)}", flush=True)
         warm_up_or_say_why(args.torch_threads, app_state.default_model)  # requests wait for it (app_state)
-        precompute_or_say_why()
+        if not args.single_user:  # one person computes the lab on their first Show the lab
+            precompute_or_say_why()
         release_memory(demo)
         demo.block_thread()
     # show_error=False: our own messages are gr.Error and always shown; Gradio's internal ones are not
@@ -147,10 +165,12 @@ def warm_up(torch_threads: int, default_model: str) -> None:
     """Once the server answers, load what the first page needs first (torch, the default model, the Attention
     tab's code), then the rest: the other shipped models but the pretrained ones, the Train tab's default data,
     scikit-learn, the training children's forkserver. A class that arrives at once then does not queue behind the
-    first student to ask for them."""
+    first student to ask for them. A single-user server stops after the first part: one person loads the rest when
+    they use it, and its forkserver ends when idle."""
     import torch
 
     torch.set_num_threads(torch_threads)
+    from explorer.common import app_state
     from explorer.common.limits import LIMITS
     from explorer.common.shipped_list import is_pretrained
     from explorer.state.shipped import shipped_models, shipped_template
@@ -164,11 +184,16 @@ def warm_up(torch_threads: int, default_model: str) -> None:
     from model_core.data.tokenization import BPE_DEFAULT_VOCAB
     from model_core.training import sampling_workers
 
+    sampling_workers.WORKERS = LIMITS.generation_workers
+    if app_state.single_user:  # one person loads what they open, when they open it (docs/deploying.md)
+        from model_core.training.remote import stop_forkserver_when_idle
+
+        stop_forkserver_when_idle(FORKSERVER_IDLE_SECONDS)
+        return
     for name in shipped_models():
         if not is_pretrained(name):  # a pretrained model (540 MB, ~10 s) loads when someone first picks it
             shipped_template(name)
     choose_data(new_session(), "shakespeare", None, "char", BPE_DEFAULT_VOCAB)  # the Train tab's defaults
-    sampling_workers.WORKERS = LIMITS.generation_workers
     if sampling_workers.WORKERS:  # Compare's processes, started beside the rest (a signal never lands inside it)
         threading.Thread(target=sampling_workers.start, name="sampling-workers", daemon=True).start()
     import sklearn.decomposition  # noqa: F401  (the Embeddings tab's PCA; 1-2 s)

@@ -18,19 +18,25 @@ MAX_LINK_CHARS = 4000
 
 
 def class_view(sessions: list, figure_key: str = "") -> dict:
-    """{students, leaderboard, figure (JSON text, or None when figure_key says the page has it already),
-    figure_key, caption, answers, pushes, slots}."""
+    """The class of this server's sessions, as class_view_of says."""
     from explorer.state.training_run import slots_text
 
     now = time.monotonic()
-    answers, answers_note = ROOM.answers.all()
     rows = [student_row(s, now) for s in sessions]
     curves = [c for c in (loss_curve(s) for s in sessions) if c is not None]
+    return class_view_of(rows, curves, slots_text(), figure_key)
+
+
+def class_view_of(rows: list[dict], curves: list[dict], status: str, figure_key: str = "") -> dict:
+    """rows (roster.student_row) and curves (roster.loss_curve) of the class, wherever they were read (this
+    server's sessions, or students' servers reporting to the hub service) -> {students, leaderboard, figure (JSON
+    text, or None when figure_key says the page has it already), figure_key, caption, answers, pushes, slots}."""
+    answers, answers_note = ROOM.answers.all()
     key = _curves_key(curves)
     figure = None if key == figure_key or not curves else class_loss_figure(curves).to_json()
     return {"students": rows, "leaderboard": leaderboard(rows), "figure": figure, "figure_key": key,
             "caption": class_caption(curves),
-            "answers": answer_groups(answers), "answers_note": answers_note, "slots": slots_text(),
+            "answers": answer_groups(answers), "answers_note": answers_note, "slots": status,
             "pushes": [p.public(ROOM.broadcast.epoch) for p in ROOM.broadcast.history()[-5:]][::-1]}
 
 
@@ -194,4 +200,4 @@ def open_student_model(sessions: list, student_id) -> dict:
         checkpoint = read_only_copy(held)
     name = f"{display_name(session)}'s model, a read-only copy ({session.inspected.name})"
     token = ROOM.copies.offer(checkpoint, name)
-    return {"ok": f"Opening {display_name(session)}'s model in your explorer tab.", "url": f"/?open={token}"}
+    return {"ok": f"Opening {display_name(session)}'s model in your explorer tab.", "url": f"./?open={token}"}

@@ -63,7 +63,7 @@ POLL_JS = """() => {
   };
   const poll = async () => {
     try {
-      const reply = await fetch('/class/latest', {cache: 'no-store'});
+      const reply = await fetch('class/latest', {cache: 'no-store'});  // relative: under a hub's path too
       const body = reply.ok ? await reply.json() : {};
       const pushes = body.pushes || (body.push ? [body.push] : []);
       if (!pushes.length && body.epoch && handled(body.epoch) === null) {

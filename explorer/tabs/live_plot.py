@@ -54,5 +54,5 @@ def live_plot(min_height: int = 300, clickable: bool = False, **kwargs) -> gr.HT
     return gr.HTML(
         value="", html_template=f"<div class='te-live-plot' style='min-height:{min_height}px'></div>",
         js_on_load=REDRAW_JS + (CLICK_JS if clickable else ""),
-        head=f'<script src="/gradio_api/file={PLOTLY_JS}"></script>',
+        head=f'<script src="gradio_api/file={PLOTLY_JS}"></script>',  # relative: the app may sit under a path
         apply_default_css=False, **{**kwargs, "elem_classes": [LIVE_PLOT_CLASS, *kwargs.get("elem_classes", [])]})

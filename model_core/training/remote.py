@@ -39,6 +39,9 @@ from model_core.training.trainer import check_trainable
 CONTEXT = mp.get_context("forkserver")
 CONTEXT.set_forkserver_preload(["model_core.training.remote", "torch._dynamo", "model_core.analysis", "sklearn.decomposition"])
 _live: "weakref.WeakSet[RemoteTrainer]" = weakref.WeakSet()  # every started trainer, for shutdown_all()
+_forks = threading.Lock()  # held while a child starts and while an idle forkserver stops: never both at once
+_idle_stop_seconds: Optional[float] = None  # stop_forkserver_when_idle()
+_last_end = 0.0  # time.monotonic() when the last run ended
 
 
 class RemoteTrainer:
@@ -86,9 +89,10 @@ class RemoteTrainer:
         # child that started on torch's default, every core, beside another run was the 79 vs 5 steps/s case)
         self.job["threads"] = self.progress.threads_told
         try:
-            self.process.start()
+            with _forks:
+                self.process.start()
+                _live.add(self)
             self.job = None  # its copy of the weights went to the child
-            _live.add(self)
             while not self.receive(self.next_message()):
                 pass
         except Exception as err:  # noqa: BLE001 - told to the user as the run's error, never raised into the server
@@ -99,6 +103,7 @@ class RemoteTrainer:
                 self.process.join(timeout=5)
                 self.kill()
             _live.discard(self)
+            _ended()
         return self.progress.state
 
     def next_message(self):
@@ -144,6 +149,28 @@ def start_forkserver() -> None:
     """Start the forkserver now, in the background (its preloads take seconds): the app's warm-up calls this, so
     a class's first Start does not wait for torch to import."""
     forkserver.ensure_running()
+
+
+def stop_forkserver_when_idle(seconds: float) -> None:
+    """From now on, stop the forkserver once no run has used it for `seconds` (its preloads hold ~350 MB; the next
+    run starts it again, seconds later). A server that serves one person (a JupyterHub student's) asks for this."""
+    global _idle_stop_seconds
+    _idle_stop_seconds = seconds
+
+
+def _ended() -> None:
+    global _last_end
+    _last_end = time.monotonic()
+    if _idle_stop_seconds is not None:
+        timer = threading.Timer(_idle_stop_seconds, _stop_if_idle)
+        timer.daemon = True
+        timer.start()
+
+
+def _stop_if_idle() -> None:
+    with _forks:
+        if _idle_stop_seconds is not None and not _live and time.monotonic() - _last_end >= 0.99 * _idle_stop_seconds:
+            forkserver._forkserver._stop()
 
 
 # ---------------------------------------------------------------- shutdown
