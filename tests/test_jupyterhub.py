@@ -6,7 +6,9 @@ what a student's cookie or token may not do there is refused. Then a student ope
 Chromium and sees a chart."""
 import concurrent.futures
 import json
+import os
 import re
+import signal
 import time
 
 import pytest
@@ -14,7 +16,7 @@ import requests
 from gradio_client import Client
 
 from bench.local_hub import LocalHub, proxy_installed
-from tests.browser_helpers import PANEL_STATE, TIMEOUT_MS, painted, screenshot
+from tests.browser_helpers import PANEL_STATE, TIMEOUT_MS, painted, press, screenshot, wait_until_idle
 from tests.helpers import wait_for
 from tests.trainer_helpers import train_values
 
@@ -166,3 +168,13 @@ def test_a_student_opens_the_jupyterlab_tile_answers_a_pushed_question_and_the_t
     assert "✓ right" in question.locator("tr", has_text="alice").first.inner_text()
     painted(teacher)
     screenshot(teacher, "jupyterhub_teacher")
+
+    # the service goes down: the student's page says so and works on
+    (service,) = [pid for pid in hub.remember_processes()
+                  if "explorer.hub.service" in open(f"/proc/{pid}/cmdline").read()]
+    os.kill(service, signal.SIGKILL)
+    explorer.locator("#te-class-link").get_by_text("cannot be reached just now").wait_for(timeout=30_000)
+    explorer.get_by_role("tab", name="Attention").click()
+    press(explorer, explorer.get_by_role("button", name="Show attention"))
+    assert wait_until_idle(explorer, 4)["plots"] >= 4
+    screenshot(explorer, "jupyterhub_service_down")

@@ -33,6 +33,8 @@ body.te-class-asking #te-class-go, body:not(.te-class-asking) .te-class-ask {{ d
 body.te-class-asking #te-class-dismiss {{ display: none !important; }}
 body.te-class-open .gradio-container {{ padding-bottom: 160px; }}  /* the page's end can scroll above the notice */
 #te-class-text {{ font-size: 1.05rem; }}
+#te-class-link {{ position: fixed; bottom: 8px; right: 8px; max-width: 440px; z-index: 999; padding: 6px 10px;
+  background: #fff3bf; border: 1px solid #f59f00; border-radius: 6px; font-size: 0.9rem; color: #5c3c00; }}
 #te-class-more {{ font-size: 0.9rem; color: var(--body-text-color-subdued); }}
 """
 # Runs once per page: polls, queues the pushes this browser has not handled (dismissed or followed), oldest first,
@@ -61,10 +63,16 @@ POLL_JS = """() => {
     document.body.classList.toggle('te-class-message', push.kind === 'message');
     document.body.classList.add('te-class-open');
   };
+  window.teClassLink = (text) => {  // a hub student's server that cannot reach the class's service says so
+    let line = document.getElementById('te-class-link');
+    if (text && !line) { line = document.createElement('div'); line.id = 'te-class-link'; document.body.appendChild(line); }
+    if (line) { line.textContent = text; line.hidden = !text; }
+  };
   const poll = async () => {
     try {
       const reply = await fetch('class/latest', {cache: 'no-store'});  // relative: under a hub's path too
       const body = reply.ok ? await reply.json() : {};
+      window.teClassLink(body.link || '');
       const pushes = body.pushes || (body.push ? [body.push] : []);
       if (!pushes.length && body.epoch && handled(body.epoch) === null) {
         localStorage.setItem(SEEN, body.epoch + ':0');  // nothing sent yet: every push from now on is unread
