@@ -60,7 +60,7 @@ $(VENV)/.bench-deps: requirements-bench.txt | $(VENV)/.dev-deps
 	$(PY) -m pip install -c requirements.txt -r requirements-bench.txt
 	touch $@
 
-bench: $(VENV)/.dev-deps $(VENV)/.bench-deps
+bench: $(VENV)/.dev-deps $(VENV)/.bench-deps $(CHP)
 	$(PY) -m bench --all $(BENCH_ARGS)
 
 assets: $(VENV)/.run-deps

@@ -15,10 +15,10 @@ import pytest
 import requests
 from gradio_client import Client
 
+from bench.hub_class import TINY_RUN
 from bench.local_hub import LocalHub, proxy_installed
 from tests.browser_helpers import PANEL_STATE, TIMEOUT_MS, painted, press, screenshot, wait_until_idle
 from tests.helpers import wait_for
-from tests.trainer_helpers import train_values
 
 pytestmark = [pytest.mark.app, pytest.mark.timeout(420)]
 STUDENTS = {"alice": 30, "bob": 40, "carol": 50}  # each trains this many steps: every row tells whose run it is
@@ -49,7 +49,7 @@ def client(hub, session, name) -> Client:
 
 
 def train(c: Client, steps: int) -> str:
-    c.predict("first-names", "char", 512, *train_values(max_steps=steps), api_name="/train_start")
+    c.predict(**TINY_RUN, max_steps=steps, api_name="/train_start")  # by keyword, as the public API promises
     def finished() -> str | None:
         status = c.predict(api_name="/train_status")[1]
         return status if "finished" in status else None
@@ -87,13 +87,11 @@ def test_three_students_work_on_their_own_servers_and_the_teacher_page_sees_them
     # the instructor's teacher page lists the three with their runs
     teacher = hub.login(TEACHER, next_path="/services/transformer-explorer/")
     xsrf = hub.xsrf_of_page(teacher)
-    def listed() -> dict | None:
+    def listed() -> dict | None:  # each student's server reports every 3 s: their finished run comes within that
         view = class_now(hub, teacher, xsrf)
-        return view if len(view["students"]) == 3 and all(r["model"]["steps"] for r in view["students"]) else None
-    view = wait_for(listed, lambda: f"three students with runs on the teacher page: {class_now(hub, teacher, xsrf)}",
-                    30)
-    steps = {row["id"]: row["model"]["steps"] for row in view["students"]}
-    assert steps == STUDENTS, steps
+        return view if {row["id"]: row["model"]["steps"] for row in view["students"]} == STUDENTS else None
+    view = wait_for(listed, lambda: f"three students with their runs on the teacher page: "
+                    f"{[(r['id'], r['model']['steps']) for r in class_now(hub, teacher, xsrf)['students']]}", 30)
     assert [r["name"] for r in view["leaderboard"][0]["rows"]] and view["figure"], view["leaderboard"]
 
     # a student is refused the page, the roster and the push, with their cookie and with their own API token
@@ -169,12 +167,21 @@ def test_a_student_opens_the_jupyterlab_tile_answers_a_pushed_question_and_the_t
     painted(teacher)
     screenshot(teacher, "jupyterhub_teacher")
 
-    # the service goes down: the student's page says so and works on
+    # the service stops answering (SIGSTOP: a killed one the hub would restart at once): the student's page says
+    # so and works on; an answer changed meanwhile reaches the teacher once the service is back
     (service,) = [pid for pid in hub.remember_processes()
                   if "explorer.hub.service" in open(f"/proc/{pid}/cmdline").read()]
-    os.kill(service, signal.SIGKILL)
-    explorer.locator("#te-class-link").get_by_text("cannot be reached just now").wait_for(timeout=30_000)
-    explorer.get_by_role("tab", name="Attention").click()
-    press(explorer, explorer.get_by_role("button", name="Show attention"))
-    assert wait_until_idle(explorer, 4)["plots"] >= 4
-    screenshot(explorer, "jupyterhub_service_down")
+    os.kill(service, signal.SIGSTOP)
+    try:
+        down = explorer.locator("#te-class-link").get_by_text("cannot be reached just now")
+        down.wait_for(timeout=30_000)
+        explorer.locator("#te-answer-choice").get_by_text("on the diagonal").first.click()
+        explorer.locator("#te-answer-send").click()
+        explorer.locator("#te-answer-sent").get_by_text("Not quite").wait_for()
+        press(explorer, explorer.get_by_role("button", name="Show attention"))
+        assert wait_until_idle(explorer, 4)["plots"] >= 4
+        screenshot(explorer, "jupyterhub_service_down")
+    finally:
+        os.kill(service, signal.SIGCONT)
+    down.wait_for(state="hidden", timeout=30_000)
+    question.locator("tr", has_text="alice").get_by_text("on the diagonal").wait_for()  # caught up

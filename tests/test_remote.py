@@ -69,6 +69,7 @@ def test_an_idle_forkserver_ends_when_asked_and_the_next_run_starts_a_new_one(mo
     from tests.helpers import alive, wait_for
 
     monkeypatch.setattr(remote_module, "_idle_stop_seconds", None)
+    monkeypatch.setattr(forkserver._forkserver, "_preload_modules", forkserver._forkserver._preload_modules)
     remote_module.stop_forkserver_when_idle(0.3)
     assert RemoteTrainer(make_job(max_steps=3)).run() == "finished"
     first = forkserver._forkserver._forkserver_pid

@@ -9,6 +9,7 @@ import traceback
 SINGLE_USER_SESSIONS = 8  # browser sessions a single-user server keeps (one person's tabs and reloads)
 FORKSERVER_IDLE_SECONDS = 60.0  # a single-user server's training forkserver ends after this long without a run
 
+
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="transformer-explorer",
                                 description="Train a tiny GPT and look inside it, in the browser.")
