@@ -65,7 +65,9 @@ def student_work(hub: LocalHub, name: str, steps: int) -> dict:
 
 def train(client: Client, steps: int) -> dict:
     began = time.monotonic()
-    client.predict(**TINY_RUN, max_steps=steps, api_name="/train_start")
+    started = client.predict(**TINY_RUN, max_steps=steps, api_name="/train_start")
+    if not str(started).startswith("Training started"):
+        raise RuntimeError(f"Start did not start: {str(started)[:300]}")
     while "finished" not in (status := client.predict(api_name="/train_status")[1]):
         if "error" in status or time.monotonic() - began > 600:
             raise RuntimeError(f"the run did not finish: {status[:200]}")
@@ -75,8 +77,9 @@ def train(client: Client, steps: int) -> dict:
 
 def tile_to_chart(browser, hub: LocalHub, name: str) -> float:
     """Seconds from the click on the JupyterLab tile to the explorer's first chart, for a logged-in student."""
-    page = browser.new_context(viewport={"width": 1400, "height": 900}).new_page()
-    page.set_default_timeout(300_000)
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    context.set_default_timeout(300_000)
+    page = context.new_page()
     page.goto(f"{hub.url}/hub/login?next=")
     page.locator("#username_input").fill(name)
     page.locator("#password_input").fill("any")
@@ -87,7 +90,6 @@ def tile_to_chart(browser, hub: LocalHub, name: str) -> float:
         began = time.monotonic()
         tile.click()
     explorer = opened.value
-    explorer.set_default_timeout(300_000)
     explorer.wait_for_function(FIRST_CHART, polling=100)
     seconds = time.monotonic() - began
     page.context.close()

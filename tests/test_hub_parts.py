@@ -2,6 +2,7 @@
 keeps of a student's report (untrusted input), the student's server's link to it (up, down, catching up), the
 launch key that keeps other local processes out of a student's app, and the launcher tile's settings."""
 import json
+import os
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -19,10 +20,12 @@ from explorer.classroom.broadcast import Broadcast
 from explorer.classroom.room import ROOM, configure
 from explorer.classroom.roster import CURVE_POINTS
 from explorer.common import app_state
+from explorer.common.errors import UserError
 from explorer.hub import proxy
 from explorer.hub.reports import MAX_ANSWERS, SILENT_AFTER, Reports, clean_curve, clean_row, shown_name
-from explorer.hub.service import answer_fits
+from explorer.hub.service import answer_fits, pushed
 from explorer.server import proxy_key
+from explorer.state import training_run
 
 ROW = {"model": {"name": "trained on first-names", "shape": "1 layer × 2 heads, d_model 16", "params": 3872,
                  "own": True, "steps": 60, "val_loss": 2.81, "val_step": 60, "val_source": "measured",
@@ -62,6 +65,23 @@ def test_a_curve_is_cut_to_the_points_the_page_draws_and_anything_else_dropped()
     assert len(curve["steps"]) == len(curve["loss"]) == CURVE_POINTS and len(curve["val_steps"]) == 1
     assert clean_curve("ana", "ana", {"steps": [True], "loss": [1.0]}) is None
     assert clean_curve("ana", "ana", {"steps": "0,1", "loss": [1.0]}) is None
+
+
+def test_a_student_reports_at_most_twice_a_second():
+    reports = Reports()
+    assert not reports.too_soon("ana", now=10.0)
+    reports.record("ana", {"row": ROW}, now=10.0)
+    assert reports.too_soon("ana", now=10.2) and not reports.too_soon("ana", now=10.6)
+    assert not reports.too_soon("ben", now=10.2)  # one student's reports never hold up another's
+
+
+@pytest.mark.slow
+def test_a_pushed_link_is_checked_against_the_apps_controls_in_the_service():
+    configure()
+    sent = pushed({"kind": "link", "link": "http://hub/user/x/transformer-explorer/?tab=attention&layer=1&head=0"})
+    assert sent["push"]["query"] == {"tab": "attention", "layer": "1", "head": "0"}
+    with pytest.raises(UserError, match="not a setting this app knows"):
+        pushed({"kind": "link", "link": "?tab=attention&layr=1"})
 
 
 def test_a_page_that_stops_reporting_reads_closed_and_idle():
@@ -137,6 +157,17 @@ def test_the_link_reports_with_the_students_token_mirrors_pushes_and_resends_ans
         "on the diagonal"]
 
 
+# ---------------------------------------------------------------- a student's server in a container
+
+def test_a_containers_cpu_limit_caps_a_runs_threads(tmp_path):
+    limit = tmp_path / "cpu.max"
+    for text, quota in (("200000 100000\n", 2.0), ("150000 100000\n", 1.5), ("max 100000\n", None), ("junk", None)):
+        limit.write_text(text)
+        assert training_run.cgroup_cpu_quota(str(limit)) == quota, text
+    assert training_run.cgroup_cpu_quota(str(tmp_path / "none")) is None
+    assert 1 <= training_run.cores() <= (os.cpu_count() or 1)
+
+
 # ---------------------------------------------------------------- the launch key and the launcher tile
 
 def test_a_single_user_app_answers_only_requests_that_carry_its_launch_key(monkeypatch):
@@ -161,3 +192,17 @@ def test_the_launcher_tile_starts_the_app_for_one_user_under_the_proxys_path_wit
     assert first["request_headers_override"] == {proxy_key.KEY_HEADER: key} and len(key) >= 32
     assert second["environment"][proxy_key.KEY_ENV] != key  # every launch its own
     assert proxy.ICON.exists() and first["launcher_entry"]["title"] == "Transformer Explorer"
+
+
+@pytest.mark.slow
+def test_shapes_on_the_meta_device_import_no_compiler():
+    """Opening a model checks its size on the meta device: that must not import torch._dynamo (68 MB in every
+    student's server) through a random draw of values nobody reads."""
+    import subprocess
+    import sys
+
+    code = ("import sys, torch\nfrom model_core import GPT, GPTConfig\nwith torch.device('meta'):\n"
+            "    m = GPT(GPTConfig(vocab_size=65, block_size=16, d_model=32, n_heads=4, n_layers=2))\n"
+            "assert m.num_params() > 0 and m.embed.weight.is_meta\nprint('torch._dynamo' in sys.modules)")
+    shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert shown.strip() == "False"

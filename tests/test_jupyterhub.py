@@ -56,6 +56,14 @@ def train(c: Client, steps: int) -> str:
     return wait_for(finished, "the run to finish", 120, interval=0.5)
 
 
+def report_until_taken(hub, body: dict, headers: dict) -> requests.Response:
+    """POST a report; one that came within half a second of the student's own server's is refused (429): again."""
+    def sent():
+        reply = requests.post(hub.service_url("api/report"), json=body, headers=headers)
+        return reply if reply.status_code != 429 else None
+    return wait_for(sent, "a report the service takes", 10, interval=0.2)
+
+
 def class_now(hub, teacher, xsrf) -> dict:
     reply = teacher.get(hub.service_url("teacher/api/class"), headers={"X-XSRFToken": xsrf})
     assert reply.status_code == 200, reply.text[:300]
@@ -105,7 +113,7 @@ def test_three_students_work_on_their_own_servers_and_the_teacher_page_sees_them
     forged = {"name": "carol", "row": None, "answers": [
         {"lesson": "attention-basics", "step": 0, "question": "?", "answer": "on the diagonal (the character itself)",
          "at": time.time()}]}
-    assert requests.post(hub.service_url("api/report"), json=forged, headers=token).status_code == 200
+    assert report_until_taken(hub, forged, token).status_code == 200
     assert requests.post(hub.service_url("api/report"), json=forged).status_code == 403  # no token
     answers = class_now(hub, teacher, xsrf)["answers"]
     assert [(r["name"], r["answer"]) for g in answers for r in g["rows"]] == [

@@ -27,6 +27,9 @@ SERVICE_URL = f"http://127.0.0.1:{SERVICE_PORT}"
 INSTRUCTORS = [name.strip() for name in os.environ.get("TRANSFORMER_EXPLORER_INSTRUCTORS", "").split(",")
                if name.strip()]
 QUIET = {"GRADIO_ANALYTICS_ENABLED": "False", "HF_HUB_DISABLE_TELEMETRY": "1"}
+# Students share the machine's cores: a torch thread that spins while it waits (OpenMP's default) takes the core a
+# classmate's run or page needs.
+SHARED_CORES = {"OMP_WAIT_POLICY": "PASSIVE"}
 
 # Each student's server: this Python's jupyterhub-singleuser (a JupyterLab with the explorer's tile), in a home of
 # its own beside the hub's database; as root (CI), Jupyter must be told it may run so.
@@ -37,7 +40,8 @@ c.Spawner.args = ["--allow-root"] if os.getuid() == 0 else []
 c.Spawner.default_url = "/lab"
 c.Spawner.start_timeout = 120
 c.Spawner.http_timeout = 120
-c.Spawner.environment = {**QUIET, "TRANSFORMER_EXPLORER_SERVICE_URL": f"{SERVICE_URL}/services/{SERVICE}/"}
+c.Spawner.environment = {**QUIET, **SHARED_CORES,
+                         "TRANSFORMER_EXPLORER_SERVICE_URL": f"{SERVICE_URL}/services/{SERVICE}/"}
 
 # The class's teacher page, started and stopped with the hub.
 c.JupyterHub.services = [{

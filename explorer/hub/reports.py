@@ -20,6 +20,7 @@ MAX_ANSWERS = 400  # answers read from one report
 TEXT_CHARS = 120  # a model's name, shape or corpus
 STATES = ("idle", "running", "paused", "stopped", "finished", "error")  # model_core.training.trainer
 SILENT_AFTER = 15.0  # seconds without a report after which a student's page counts as closed
+MIN_INTERVAL = 0.5  # seconds between two reports of one student (their server sends one every 3 s)
 
 
 @dataclass
@@ -50,6 +51,12 @@ class Reports:
             while len(self._by_user) > MAX_STUDENTS:
                 self._by_user.pop(next(iter(self._by_user)))
         return clean_answers(user, name, body.get("answers"))
+
+    def too_soon(self, user: str, now: Optional[float] = None) -> bool:
+        """Did user's previous report come less than MIN_INTERVAL ago? (Then this one is refused unread.)"""
+        now = time.monotonic() if now is None else now
+        last = self._by_user.get(user)
+        return last is not None and now - last.at < MIN_INTERVAL
 
     def class_now(self, now: Optional[float] = None) -> tuple[list[dict], list[dict]]:
         """(rows, curves) of every student who reported a page, in the order they first reported."""

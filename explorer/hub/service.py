@@ -6,8 +6,10 @@ scope to the group `instructors`; anyone else gets 403. Students' own servers re
 JUPYTERHUB_API_TOKEN (explorer.classroom.hub_link) and get the class's pushes back; the hub says whose token it is, so a
 report is filed under its owner only and a student's token opens nothing else here. The page and its requests are
 the room's (explorer.server.class_routes, teacher_page): roster, loss curves, leaderboard, pushes, answers, CSV."""
+import functools
 import json
 import os
+import threading
 import time
 from urllib.parse import urlsplit
 
@@ -97,12 +99,30 @@ def pushed(body: dict) -> dict:
     if kind == "message":
         return teacher.push_message(body.get("text"))
     if kind == "link":
+        with_the_apps_controls()
         return teacher.push_link(body.get("link"), body.get("text", ""))
     if kind == "step":
         return teacher.push_step(body.get("lesson"), body.get("step"))
     if kind == "run":
         return teacher.push_run(body.get("preset"))
     raise UserError("Push a message, a link, a lesson step or a class run.")
+
+
+_controls = threading.Lock()
+
+
+def with_the_apps_controls() -> None:
+    """A pushed link is checked as the students' apps will read it, against the app's controls: the page is built
+    once, on the first link pushed (seconds; nothing else here needs it)."""
+    from explorer.teaching.view_params import CONTROLS
+
+    with _controls:
+        if not CONTROLS:
+            from explorer.server.gradio_startup import single_app_build
+            from explorer.ui import build_app
+
+            with single_app_build():
+                build_app()
 
 
 class ReportHandler(web.RequestHandler):
@@ -115,6 +135,8 @@ class ReportHandler(web.RequestHandler):
             raise web.HTTPError(403, "A report needs the student's JUPYTERHUB_API_TOKEN.")
         if len(self.request.body) > MAX_REPORT:
             raise web.HTTPError(413, f"A report is at most {MAX_REPORT:,} bytes.")
+        if REPORTS.too_soon(user["name"]):
+            raise web.HTTPError(429, "A student's server reports every few seconds, not faster.")
         try:
             answers = REPORTS.record(user["name"], json.loads(self.request.body))
         except ValueError as err:
@@ -134,14 +156,20 @@ def answer_fits(answer) -> bool:
 
     if answer.lesson not in shipped_lessons():
         return False
-    from explorer.callbacks.lessons import load_lesson
-
-    steps = load_lesson(answer.lesson).steps
-    question = steps[answer.step].question if 0 <= answer.step < len(steps) else None
+    questions = questions_of(answer.lesson)
+    question = questions[answer.step] if 0 <= answer.step < len(questions) else None
     try:
         return question is not None and check_answer(question, answer.answer) == answer.answer
     except UserError:
         return False
+
+
+@functools.lru_cache(maxsize=64)
+def questions_of(lesson: str) -> tuple:
+    """Each step's Question (or None) of a shipped lesson, read once."""
+    from explorer.callbacks.lessons import load_lesson
+
+    return tuple(step.question for step in load_lesson(lesson).steps)
 
 
 class PlotlyHandler(web.RequestHandler):

@@ -1,6 +1,7 @@
 """One user's training run: a child process (model_core.training.remote) whose messages a daemon thread applies to
 the run's one record (`progress`), read by the page's gr.Timer. Also the server-wide training slots: how many runs at
 once, how they share the cores, and when an idle run gives its slot back."""
+import math
 import os
 import threading
 import time
@@ -22,7 +23,20 @@ _balance_lock = threading.Lock()  # one rebalance at a time, so thread counts re
 
 
 def cores() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    """The cores this process may use: those it may run on, at most its cgroup's CPU quota (a container's CPU
+    limit, as Kubernetes sets for a JupyterHub student's server, is a quota, not fewer cores)."""
+    found = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    quota = cgroup_cpu_quota()
+    return max(1, min(found, math.ceil(quota))) if quota else found
+
+
+def cgroup_cpu_quota(path: str = "/sys/fs/cgroup/cpu.max") -> float | None:
+    """cgroup v2's CPU limit in cores ("200000 100000": 2.0), or None when there is none ("max") or no file."""
+    try:
+        quota, period = open(path).read().split()[:2]
+        return None if quota == "max" else int(quota) / int(period)
+    except (OSError, ValueError):
+        return None
 
 
 def running_count() -> int:

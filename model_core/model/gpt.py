@@ -26,16 +26,24 @@ from model_core.model.layers import Block, Norm, maybe_dropout, sinusoidal_table
 
 GPT2_STD = 0.02  # GPT-2's initial weight scale (cfg.init "gpt2")
 
+def embedding(n: int, d: int, shapes_only: bool) -> nn.Embedding:
+    """nn.Embedding(n, d) [n, d]; shapes_only (on the meta device): without nn.Embedding's own random init."""
+    return nn.Embedding(n, d, _weight=torch.empty(n, d) if shapes_only else None)
+
+
 class GPT(HookedModule):
     """Token + position embedding, n_layers blocks, final norm, unembedding to logits at every position."""
 
     def __init__(self, cfg: GPTConfig):
         super().__init__()
         self.cfg = cfg
-        self.embed = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        # Built on the meta device (shapes only: a size check, a file's shapes, with_weights), nothing is drawn: a
+        # random draw there would also import torch._dynamo (68 MB) for the meta device's normal_.
+        shapes_only = torch.empty(0).is_meta
+        self.embed = embedding(cfg.vocab_size, cfg.d_model, shapes_only)
         self.hook_embed = HookPoint()  # [batch, pos, d_model]
         if cfg.positional == "learned":
-            self.pos_embed = nn.Embedding(cfg.block_size, cfg.d_model)
+            self.pos_embed = embedding(cfg.block_size, cfg.d_model, shapes_only)
         elif cfg.positional == "sinusoidal":
             self.register_buffer("pos_table", sinusoidal_table(cfg.block_size, cfg.d_model), persistent=False)
         if cfg.has_position_vectors:  # rope and none add nothing to the residual stream, so nothing to hook
@@ -45,7 +53,8 @@ class GPT(HookedModule):
         # Post-norm blocks already end in a norm, so only pre-norm models get a final one.
         self.ln_final = Norm(cfg, cfg.norm if cfg.norm_placement == "pre" else "none")
         self.unembed = nn.Linear(cfg.d_model, cfg.vocab_size, bias=cfg.has_unembed_bias)
-        self.initialise()
+        if not shapes_only:
+            self.initialise()
         if cfg.tie_weights:
             self.unembed.weight = self.embed.weight
         self.shared: Optional[dict] = None  # what a frozen model's copies share (see freeze)
