@@ -81,6 +81,9 @@ def test_three_students_work_on_their_own_servers_and_the_teacher_page_sees_them
     for name, steps in STUDENTS.items():  # each server ran its own student's run, nobody else's
         assert f"step **{steps} / {steps}**" in finished[name], finished[name]
 
+    # a student's explorer has no teacher page of its own: it says where the class's is
+    elsewhere = students["alice"].get(hub.explorer_url("alice") + "teacher")
+    assert elsewhere.status_code == 404 and "/services/transformer-explorer/" in elsewhere.text
     # a student's hub login opens only their own server; the app's port answers only the proxy that launched it
     other = students["alice"].get(hub.explorer_url("bob"))
     assert other.status_code == 403, (other.status_code, other.url)

@@ -28,6 +28,7 @@ def server_config() -> dict:
         "environment": {KEY_ENV: key, "GRADIO_ANALYTICS_ENABLED": "False", "HF_HUB_DISABLE_TELEMETRY": "1"},
         "request_headers_override": {KEY_HEADER: key},
         "timeout": START_SECONDS,
-        "launcher_entry": {"title": "Transformer Explorer", "icon_path": str(ICON), "category": "Other"},
+        # JupyterLab's launcher draws an icon from a URL only in its Notebook row (in "Other" the card was blank)
+        "launcher_entry": {"title": "Transformer Explorer", "icon_path": str(ICON), "category": "Notebook"},
         "exclude_last_activity_patterns": BACKGROUND,
     }

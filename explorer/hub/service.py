@@ -9,6 +9,7 @@ the room's (explorer.server.class_routes, teacher_page): roster, loss curves, le
 import functools
 import json
 import os
+import signal
 import threading
 import time
 from urllib.parse import urlsplit
@@ -193,6 +194,12 @@ def make_app(prefix: str, hub_prefix: str) -> web.Application:
         max_body_size=MAX_REPORT + 1)
 
 
+def stop(*_signal) -> None:
+    """Write the answers still waiting for the answers file, then leave at once."""
+    ROOM.answers.flush()
+    os._exit(0)
+
+
 def main() -> None:
     from explorer.common import app_state
 
@@ -201,6 +208,8 @@ def main() -> None:
     prefix = os.environ.get("JUPYTERHUB_SERVICE_PREFIX", f"/services/{NAME}/")
     hub_prefix = os.environ.get("JUPYTERHUB_BASE_URL", "/").rstrip("/") + "/hub/"
     address = urlsplit(os.environ.get("JUPYTERHUB_SERVICE_URL", "http://127.0.0.1:10101"))
+    for sig in (signal.SIGTERM, signal.SIGINT):  # the hub stops its services so (HubAuth's thread would linger)
+        signal.signal(sig, stop)
     make_app(prefix, hub_prefix).listen(address.port, address.hostname)
     print(f"Transformer Explorer's teacher page serves at {prefix} ({time.strftime('%H:%M:%S')}).", flush=True)
     ioloop.IOLoop.current().start()

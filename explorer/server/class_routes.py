@@ -24,8 +24,12 @@ MAX_BODY = 16_000  # bytes of a teacher's request body
 PAGE_FILE = Path(__file__).resolve().parents[1] / "assets" / "teacher" / "page.html"
 NO_STORE = {"Cache-Control": "no-store"}
 COOKIE_DAYS = 1
-SINGLE_USER_NOTE = ("This explorer is one student's own (a JupyterHub server): the class's teacher page is the hub's "
-                    "service, at /services/transformer-explorer/ on the hub, for the members of its instructors group.")
+ELSEWHERE = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title>The teacher page is on the hub</title>
+<style>body{font:17px/1.5 system-ui,sans-serif;max-width:40em;margin:3em auto;padding:0 1em}
+code{background:#eef;padding:2px 4px}</style></head><body>
+<h1>The teacher page is on the hub</h1><p>This explorer is one student's own, on their JupyterHub server. The class's
+teacher page is a service of the hub, at <code>/services/transformer-explorer/</code> on the hub's address, for the
+members of the hub's <code>instructors</code> group.</p><p>Back to <a href="./">this explorer</a>.</p></body></html>"""
 
 LOCKED = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Teacher page: key needed</title>
 <style>body{{font:17px/1.5 system-ui,sans-serif;max-width:40em;margin:3em auto;padding:0 1em}}
@@ -67,7 +71,7 @@ async def teacher(request: Request) -> Response:
     from explorer.common import app_state
 
     if app_state.single_user:
-        return _locked(SINGLE_USER_NOTE, status=404)
+        return HTMLResponse(ELSEWHERE, status_code=404, headers=NO_STORE)
     gate = ROOM.gate
     key = request.query_params.get("key")
     if request.url.path == PAGE and key is not None:
