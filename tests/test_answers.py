@@ -110,11 +110,11 @@ def test_csv_round_trips_and_neutralises_formulas():
     answers = [answer(name="=HYPERLINK(\"http://x\")", text=tricky, at=0.0),
                answer(student="b", name="", step=3, text="-1+2", at=1_700_000_000.5),
                answer(student="c", name="@me", text="+cmd"), answer(student="d", text="fine = ok")]
-    rows = list(csv.reader(io.StringIO(answers_csv(answers))))
-    assert rows[0] == ["name", "student", "lesson", "step", "question", "answer", "time"]
-    assert rows[1] == ["'=HYPERLINK(\"http://x\")", "a1b2c3", "attention-basics", "0", "Where is the bright square?",
-                       tricky, "1970-01-01T00:00:00+00:00"]
-    assert rows[2][:2] == ["", "b"] and rows[2][3] == "3" and rows[2][5] == "'-1+2"
-    assert rows[2][6] == "2023-11-14T22:13:20+00:00"
+    rows = list(csv.reader(io.StringIO(answers_csv(answers, lambda a: {"a1b2c3": True, "b": False}.get(a.student)))))
+    assert rows[0] == ["name", "student", "lesson", "step", "question", "answer", "right", "time"]
+    assert rows[1] == ["'=HYPERLINK(\"http://x\")", "a1b2c3", "attention-basics", "1", "Where is the bright square?",
+                       tricky, "yes", "1970-01-01T00:00:00+00:00"]  # steps from 1, as the pages number them
+    assert rows[2][:2] == ["", "b"] and rows[2][3] == "4" and rows[2][5] == "'-1+2" and rows[2][6] == "no"
+    assert rows[2][7] == "2023-11-14T22:13:20+00:00" and rows[3][6] == ""
     assert (rows[3][0], rows[3][5]) == ("'@me", "'+cmd") and rows[4][5] == "fine = ok"
     assert len(rows) == 5

@@ -121,6 +121,9 @@ def test_three_students_work_on_their_own_servers_and_the_teacher_page_sees_them
     answers = class_now(hub, teacher, xsrf)["answers"]
     assert [(r["name"], r["answer"]) for g in answers for r in g["rows"]] == [
         ("carol (bob)", "on the diagonal (the character itself)")]
+    table = teacher.get(hub.service_url("teacher/api/answers.csv"), headers={"X-XSRFToken": xsrf}).text.splitlines()
+    assert table[0] == "name,student,lesson,step,question,answer,right,time" and len(table) == 2
+    assert table[1].startswith("carol (bob),bob,attention-basics,1,") and ",no," in table[1]  # step 1 as shown
 
     # a push reaches every student's page (their server polls the service)
     sent = teacher.post(hub.service_url("teacher/api/push"), json={"kind": "message", "text": "Pens down."},

@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 from explorer.common.errors import UserError
 
 MAX_ANSWER = 500  # characters of a free-text answer
-CSV_HEADER = ("name", "student", "lesson", "step", "question", "answer", "time")
+CSV_HEADER = ("name", "student", "lesson", "step", "question", "answer", "right", "time")  # step from 1, as shown
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # a spreadsheet may run a cell starting so as a formula
 
 BUSY_SECONDS = 0.25  # how long a write waits for a file another program holds locked (then it is retried later)
@@ -93,14 +93,18 @@ def tally(answers: list[Answer], choices: tuple) -> dict[str, int]:
     return counts
 
 
-def answers_csv(answers: list[Answer]) -> str:
-    """The answers as CSV text for a spreadsheet: a header row, then one row per answer (time in ISO 8601 UTC)."""
+def answers_csv(answers: list[Answer], right_of=lambda answer: None) -> str:
+    """The answers as CSV text for a spreadsheet: a header row, then one row per answer (steps numbered from 1 as
+    the pages show them; right: yes, no, or empty where right_of(answer) says None, a question with no answer to
+    check; time in ISO 8601 UTC)."""
     out = io.StringIO()
     writer = csv.writer(out)
     writer.writerow(CSV_HEADER)
     for a in answers:
         at = datetime.fromtimestamp(a.at, timezone.utc).isoformat(timespec="seconds")
-        writer.writerow([_cell(v) for v in (a.name, a.student, a.lesson, str(a.step), a.question, a.answer, at)])
+        right = {True: "yes", False: "no"}.get(right_of(a), "")
+        writer.writerow([_cell(v) for v in (a.name, a.student, a.lesson, str(a.step + 1), a.question, a.answer,
+                                            right, at)])
     return out.getvalue()
 
 

@@ -85,7 +85,10 @@ def _question(lesson: str, step: int):
 
 
 def csv_of_answers() -> str:
-    return answers_csv(all_answers())
+    def right(answer):
+        question = _question(answer.lesson, answer.step)[0]
+        return question.is_right(answer.answer) if question is not None else None
+    return answers_csv(all_answers(), right)
 
 
 def options() -> dict:
