@@ -21,7 +21,7 @@ from explorer.classroom.room import ROOM, configure
 from explorer.common.errors import UserError
 from explorer.hub.reports import Reports
 from explorer.server import teacher_page as teacher
-from explorer.server.class_routes import MAX_BODY, NO_STORE, page_html
+from explorer.server.class_routes import MAX_BODY, NO_STORE, json_object, page_html
 
 NAME = "transformer-explorer"
 CLASS_DB_ENV = "TRANSFORMER_EXPLORER_CLASS_DB"  # keep answers in this SQLite file (they survive a restart)
@@ -74,20 +74,11 @@ class ApiHandler(TeacherHandler):
         if action != "push":
             return self._json({"error": "The teacher page has no such request."}, 404)
         try:
-            self._json(pushed(self._body()))
+            if self.request.headers.get("X-Teacher-Page") != "1" or len(self.request.body) > MAX_BODY:
+                raise UserError("Send teacher requests from the teacher page.")
+            self._json(pushed(json_object(self.request.body)))
         except UserError as err:
             self._json({"error": str(err)}, 400)
-
-    def _body(self) -> dict:
-        if self.request.headers.get("X-Teacher-Page") != "1" or len(self.request.body) > MAX_BODY:
-            raise UserError("Send teacher requests from the teacher page.")
-        try:
-            body = json.loads(self.request.body or b"{}")
-        except ValueError:
-            raise UserError("That request is not JSON.") from None
-        if not isinstance(body, dict):
-            raise UserError("That request is not a JSON object.")
-        return body
 
     def _json(self, body: dict, status: int = 200):
         self.set_status(status)
@@ -96,17 +87,10 @@ class ApiHandler(TeacherHandler):
 
 
 def pushed(body: dict) -> dict:
-    kind = body.get("kind")
-    if kind == "message":
-        return teacher.push_message(body.get("text"))
-    if kind == "link":
+    """teacher_page.push, a link checked against the app's controls as the students' apps will read it."""
+    if body.get("kind") == "link":
         with_the_apps_controls()
-        return teacher.push_link(body.get("link"), body.get("text", ""))
-    if kind == "step":
-        return teacher.push_step(body.get("lesson"), body.get("step"))
-    if kind == "run":
-        return teacher.push_run(body.get("preset"))
-    raise UserError("Push a message, a link, a lesson step or a class run.")
+    return teacher.push(body)
 
 
 _controls = threading.Lock()

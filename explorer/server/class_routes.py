@@ -121,6 +121,11 @@ async def _json_body(request: Request) -> dict:
         body += chunk
         if len(body) > MAX_BODY:
             raise UserError(f"That request is over {MAX_BODY:,} bytes.")
+    return json_object(body)
+
+
+def json_object(body: bytes) -> dict:
+    """A teacher request's body (at most MAX_BODY bytes, read already) as a JSON object; UserError otherwise."""
     try:
         parsed = json.loads(body or b"{}")
     except ValueError:
@@ -165,20 +170,9 @@ def _options(_query: dict) -> Response:
 
 
 def _push(body: dict) -> Response:
-    from explorer.server import teacher_page as teacher
+    from explorer.server.teacher_page import push
 
-    kind = body.get("kind")
-    if kind == "message":
-        result = teacher.push_message(body.get("text"))
-    elif kind == "link":
-        result = teacher.push_link(body.get("link"), body.get("text", ""))
-    elif kind == "step":
-        result = teacher.push_step(body.get("lesson"), body.get("step"))
-    elif kind == "run":
-        result = teacher.push_run(body.get("preset"))
-    else:
-        raise UserError("Push a message, a link, a lesson step or a class run.")
-    return JSONResponse(result, headers=NO_STORE)
+    return JSONResponse(push(body), headers=NO_STORE)
 
 
 def _stop_all(_body: dict) -> Response:

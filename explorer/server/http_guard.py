@@ -63,7 +63,7 @@ def _unknown_function(scope, path: str, err: Exception):
 def guarded_app_kwargs() -> dict:
     """app_kwargs for Blocks.launch() that install ApiGuard, the page-configuration cache and the class's routes
     (explorer.server.class_routes: /teacher, /class/latest) in the FastAPI app Gradio builds; behind
-    jupyter-server-proxy, only requests it forwarded (explorer.hub.proxy_key)."""
+    jupyter-server-proxy, only requests it forwarded (explorer.server.proxy_key)."""
     from explorer.server.class_routes import ClassRoutes
     from explorer.server.config_cache import ConfigCache
     from explorer.server.proxy_key import ProxyKeyGuard

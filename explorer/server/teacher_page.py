@@ -85,9 +85,13 @@ def _question(lesson: str, step: int):
 
 
 def csv_of_answers() -> str:
+    questions: dict[tuple, object] = {}  # each lesson step's question, read once for all its answers
+
     def right(answer):
-        question = _question(answer.lesson, answer.step)[0]
-        return question.is_right(answer.answer) if question is not None else None
+        key = (answer.lesson, answer.step)
+        if key not in questions:
+            questions[key] = _question(*key)[0]
+        return questions[key].is_right(answer.answer) if questions[key] is not None else None
     return answers_csv(all_answers(), right)
 
 
@@ -116,6 +120,20 @@ def presets_offered() -> list[str]:
 
 
 # ------------------------------------------------------------------ pushes
+
+def push(body: dict) -> dict:
+    """A teacher's push request ({kind, and its fields}) -> what the page says (the room's and the hub's)."""
+    kind = body.get("kind")
+    if kind == "message":
+        return push_message(body.get("text"))
+    if kind == "link":
+        return push_link(body.get("link"), body.get("text", ""))
+    if kind == "step":
+        return push_step(body.get("lesson"), body.get("step"))
+    if kind == "run":
+        return push_run(body.get("preset"))
+    raise UserError("Push a message, a link, a lesson step or a class run.")
+
 
 def push_message(text) -> dict:
     text = _clean_text(text)
