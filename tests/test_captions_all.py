@@ -25,7 +25,7 @@ from model_core.analysis.roles import prompt_roles
 
 TOKENS = list("abcdef")
 NOT_CHARTS = {"style_figure", "lines_figure", "position_lines_figure", "histogram_pair_figure",  # builders
-              "no_positions_figure"}  # a message in place of a chart ("this model has no position vectors")
+              "no_positions_figure", "note_figure"}  # a message in place of a chart ("this model has no position vectors")
 
 
 def previous_token_pattern(T: int = 6) -> np.ndarray:

@@ -14,6 +14,7 @@ LAYERS = [
     ("model_core.training", "trainer, optimisers, presets, the child processes (training, Compare's workers)"),
     ("model_core.checkpoints", "saving, bounded loading, conversion"),
     ("model_core.features", "sparse autoencoders: training, SAELens's format, evaluation, readout, their CLI"),
+    ("model_core.foreign", "models the explorer did not build: converted exactly, or read from their forward pass"),
     ("model_core", "command-line entry points (train, sample, convert, make_assets)"),
     ("explorer.common", "launch settings, limits, control names, user errors"),
     ("explorer.figures", "numpy arrays -> figures"),
@@ -25,6 +26,7 @@ LAYERS = [
     ("explorer", "the page (ui) and the lesson checker that builds it"),
     ("explorer.server", "launch and Gradio plumbing"),
     ("explorer.hub", "JupyterHub: the launcher tile, the teacher page as a hub service"),
+    ("transformer_explorer", "the notebook API: show(model), View.cache"),
 ]
 FORBIDDEN = {  # third-party packages a layer never imports (house style)
     "model_core": {"gradio", "plotly", "explorer"},
@@ -34,7 +36,7 @@ FORBIDDEN = {  # third-party packages a layer never imports (house style)
 
 def modules() -> dict[str, Path]:
     found = {}
-    for package in ("model_core", "explorer"):
+    for package in ("model_core", "explorer", "transformer_explorer"):
         for path in (ROOT / package).rglob("*.py"):
             parts = path.relative_to(ROOT).with_suffix("").parts
             found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path

@@ -10,7 +10,7 @@ from explorer.figures.attention import (
     attention_steps_figure,
     query_attention_bars_figure,
 )
-from explorer.figures.common import figure_to_json
+from explorer.figures.common import figure_to_json, note_figure
 from explorer.figures.heads import head_statistics_table
 from explorer.state.session import Session
 from explorer.teaching import captions, captions_roles
@@ -30,9 +30,7 @@ def attention_view(session: Session, prompt: str, layer, head, query, drop_unkno
     patterns = a.cache.stack("pattern")[:, 0].float().numpy()  # [L, H, T, T]
     stats = head_statistics(patterns)
     pattern = patterns[layer, head]
-    scores = [a.cache[name, layer][0, head].float().numpy() for name in ("attn_scores_unmasked", "attn_scores")]
-    steps = attention_steps_figure(*scores, pattern, a.cache["z", layer][0, :, head].float().numpy(), a.labels,
-                                   layer, head)
+    steps, scores = steps_of(a, pattern, layer, head)
     large = is_large(session.inspected.config)
     grid = (attention_overview_figure(stats, patterns[layer], a.labels, (layer, head)) if large
             else attention_grid_figure(patterns, a.labels, selected=(layer, head)))
@@ -48,9 +46,24 @@ def attention_view(session: Session, prompt: str, layer, head, query, drop_unkno
         + captions.labels_shown(big, {**keys, **queries}),
         "Where one query looks": captions.query_attention_caption(pattern, a.labels, query)
         + captions.labels_shown(bars, keys),
-        "How the pattern is made": captions.attention_steps_caption(scores[1], pattern, a.labels)
-        + captions.labels_shown(steps, {**queries, "xaxis": "key position of the three narrow score panels"})})
+        "How the pattern is made": (captions.attention_steps_caption(scores[1], pattern, a.labels)
+                                    + captions.labels_shown(steps, {**queries, "xaxis": "key position of the three "
+                                                                    "narrow score panels"})) if scores else ""})
     return grid, big, steps, bars, head_statistics_table(stats), caption
+
+
+STEPS = ("attn_scores_unmasked", "attn_scores", "z")
+
+
+def steps_of(a, pattern, layer: int, head: int):
+    """-> (the seed's four panels of one head, [unmasked, masked scores]); a model read from its own forward pass
+    that does not show its scores before the mask, or its values, gets a panel saying so and no scores."""
+    if not all((name, layer) in a.cache for name in STEPS):
+        return note_figure("This model's code does not show its scores before the mask and its weighted values "
+                           "separately, so only its pattern is drawn.", "How the pattern is made"), None
+    scores = [a.cache[name, layer][0, head].float().numpy() for name in STEPS[:2]]
+    return attention_steps_figure(*scores, pattern, a.cache["z", layer][0, :, head].float().numpy(), a.labels,
+                                  layer, head), scores
 
 
 def attention_page_view(session: Session, prompt: str, layer, head, query, drop_unknown: bool = False):

@@ -31,6 +31,14 @@ def prompt_ids(session: Session, prompt: str, drop_unknown: bool = False) -> lis
     return ids
 
 
+def needs(session: Session, *what: str) -> None:
+    """A model read from its own forward pass (model_core.foreign.read_model) says in a sentence which of what a
+    view needs it could not find; our GPT has them all."""
+    require = getattr(session.inspected.held.model, "require", None)
+    for need in what if require else ():
+        require(need)
+
+
 def layer_names(layer: int, *shorts: str) -> tuple[str, ...]:
     """Full hook names of some short names at one layer: layer_names(3, 'pattern') -> ('blocks.3.attn.hook_pattern',)."""
     from model_core.model.cache import full_name

@@ -2,7 +2,7 @@
 import torch
 
 from explorer.callbacks import validation
-from explorer.callbacks.common import analyse, clamped_index, layer_names
+from explorer.callbacks.common import analyse, clamped_index, layer_names, needs
 from explorer.figures.embeddings import (
     embedding_norms_figure,
     no_positions_figure,
@@ -22,6 +22,7 @@ def embeddings_view(session: Session, prompt: str, dims, layer, drop_unknown: bo
     k = int(validation.choice(dims or "2", "PCA dimensions", ("2", "3")))
     layer = clamped_index(layer, "Hidden-state layer", session.inspected.model.cfg.n_layers)
     cfg = session.inspected.config
+    needs(session, "embed", "positions")
     a = analyse(session, prompt, drop_unknown, names=("blocks.0.hook_resid_pre",) if layer == 0 else
                 layer_names(layer - 1, "resid_post"))
     model, tok = session.inspected.model, session.inspected.tokenizer

@@ -22,6 +22,9 @@ def apply_link(session: Session, query: dict) -> tuple[str, list[str], dict]:
     if name is not None and session.inspected.shared_key != f"shipped:{name}":
         pick_shipped(session, name)
     notes += fit_to_model(session, values)
+    own_prompt = session.inspected.held.prompt if session.inspected.held is not None else None
+    if own_prompt and "prompt" not in values:  # a notebook's model opens on a prompt in its own vocabulary
+        values["prompt"] = own_prompt
     return model_summary(session), notes, values
 
 

@@ -24,7 +24,15 @@ def model_summary(session: Session) -> str:
     trained = _last_loss(c.evals or [])
     return (f"Inspecting **{display_name(session.inspected.name)}**: {model_shape(cfg.n_layers, cfg.n_heads)}, d_model "
             f"{cfg.d_model}, context {cfg.block_size}, vocabulary {cfg.vocab_size}, "
-            f"{c.model.num_params():,} parameters{trained}.{training_note(session)}")
+            f"{c.model.num_params():,} parameters{trained}.{read_note(c.model)}{training_note(session)}")
+
+
+def read_note(model) -> str:
+    """What a model read from its own forward pass (transformer_explorer.show on a learner's class) shows."""
+    if not getattr(model, "reads_whole_window", False):
+        return ""
+    return (f" Read from {model.layout.kind}'s own forward pass: the Attention, Residual stream, Embeddings and "
+            "Sampling tabs show it; the tabs that need its weights by name say so.")
 
 
 def training_note(session: Session) -> str:

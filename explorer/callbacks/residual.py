@@ -2,7 +2,7 @@
 import numpy as np
 
 from explorer.callbacks import validation
-from explorer.callbacks.common import all_layers, analyse, clamp_layer
+from explorer.callbacks.common import all_layers, analyse, clamp_layer, needs
 from explorer.figures.logit_lens import logit_lens_figure
 from explorer.figures.residual import (
     residual_heatmap_figure,
@@ -26,6 +26,7 @@ def residual_view(session: Session, prompt: str, layer, heatmap_mode: str = "nor
     layer = clamp_layer(session, layer)
     mode = validation.choice(heatmap_mode or "norm", "Heatmap", HEATMAP_MODES)
     cfg = session.inspected.config
+    needs(session, "updates", "lens")
     a = analyse(session, prompt, drop_unknown,
                 names=all_layers(cfg.n_layers, "resid_pre", "resid_mid", "resid_post", "attn_out", "mlp_out"))
     r = residual_statistics(a.cache)

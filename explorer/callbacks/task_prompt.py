@@ -15,11 +15,16 @@ STREAM_PROMPT_TOKENS = 48  # a stream task's prompt: its first tokens, a segment
 
 
 def prompt_for_model(session: Session, prompt: str):
-    """-> one of the inspected task model's own prompts when it cannot read `prompt` (or it is empty), else no
-    change (a lesson's or a student's prompt in the model's words stays)."""
+    """-> the inspected model's own prompt when it cannot read `prompt` (or it is empty): a task model's, or the one
+    a notebook gave it (transformer_explorer.show); else no change (a lesson's or a student's prompt in the model's
+    words stays)."""
     held = session.inspected.held
     spec = getattr(held.train_config, "task", None) if held is not None else None
-    if not spec or (prompt.strip() and reads(session, prompt)):
+    if prompt.strip() and reads(session, prompt) or held is None:
+        return gr.update()
+    if held.prompt:
+        return held.prompt
+    if not spec:
         return gr.update()
     try:
         return task_prompt(json.dumps(spec, sort_keys=True), session.inspected.config.block_size)

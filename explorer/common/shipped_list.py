@@ -65,11 +65,15 @@ def read_only_sentence(doing: str) -> str:
             "are too large to train on a CPU classroom's cores, and fine-tuning is not in this app's scope).")
 
 
+IN_MEMORY: list[str] = []  # models a notebook handed to the app (transformer_explorer.show), newest first
+
+
 def shipped_models() -> list[str]:
-    """Names of the checkpoints in explorer/assets/models/, default first, then the installed pretrained ones."""
+    """The models a notebook showed (newest first), the checkpoints in explorer/assets/models/ (default first),
+    then the installed pretrained ones."""
     names = sorted(p.name for p in MODELS_DIR.iterdir() if (p / "config.json").exists()) if MODELS_DIR.exists() else []
     own = sorted(names, key=lambda n: n != DEFAULT_MODEL)
-    return own + [name for name in PRETRAINED if pretrained_path(name) is not None]
+    return IN_MEMORY + own + [name for name in PRETRAINED if pretrained_path(name) is not None]
 
 
 def check_model_name(name: str) -> None:

@@ -44,6 +44,16 @@ UNIT_RANGE = [-0.04, 1.04]
 UNIT_TICKS = [0, 0.2, 0.4, 0.6, 0.8, 1]
 
 
+def note_figure(text: str, title: str, height: int = 220) -> Figure:
+    """An empty panel that says, in its middle, why there is nothing to draw."""
+    fig = Figure()
+    fig.add_annotation(text=text, x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False,
+                       font=dict(size=SMALL_FONT + 2))
+    fig.update_xaxes(visible=False)
+    fig.update_yaxes(visible=False)
+    return style_figure(fig, title, height=height)
+
+
 def index_labels(tokens: list[str]) -> list[str]:
     """['h', 'e'] -> ['0:h', '1:e']: unique category labels (Plotly merges duplicate categories)."""
     return [f"{i}:{tok}" for i, tok in enumerate(tokens)]

@@ -11,6 +11,7 @@ from explorer.figures.common import (
     SMALL_FONT,
     compact,
     index_labels,
+    note_figure,
     position_axis,
     position_lines_figure,
     style_figure,
@@ -150,12 +151,7 @@ NO_POSITION_VECTORS = {
 
 def no_positions_figure(positional: str, title: str) -> Figure:
     """An empty panel saying why a model with rope or no positional encoding has no position vectors."""
-    fig = Figure()
-    fig.add_annotation(text=NO_POSITION_VECTORS.get(positional, "no position vectors to show"), x=0.5, y=0.5,
-                       xref="paper", yref="paper", showarrow=False, font=dict(size=SMALL_FONT + 2))
-    fig.update_xaxes(visible=False)
-    fig.update_yaxes(visible=False)
-    return style_figure(fig, title, height=220)
+    return note_figure(NO_POSITION_VECTORS.get(positional, "no position vectors to show"), title)
 
 
 def embedding_norms_figure(tok_norms, pos_norms, tokens: list[str]) -> Figure:

@@ -55,14 +55,33 @@ def main(argv=None) -> None:
     from explorer.server.memory import tune_allocator
 
     tune_allocator()  # before the server's threads allocate (explorer/server/memory.py)
-    # Only what the page needs is imported before the server answers (Gradio, our layout and controls);
-    # torch, the models and the callbacks load in warm_up() once it does (docs/benchmarks.md, start-up).
+    demo = configured_app(args)
+    for sig in (signal.SIGTERM, signal.SIGINT):  # systemd and docker stop with SIGTERM, a terminal with Ctrl-C
+        signal.signal(sig, shutdown)
+    try:
+        start(demo, args)
+        if not args.single_user:  # one person computes the lab on their first Show the lab
+            precompute_or_say_why()
+        release_memory(demo)
+        demo.block_thread()
+    # show_error=False: our own messages are gr.Error and always shown; Gradio's internal ones are not
+    except BaseException:  # shutdown() leaves with os._exit: say why first, and leave with an error code
+        traceback.print_exc()
+        shutdown(code=1)
+    finally:
+        shutdown()
+
+
+def configured_app(args):
+    """The app the flags describe, built and queued, not yet serving (SystemExit for a flag it cannot use).
+    Only what the page needs is imported before the server answers (Gradio, our layout and controls); torch, the
+    models and the callbacks load in warm_up() once it does (docs/benchmarks.md, start-up)."""
     from explorer.common import app_state
     from explorer.common.limits import LIMITS
     from explorer.common.shipped_list import check_model_name
     from explorer.server import gradio_sessions, queue_order, queue_polling
     from explorer.server.gradio_startup import single_app_build
-    from explorer.server.http_guard import guarded_app_kwargs, readable_input_errors
+    from explorer.server.http_guard import readable_input_errors
 
     for name in ("max_params", "max_steps", "max_upload_mb", "max_trainers", "max_sessions", "analysis_workers"):
         setattr(LIMITS, name, getattr(args, name))
@@ -77,8 +96,8 @@ def main(argv=None) -> None:
     except ValueError as err:
         raise SystemExit(f"--model: {err}") from None
     app_state.default_model = args.model
-    room = _class_room(args)
-    from explorer.ui import CSS, build_app
+    args.room = _class_room(args)
+    from explorer.ui import build_app
 
     gradio_sessions.install()  # a new browser session costs ~1 ms instead of 0.1-0.5 s of the server's time
     queue_order.install()  # a flood of brand-new sessions waits behind the classmates already there
@@ -90,31 +109,28 @@ def main(argv=None) -> None:
             app_state.lesson_file = checked_lesson_file(args.lesson)
         demo.queue(default_concurrency_limit=2, max_size=256)
         queue_polling.relax(demo._queue)  # an idle app kept 6 % of a core polling its empty queue
-    for sig in (signal.SIGTERM, signal.SIGINT):  # systemd and docker stop with SIGTERM, a terminal with Ctrl-C
-        signal.signal(sig, shutdown)
-    app_state.warmed_up.clear()
-    try:
-        demo.launch(server_name=args.host, server_port=args.port, css=CSS, theme="soft", enable_monitoring=False,
-                    max_file_size=f"{args.max_upload_mb:g}mb", state_session_capacity=LIMITS.max_sessions,
-                    show_error=False, footer_links=["api"], app_kwargs=guarded_app_kwargs(), prevent_thread_lock=True,
-                    root_path=args.root_path.rstrip("/"))
-        if args.single_user:
-            from explorer.classroom.hub_link import start_class_link
+    return demo
 
-            start_class_link()  # reports to the hub service, when the hub names one
-        else:
-            print(f"Teacher page: {_teacher_link(args.host, args.port, room.gate.key)}", flush=True)
-        warm_up_or_say_why(args.torch_threads, app_state.default_model)  # requests wait for it (app_state)
-        if not args.single_user:  # one person computes the lab on their first Show the lab
-            precompute_or_say_why()
-        release_memory(demo)
-        demo.block_thread()
-    # show_error=False: our own messages are gr.Error and always shown; Gradio's internal ones are not
-    except BaseException:  # shutdown() leaves with os._exit: say why first, and leave with an error code
-        traceback.print_exc()
-        shutdown(code=1)
-    finally:
-        shutdown()
+
+def start(demo, args) -> None:
+    """Serve demo (returning at once), report to the class's hub service or print the teacher link, and warm up."""
+    from explorer.common import app_state
+    from explorer.common.limits import LIMITS
+    from explorer.server.http_guard import guarded_app_kwargs
+    from explorer.ui import CSS
+
+    app_state.warmed_up.clear()
+    demo.launch(server_name=args.host, server_port=args.port, css=CSS, theme="soft", enable_monitoring=False,
+                max_file_size=f"{args.max_upload_mb:g}mb", state_session_capacity=LIMITS.max_sessions,
+                show_error=False, footer_links=["api"], app_kwargs=guarded_app_kwargs(), prevent_thread_lock=True,
+                root_path=args.root_path.rstrip("/"), inline=False, quiet=getattr(args, "quiet", False))
+    if args.single_user:
+        from explorer.classroom.hub_link import start_class_link
+
+        start_class_link()  # reports to the hub service, when the hub names one
+    else:
+        print(f"Teacher page: {_teacher_link(args.host, args.port, args.room.gate.key)}", flush=True)
+    warm_up_or_say_why(args.torch_threads, app_state.default_model)  # requests wait for it (app_state)
 
 
 def _class_room(args):

@@ -4,10 +4,18 @@ import functools
 import os
 import threading
 import traceback
+from dataclasses import replace
 
 import torch
 
-from explorer.common.shipped_list import MODELS_DIR, PRETRAINED, check_model_name, pretrained_path, shipped_models
+from explorer.common.shipped_list import (
+    IN_MEMORY,
+    MODELS_DIR,
+    PRETRAINED,
+    check_model_name,
+    pretrained_path,
+    shipped_models,
+)
 from model_core import GPT
 from model_core.checkpoints.checkpoint import Checkpoint, load_checkpoint
 from model_core.data.chat import chat_stop_token, check_prompts
@@ -21,15 +29,30 @@ def load_shipped(name: str) -> Checkpoint:
     """A shipped checkpoint with a model of its own (hooks are per model object), sharing the read-only
     history and snapshots with every other session that opened it; an untrained classroom model on
     Shakespeare if the assets are missing."""
-    template = _loaded(name)
-    return Checkpoint(template.model.copy(), template.tokenizer, template.train_config, template.history,
-                      template.evals, template.snapshots, template.corpus, template.versions)
+    template = shipped_template(name)
+    return replace(template, model=template.model.copy())
 
 
 def shipped_template(name: str) -> Checkpoint:
     """The shipped checkpoint every session shares, its model included: read-only (explorer.state.session copies
     the model before a session uses it)."""
-    return _loaded(name)
+    return _IN_MEMORY[name] if name in _IN_MEMORY else _loaded(name)
+
+
+_IN_MEMORY: dict[str, Checkpoint] = {}  # name -> a model a notebook showed (transformer_explorer.show)
+
+
+def add_in_memory(name: str, ckpt: Checkpoint) -> None:
+    """Serve ckpt under name, as a shipped model (sessions copy its model before they use it)."""
+    _IN_MEMORY[name] = ckpt
+    if name not in IN_MEMORY:
+        IN_MEMORY.insert(0, name)
+
+
+def remove_in_memory(name: str) -> None:
+    _IN_MEMORY.pop(name, None)
+    if name in IN_MEMORY:
+        IN_MEMORY.remove(name)
 
 
 # TX_GENERATION_PATH=float32: generate in float32 and never measure the faster paths (measuring SmolLM2's took

@@ -97,6 +97,7 @@ def bind(fn, shared: bool = False, names=None, heavy: bool = False, fields: dict
         with session.lock:
             while session.notices:
                 gr.Warning(session.notices.pop(0), duration=None)
+            refuse_unread(session, fn)
             shared_key = session.inspected.shared_key
             key = (shared_key, fn.__name__, _key(list(inputs))) if shared and shared_key else None
             if key is not None and key[2] is not None:
@@ -123,6 +124,27 @@ def bind(fn, shared: bool = False, names=None, heavy: bool = False, fields: dict
     handler.__doc__ = fn.__doc__
     handler.__signature__ = api_signature(fn, names)
     return handler
+
+
+# the callback modules whose views read a model's weights, which a model read from its forward pass does not give
+NEEDS_WEIGHTS = {"heads": "heads", "ffn": "ffn", "features": "features", "features_source": "features",
+                 "features_training": "features", "blocks": "blocks", "experiments": "experiments",
+                 "circuits": "heads", "attribution": "experiments", "export": "export"}
+
+
+def refuse_unread(session, fn) -> None:
+    """A refusal, in one sentence, of a view that needs the weights of a model read from its forward pass
+    (transformer_explorer.show on a learner's own class: model_core.foreign.read_model)."""
+    model = session.inspected.held.model if session.inspected.held is not None else None
+    view = NEEDS_WEIGHTS.get(getattr(fn, "__module__", "").rsplit(".", 1)[-1])
+    if view is None or not getattr(model, "reads_whole_window", False):
+        return
+    from explorer.common.views import VIEWS
+
+    label = next((v.label for v in VIEWS if v.id == view), view.capitalize())
+    raise refusal(f"The {label} tab reads a model's weights by name, and {model.layout.kind} was read from its own "
+                  "forward pass: its attention, residual stream, embeddings, logit lens and sampling are shown. "
+                  "A model built with a class the explorer converts opens every tab (docs/notebooks.md).")
 
 
 def client_address(request) -> str:

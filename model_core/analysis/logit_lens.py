@@ -24,7 +24,7 @@ def logit_lens(model, cache: ActivationCache, k: int = 5, last: Optional[int] = 
     streams = [cache["blocks.0.hook_resid_pre"]] + [cache["resid_post", layer] for layer in range(L)]
     x = torch.stack([s[0] for s in streams]).float()  # [L+1, T, D] (a cache may be kept in float16)
     x = x[:, -last:] if last else x
-    rows = x.reshape(-1, x.shape[-1]).to(model.embed.weight.device)  # [(L+1)·T, D]
+    rows = x.reshape(-1, x.shape[-1]).to(next(model.parameters()).device)  # [(L+1)·T, D]
     tops = [_top_k(model, rows[i: i + ROWS_AT_ONCE], k) for i in range(0, len(rows), ROWS_AT_ONCE)]
     ids, probs = (torch.cat(parts).reshape(*x.shape[:2], -1).cpu().numpy() for parts in zip(*tops))
     return LogitLens(ids, probs)

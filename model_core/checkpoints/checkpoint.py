@@ -68,6 +68,7 @@ class Checkpoint:
     snapshots: list = field(default_factory=list)  # Snapshot objects
     corpus: Optional[str] = None  # built-in corpus name or a description of the user's text
     versions: dict = field(default_factory=dict)  # filled in on save: torch and project versions
+    prompt: Optional[str] = None  # the prompt the views open on when the app's default is not in its vocabulary
 
     @classmethod
     def from_trainer(cls, trainer, corpus: Optional[str] = None) -> "Checkpoint":

@@ -100,7 +100,7 @@ class NextTokenLogits:
         self.model, self.block, self.prompt_len = model, model.cfg.block_size, prompt_len
         self.device = next(model.parameters()).device
         # hooks (ablations, probes) would see only the new positions: with any attached, run forward() as before
-        hooked = any(h.has_hooks() for h in model.hook_dict.values())
+        hooked = getattr(model, "reads_whole_window", False) or any(h.has_hooks() for h in model.hook_dict.values())
         if not hooked:  # a pretrained model generates with its twin (GPT.for_generation)
             model = self.model = model.for_generation(rows)
         self.capacity = None if max_new_tokens is None else prompt_len + max_new_tokens  # the longest window read
