@@ -158,13 +158,15 @@ def test_updates_and_the_logit_lens_add_up(name):
     torch.testing.assert_close(lensed, logits[0], atol=atol(logits), rtol=1e-4)
 
 
-def test_a_model_read_again_after_training_shows_the_new_weights():
+def test_a_model_opened_again_after_training_shows_the_new_weights_and_the_first_keeps_its_own():
     model, _, vocab, T = trained_case("fused qkv, explicit softmax")
-    ids = torch.randint(0, vocab, (1, T))
-    before = opened(model, [chr(97 + i) for i in range(vocab)]).model.run_with_cache(ids)[1]["pattern", 0]
+    ids, names = torch.randint(0, vocab, (1, T)), [chr(97 + i) for i in range(vocab)]
+    first = opened(model, names).model
+    before = first.run_with_cache(ids)[1]["pattern", 0]
     tm.trained(model.train(), torch.randint(0, vocab, (4, T + 1)), steps=3, lr=0.05)
-    after = opened(model, [chr(97 + i) for i in range(vocab)]).model.run_with_cache(ids)[1]["pattern", 0]
+    after = opened(model, names).model.run_with_cache(ids)[1]["pattern", 0]
     assert not torch.allclose(before, after)
+    assert torch.equal(first.run_with_cache(ids)[1]["pattern", 0], before)
 
 
 def test_the_nanogpt_object_converts_exactly():

@@ -1,6 +1,7 @@
 """What show() opens: any decoder-only model object with its tokenizer, as a Checkpoint the app serves. Families the
 converters know become our GPT (exact: model_core.foreign.exact); any other module is read from its own forward
 pass (model_core.foreign.read_model). Every refusal is a ShowError with one sentence."""
+import copy
 from typing import Optional
 
 from torch import nn
@@ -57,8 +58,8 @@ def checkpoint_of(model, tokenizer) -> Checkpoint:
         raise ShowError(f"{type(model).__name__}: {err}") from None
     if gpt is not None:
         return Checkpoint(gpt, checked_tokenizer(tokenizer, gpt), corpus=f"{type(model).__name__} from the notebook")
-    try:
-        read = ReadModel.of(model, probe_vocabulary(model, tokenizer))
+    try:  # a copy: the view shows the weights as they are now, whatever training follows in the notebook
+        read = ReadModel.of(copy.deepcopy(model), probe_vocabulary(model, tokenizer))
     except ReadError as err:
         raise ShowError(str(err)) from None
     return Checkpoint(read, checked_tokenizer(tokenizer, read), corpus=f"{type(model).__name__} from the notebook")

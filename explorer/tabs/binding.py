@@ -142,9 +142,9 @@ def refuse_unread(session, fn) -> None:
     from explorer.common.views import VIEWS
 
     label = next((v.label for v in VIEWS if v.id == view), view.capitalize())
-    raise refusal(f"The {label} tab reads a model's weights by name, and {model.layout.kind} was read from its own "
-                  "forward pass: its attention, residual stream, embeddings, logit lens and sampling are shown. "
-                  "A model built with a class the explorer converts opens every tab (docs/notebooks.md).")
+    raise refusal(f"The {label} tab reads a model's weights by name; {model.layout.kind} was read from its own "
+                  "forward pass, which gives the Attention, Residual stream, Embeddings and Sampling tabs what they "
+                  "draw. A model of a family the explorer converts opens every tab (docs/notebooks.md).")
 
 
 def client_address(request) -> str:

@@ -14,7 +14,8 @@ from model_core.model.config import ConfigError, GPTConfig
 
 
 class ReadModel(nn.Module):
-    """inner: the learner's module (kept, not copied: show() on a retrained model reads its new weights)."""
+    """inner: the learner's module (transformer_explorer.show hands it a copy, so a view keeps the weights it was
+    opened on)."""
 
     reads_whole_window = True  # generation runs forward() on the whole window each step (no KV cache to extend)
 
