@@ -33,65 +33,56 @@ def heads(t: torch.Tensor, n: int) -> torch.Tensor:
     return t.view(t.shape[0], n, -1).transpose(0, 1)
 
 
-def tiny_gpt_by_hand(m: tm.TinyGPT, ids):
-    x = m.tok(ids[0]) + m.pos.weight[: len(ids[0])]
+def by_blocks(x: torch.Tensor, blocks, pattern_of):
+    """Patterns and streams layer by layer: pattern_of(block, stream [T, D]) -> [H, T, T] from the block's weights,
+    then the block itself gives the next stream."""
     patterns, streams = [], []
-    for layer in m.layers:
-        D = x.shape[-1]
-        q, k, _ = F.linear(layer.norm_a(x), layer.attn.qkv.weight, layer.attn.qkv.bias).split(D, -1)
-        patterns.append(hand_pattern(heads(q, 3), heads(k, 3), D // 3))
-        x = layer(x[None])[0]
+    for block in blocks:
+        patterns.append(pattern_of(block, x))
+        x = block(x[None])[0]
         streams.append(x)
     return patterns, streams
+
+
+def fused_pattern(h: torch.Tensor, weight: torch.Tensor, n_heads: int) -> torch.Tensor:
+    """The pattern from a fused [3D, D] qkv weight laid out (q, k, v) x heads x d_head, on the normed stream h."""
+    qkv = (h @ weight.T).view(len(h), 3, n_heads, -1)
+    return hand_pattern(qkv[:, 0].transpose(0, 1), qkv[:, 1].transpose(0, 1), qkv.shape[-1])
+
+
+def tiny_gpt_by_hand(m: tm.TinyGPT, ids):
+    def pattern(layer, x):
+        D = x.shape[-1]
+        q, k, _ = F.linear(layer.norm_a(x), layer.attn.qkv.weight, layer.attn.qkv.bias).split(D, -1)
+        return hand_pattern(heads(q, 3), heads(k, 3), D // 3)
+    return by_blocks(m.tok(ids[0]) + m.pos.weight[: len(ids[0])], m.layers, pattern)
 
 
 def lecture_by_hand(m: tm.LectureLM, ids):
-    x = m.token_embedding_table(ids[0]) + m.position_embedding_table.weight[: len(ids[0])]
-    patterns, streams = [], []
-    for block in m.blocks:
+    def pattern(block, x):
         h = block.ln1(x)
-        patterns.append(torch.stack([hand_pattern(h @ hd.query.weight.T, h @ hd.key.weight.T, hd.key.weight.shape[0])
-                                     for hd in block.sa.heads]))
-        x = block(x[None])[0]
-        streams.append(x)
-    return patterns, streams
+        return torch.stack([hand_pattern(h @ hd.query.weight.T, h @ hd.key.weight.T, hd.key.weight.shape[0])
+                            for hd in block.sa.heads])
+    return by_blocks(m.token_embedding_table(ids[0]) + m.position_embedding_table.weight[: len(ids[0])], m.blocks,
+                     pattern)
 
 
 def llamaish_by_hand(m: tm.Llamaish, ids):
-    x = m.tok_embeddings(ids[0])
-    patterns, streams = [], []
-    for layer in m.layers:
-        a = layer.attention
-        h = layer.attention_norm(x)
+    def pattern(layer, x):
+        a, h = layer.attention, layer.attention_norm(x)
         k = heads(h @ a.wk.weight.T, a.n_kv).repeat_interleave(a.n_heads // a.n_kv, 0)
-        patterns.append(hand_pattern(heads(h @ a.wq.weight.T, a.n_heads), k, a.hd))
-        x = layer(x[None])[0]
-        streams.append(x)
-    return patterns, streams
+        return hand_pattern(heads(h @ a.wq.weight.T, a.n_heads), k, a.hd)
+    return by_blocks(m.tok_embeddings(ids[0]), m.layers, pattern)
 
 
 def seed_gpt_by_hand(m: s003g.GPT, ids):
-    x = m.embeddings(ids)[0]
-    patterns, streams = [], []
-    for block in m.blocks:
-        a = block.mha
-        qkv = (block.norm1(x) @ a.qkv_proj.weight.T).view(-1, 3, a.n_heads, a.head_dim)
-        patterns.append(hand_pattern(qkv[:, 0].transpose(0, 1), qkv[:, 1].transpose(0, 1), a.head_dim))
-        x = block(x[None])[0]
-        streams.append(x)
-    return patterns, streams
+    return by_blocks(m.embeddings(ids)[0], m.blocks,
+                     lambda b, x: fused_pattern(b.norm1(x), b.mha.qkv_proj.weight, b.mha.n_heads))
 
 
 def baby_names_by_hand(m: s003b.BabyNamesModel, ids):
-    x = m.token_embeddings(ids[0]) + m.pos_embeddings.weight[: len(ids[0])]
-    patterns, streams = [], []
-    for block in list(m.decoder_block)[:-1]:
-        a = block.mha
-        qkv = (block.ln1(x) @ a.W_qkv_proj.weight.T).view(-1, 3, a.n_heads, a.d_head)
-        patterns.append(hand_pattern(qkv[:, 0].transpose(0, 1), qkv[:, 1].transpose(0, 1), a.d_head))
-        x = block(x[None])[0]
-        streams.append(x)
-    return patterns, streams
+    return by_blocks(m.token_embeddings(ids[0]) + m.pos_embeddings.weight[: len(ids[0])], list(m.decoder_block)[:-1],
+                     lambda b, x: fused_pattern(b.ln1(x), b.mha.W_qkv_proj.weight, b.mha.n_heads))
 
 
 def statquest_by_hand(m: s002.DecoderOnlyTransformer, ids):
@@ -204,24 +195,28 @@ def hf_tokenizer(transformers):
     return transformers.PreTrainedTokenizerFast(tokenizer_object=tok)
 
 
-class TransformerBridge(nn.Module):
-    """What TransformerLens 4's bridge holds of the model it wraps (transformer_bridge.py: __dict__["original_model"]),
-    without its hook machinery."""
-
-    def __init__(self, hf_model):
-        super().__init__()
-        self.__dict__["original_model"] = hf_model
-
-
-def test_a_transformer_lens_bridge_opens_the_hugging_face_model_it_wraps():
+def test_a_transformer_lens_bridge_is_read_as_transformer_lens_reads_it(tmp_path, monkeypatch):
+    """TransformerLens 4 has no HookedTransformer: its TransformerBridge, built offline on a GPT-2 from a config, is
+    read from its forward pass, and gives TransformerLens's own patterns, streams and logits."""
     transformers = pytest.importorskip("transformers")
+    bridge = pytest.importorskip("transformer_lens.model_bridge")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     torch.manual_seed(0)
-    model = transformers.GPT2LMHeadModel(transformers.GPT2Config(vocab_size=50, n_positions=32, n_embd=32, n_layer=1,
-                                                                 n_head=2)).eval()
-    ckpt = opened(TransformerBridge(model), hf_tokenizer(transformers))
-    ids = torch.randint(0, 50, (1, 8))
+    cfg = transformers.GPT2Config(vocab_size=50, n_positions=32, n_embd=32, n_layer=2, n_head=4)
+    cfg.save_pretrained(tmp_path)  # the bridge reads the config from a folder, never the network
+    tok = hf_tokenizer(transformers)
+    wrapped = bridge.TransformerBridge.boot_transformers(str(tmp_path), hf_model=transformers.GPT2LMHeadModel(cfg),
+                                                         tokenizer=tok).eval()
+    read = opened(wrapped, tok).model
+    ids = torch.randint(0, 50, (1, 12))
     with torch.no_grad():
-        torch.testing.assert_close(ckpt.model(ids)[0], model(ids).logits, atol=1e-5, rtol=1e-4)
+        own, theirs = wrapped.run_with_cache(ids)
+    logits, cache = read.run_with_cache(ids)
+    torch.testing.assert_close(logits, own, atol=atol(own), rtol=1e-4)
+    for L in range(2):
+        torch.testing.assert_close(cache["pattern", L], theirs[f"blocks.{L}.attn.hook_pattern"], atol=1e-5, rtol=1e-4)
+        stream = theirs[f"blocks.{L}.hook_resid_post"]
+        torch.testing.assert_close(cache["resid_post", L], stream, atol=atol(stream), rtol=1e-4)
 
 
 @pytest.mark.parametrize("given, text", [

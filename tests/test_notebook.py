@@ -1,6 +1,6 @@
 """transformer_explorer.show in a real Jupyter kernel, executed headless with nbclient: a notebook defines a
-decoder-only class in a cell (as tutorials do), trains it and the seeds' classes and nanoGPT's and a Hugging Face
-GPT-2 for a few steps, shows each, compares view.cache with patterns and streams computed by hand from the weights,
+decoder-only class in a cell (as tutorials do), trains it and the seeds' classes for a few steps, and nanoGPT's, a
+Hugging Face GPT-2 and TransformerLens 4's bridge over it (from configs), shows each, compares view.cache with patterns and streams computed by hand from the weights,
 and asks each view's server for /attention with gradio_client. And examples/char_gpt.ipynb runs as shipped."""
 import os
 from pathlib import Path
@@ -115,13 +115,20 @@ check(nano, chars, own_logits=lambda ids: nano(ids, targets=ids)[0][0].detach())
 gpt2 = transformers.GPT2LMHeadModel(transformers.GPT2Config(vocab_size=50, n_positions=32, n_embd=32, n_layer=2,
                                                             n_head=4)).eval()
 check(gpt2, hf_tokenizer(transformers), own_logits=lambda ids: gpt2(ids).logits[0].detach(), prompt="a cab")
+
+import tempfile
+from transformer_lens.model_bridge import TransformerBridge
+folder = tempfile.mkdtemp()  # TransformerLens 4 reads the model's config from a folder (HF_HUB_OFFLINE: never the hub)
+gpt2.config.save_pretrained(folder)
+bridge = TransformerBridge.boot_transformers(folder, hf_model=gpt2, tokenizer=hf_tokenizer(transformers)).eval()
+check(bridge, hf_tokenizer(transformers), own_logits=lambda ids: bridge(ids)[0].detach(), prompt="a cab")
 print("checked:", ", ".join(checked))
 '''
 
 
 def executed(nb, timeout: int = 240):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "GRADIO_ANALYTICS_ENABLED": "False", "HF_HUB_DISABLE_TELEMETRY": "1",
-           "TX_GENERATION_PATH": "float32", "OMP_NUM_THREADS": "1"}
+           "TX_GENERATION_PATH": "float32", "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
     client = nbclient.NotebookClient(nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": ROOT}})
     old = {k: os.environ.get(k) for k in env}
     os.environ.update(env)  # the kernel inherits this environment
@@ -148,8 +155,8 @@ def test_a_notebook_shows_each_kind_of_model_with_the_numbers_computed_by_hand()
                 nbformat.v4.new_code_cell(DEFINE), nbformat.v4.new_code_cell(CHECK)]
     text = outputs(executed(nb))
     assert "checked: NotebookGPT, LectureLM, TinyGPT, Llamaish, GPT, BabyNamesModel, DecoderOnlyTransformer, GPT, " \
-           "GPT2LMHeadModel" in text
-    assert text.count("<iframe src=") == 9
+           "GPT2LMHeadModel, TransformerBridge" in text
+    assert text.count("<iframe src=") == 10
 
 
 def test_the_example_notebook_runs_as_shipped():

@@ -105,7 +105,7 @@ def serving(name: str) -> int:
         root = proxy_prefix(port)
         args = parse_args(["--single-user", "--port", str(port), "--model", name, "--root-path", root,
                            "--torch-threads", str(max(1, torch.get_num_threads()))])
-        args.quiet = True
+        args.quiet, args.class_link = True, False  # the student's explorer tile reports to the class, not this
         # the cell shows the explorer, not the server's start-up lines; a library's tqdm.auto finds no ipywidgets
         warnings.filterwarnings("ignore", message="IProgress not found")
         with contextlib.redirect_stdout(io.StringIO()):

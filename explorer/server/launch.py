@@ -127,7 +127,8 @@ def start(demo, args) -> None:
     if args.single_user:
         from explorer.classroom.hub_link import start_class_link
 
-        start_class_link()  # reports to the hub service, when the hub names one
+        if getattr(args, "class_link", True):  # a notebook's explorer (transformer_explorer.show) does not report
+            start_class_link()  # reports to the hub service, when the hub names one
     else:
         print(f"Teacher page: {_teacher_link(args.host, args.port, args.room.gate.key)}", flush=True)
     warm_up_or_say_why(args.torch_threads, app_state.default_model)  # requests wait for it (app_state)

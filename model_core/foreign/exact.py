@@ -1,7 +1,7 @@
 """Live model objects of families the converters know, turned into our GPT in memory (same logits, every view
-working): our own GPT, nanoGPT's GPT, Hugging Face causal LMs (GPT-2, Llama/SmolLM, Qwen2, GPT-NeoX), also inside
-TransformerLens 4's TransformerBridge (which wraps one: its original_model). None for anything else: the learner's own
-class, or TransformerLens 3's HookedTransformer, is then read from its forward pass (model_core.foreign.read_model)."""
+working): our own GPT, nanoGPT's GPT, Hugging Face causal LMs (GPT-2, Llama/SmolLM, Qwen2, GPT-NeoX). None for
+anything else: the learner's own class, or TransformerLens's models (4's TransformerBridge rebuilds the modules of the
+model it wraps), is then read from its forward pass (model_core.foreign.read_model)."""
 from dataclasses import replace
 from typing import Optional
 
@@ -20,8 +20,6 @@ def exact_gpt(obj: nn.Module, block_size: Optional[int] = None) -> Optional[GPT]
     family is not one the converters know. ConvertError when it is, but in a shape ours cannot build."""
     if isinstance(obj, GPT):
         return obj.copy().eval()
-    if type(obj).__name__ == "TransformerBridge":  # TransformerLens 4 wraps a Hugging Face model
-        obj = obj.__dict__.get("original_model", obj)
     for convert in (from_nanogpt, from_hugging_face):
         model = convert(obj, block_size)
         if model is not None:
@@ -45,8 +43,9 @@ def from_nanogpt(obj: nn.Module, block_size: Optional[int] = None) -> Optional[G
 def from_hugging_face(obj: nn.Module, block_size: Optional[int] = None) -> Optional[GPT]:
     """A transformers causal LM (PreTrainedModel): its config as config.json would hold it, and its tensors."""
     config = getattr(obj, "config", None)
-    if not callable(getattr(config, "to_dict", None)) or not hasattr(obj, "get_output_embeddings"):
-        return None
+    if not any(c.__name__ == "PreTrainedModel" for c in type(obj).__mro__) or not callable(getattr(config, "to_dict",
+                                                                                                   None)):
+        return None  # (transformers is not imported: the app does not depend on it)
     settings = config.to_dict()
     try:
         family_for(settings)
