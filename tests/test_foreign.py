@@ -243,6 +243,7 @@ def test_encode_and_decode_functions_are_a_tokenizer():
     ({"a": 0, "b": 2}, "0, 1"),
     (["a", "a"], "twice"),
     (list("abcd"), "4 tokens but the model's logits cover 3"),
+    (list("ab"), "vocabulary has 2 tokens but the model's logits cover 3"),
     (3.5, "not a tokenizer"),
 ])
 def test_a_tokenizer_that_cannot_be_used_gets_a_sentence(given, says):
@@ -268,6 +269,7 @@ class Crashes(tm.TinyGPT):
     (NoAttention(), "found no attention in NoAttention's forward pass"),
     (Crashes(5), "Crashes's forward failed on a prompt of 8 tokens .*RuntimeError: shape mismatch in my code"),
     ("gpt", "opens a PyTorch model"),
+    (tm.TinyGPT(3), "the tokenizer has 5 tokens but TinyGPT's token embedding has 3 rows"),
 ])
 def test_a_model_that_cannot_be_read_gets_a_sentence(model, says):
     with pytest.raises(ShowError, match=says):

@@ -55,6 +55,9 @@ torch.manual_seed(0)
 model = Net(len(stoi))
 view = tx.show(model, stoi, prompt="to be or not to be", height=700)
 """
+SECOND = """model_b = Net(len(stoi), layers=1)
+view_b = tx.show(model_b, stoi, prompt="that is the question", height=500)
+"""
 
 
 @pytest.fixture
@@ -62,7 +65,8 @@ def lab(tmp_path):
     """JupyterLab on a free port under /user/ana/, as JupyterHub's single-user server runs it; ended with its
     kernels at the end."""
     port, token = free_port(), secrets.token_hex(8)
-    notebook = {"cells": [{"cell_type": "code", "metadata": {}, "source": CELL, "outputs": [], "execution_count": None}],
+    notebook = {"cells": [{"cell_type": "code", "metadata": {}, "source": source, "outputs": [], "execution_count": None}
+                          for source in (CELL, SECOND)],
                 "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
                 "nbformat": 4, "nbformat_minor": 5}
     (tmp_path / "show.ipynb").write_text(json.dumps(notebook))
@@ -111,7 +115,7 @@ def test_the_explorer_opens_inside_a_jupyterlab_cell_through_the_servers_proxy(l
     page.keyboard.press("Shift+Enter")
     page.locator("iframe[title='Transformer Explorer']").wait_for()
     page.locator("iframe[title='Transformer Explorer']").scroll_into_view_if_needed()
-    frame = next(f for f in page.frames if "/proxy/" in f.url)
+    frame = frame_showing(page, "view=1")
     assert frame.url.startswith(f"{url}proxy/"), frame.url  # the browser never reaches the kernel's 127.0.0.1 port
     try:
         frame.wait_for_function(f"() => ({PANEL_STATE})().plots >= 4")  # the Attention tab drew its charts
@@ -126,3 +130,25 @@ def test_the_explorer_opens_inside_a_jupyterlab_cell_through_the_servers_proxy(l
     frame.locator(".js-plotly-plot").first.scroll_into_view_if_needed()
     painted(page)
     screenshot(page, "notebook_inline_explorer")
+
+    # a second model in the next cell opens in a session of its own: the first frame, reloaded, keeps its model
+    page.keyboard.press("Shift+Enter")
+    page.locator("iframe[title='Transformer Explorer']").nth(1).wait_for()
+    second = frame_showing(page, "view=2")
+    second.wait_for_function(f"() => ({PANEL_STATE})().plots >= 4")
+    assert "Inspecting notebook 2: Net: 1 layer" in second.locator("#te-model-info").inner_text()
+    assert second.get_by_label("Prompt").first.input_value() == "that is the question"
+    frame.goto(frame.url)
+    frame.wait_for_function(f"() => ({PANEL_STATE})().plots >= 4")
+    assert "Inspecting notebook 1: Net: 2 layers" in frame.locator("#te-model-info").inner_text()
+
+
+def frame_showing(page, part: str, seconds: float = 30.0):
+    """The page's frame whose address holds part, once it has navigated there."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        found = [f for f in page.frames if part in f.url]
+        if found:
+            return found[0]
+        page.wait_for_timeout(100)
+    raise AssertionError(f"no frame at an address with {part}: {[f.url for f in page.frames]}")

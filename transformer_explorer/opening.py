@@ -30,10 +30,13 @@ def opening_prompt(tok, block_size: int, given: Optional[str]) -> Optional[str]:
     """The prompt a shown model's views open on: the one given (checked), else the app's own if the model reads it
     (None), else the same in lower case, else what is left of it in the model's vocabulary, else its first tokens."""
     if given is not None:
-        ids = tok.encode(given) if not tok.unknown(given) else None
+        unknown = tok.unknown(given)
+        if unknown:
+            raise ShowError(f"prompt: {', '.join(map(repr, sorted(unknown)[:10]))} "
+                            f"{'is' if len(unknown) == 1 else 'are'} not in the model's vocabulary.")
+        ids = tok.encode(given)
         if not ids or len(ids) > block_size:
-            raise ShowError(f"prompt: the model reads 1 to {block_size} tokens of its own vocabulary; this one is "
-                            + (f"{len(ids)} tokens." if ids else "not in its vocabulary."))
+            raise ShowError(f"prompt: the model reads 1 to {block_size} tokens; this one is {len(ids)}.")
         return given
     for text in (DEFAULT_PROMPT, DEFAULT_PROMPT.lower()):
         if not tok.unknown(text):
@@ -58,6 +61,7 @@ def checkpoint_of(model, tokenizer) -> Checkpoint:
         raise ShowError(f"{type(model).__name__}: {err}") from None
     if gpt is not None:
         return Checkpoint(gpt, checked_tokenizer(tokenizer, gpt), corpus=f"{type(model).__name__} from the notebook")
+    check_table(model, tokenizer)
     try:  # a copy: the view shows the weights as they are now, whatever training follows in the notebook
         read = ReadModel.of(copy.deepcopy(model), probe_vocabulary(model, tokenizer))
     except ReadError as err:
@@ -73,6 +77,19 @@ def checked_tokenizer(tokenizer, model):
     if isinstance(tok, CallableTokenizer):
         tok.size = model.cfg.vocab_size
     return tok
+
+
+def check_table(model: nn.Module, tokenizer) -> None:
+    """ShowError when the tokenizer has more tokens than the model's first embedding table (its token table, as
+    models define it first) has rows, before its forward pass fails on an id it has no row for."""
+    try:
+        size = convert(tokenizer).vocab_size
+    except (VocabError, ValueError):
+        return
+    table = next((m for m in model.modules() if isinstance(m, nn.Embedding)), None)
+    if size and table is not None and size > table.num_embeddings:
+        raise ShowError(f"the tokenizer has {size} tokens but {type(model).__name__}'s token embedding has "
+                        f"{table.num_embeddings} rows: is this the model's own tokenizer?")
 
 
 def probe_vocabulary(model: nn.Module, tokenizer) -> int:

@@ -7,6 +7,8 @@ import itertools
 import os
 import socket
 import threading
+import urllib.parse
+import uuid
 import warnings
 from typing import Optional
 
@@ -36,10 +38,18 @@ class View:
         return self.checkpoint.prompt or DEFAULT_PROMPT
 
     def cache(self, prompt: Optional[str] = None) -> dict:
+        try:
+            return self._cache(prompt)
+        except (ShowError, ValueError) as err:  # one sentence, not a trace through this package
+            raise ShowError(str(err)) from None
+
+    def _cache(self, prompt: Optional[str]) -> dict:
         """The activations the app draws for prompt (default: the one the view opened on), by TransformerLens's
-        names, batch dimension dropped:
+        names, batch dimension dropped (ShowError, one sentence, for a prompt it cannot read):
         blocks.{L}.attn.hook_pattern [n_heads, T, T], blocks.{L}.hook_resid_pre / hook_resid_post [T, d_model],
         logits [T, vocab] (and whatever else the model shows: attn_scores, z, attn_out, mlp_out...)."""
+        if self.closed:
+            raise ShowError(f"{self.name} was closed: show the model again.")
         ids = self.checkpoint.tokenizer.encode(self.prompt if prompt is None else prompt)
         if not ids:
             raise ShowError("The prompt is empty.")
@@ -66,9 +76,6 @@ class View:
                 _SERVER.pop("demo").close()
                 _SERVER.clear()
 
-    def _repr_html_(self) -> str:
-        return frame(self.url, self.height)
-
     def __repr__(self) -> str:
         return f"View({self.name!r}, url={self.url!r})"
 
@@ -77,14 +84,19 @@ def show(model, tokenizer=None, *, prompt: Optional[str] = None, height: int = H
     """Open model (any decoder-only PyTorch module, with its tokenizer) in the explorer, inside the cell's output;
     prompt: what its tabs open on (default: the app's Shakespeare lines, or what the vocabulary can spell of them).
     Calling it again (after more training) shows the weights as they are then; the earlier view keeps its own."""
-    checkpoint = opened(model, tokenizer, prompt)
+    try:
+        checkpoint = opened(model, tokenizer, prompt)
+    except ShowError as err:  # one sentence, not a trace through this package
+        raise ShowError(str(err)) from None
     with _LOCK:
-        name = f"notebook {next(_NUMBER)}: {type(model).__name__}"
+        number = next(_NUMBER)
+        name = f"notebook {number}: {type(model).__name__}"
         from explorer.state.shipped import add_in_memory
 
         add_in_memory(name, checkpoint)
         port = serving(name)
-        view = View(name, checkpoint, browser_url(port), f"http://127.0.0.1:{port}/", height)
+        query = f"?view={number}&model={urllib.parse.quote(name)}"  # each view a session (and model) of its own
+        view = View(name, checkpoint, browser_url(port) + query, f"http://127.0.0.1:{port}/", height)
         _VIEWS.append(view)
     if display:
         shown(view)
@@ -133,12 +145,32 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+PAGE_WIDTH = 1280  # px: the narrowest window the app's charts are laid out for (explorer.figures.common)
+
+
+FIT = """<script>(() => {{
+  const box = document.getElementById("{id}"), page = box.firstElementChild;
+  const fit = () => {{
+    const k = Math.max({smallest}, Math.min(1, box.clientWidth / {width}));
+    page.style.transform = `scale(${{k}})`;
+    box.style.height = `${{Math.ceil({height} * k) + 2}}px`;
+    box.style.overflowX = k > {smallest} ? "hidden" : "auto";
+  }};
+  fit();
+  new ResizeObserver(fit).observe(box);
+}})();</script>"""
+
+
 def frame(url: str, height: int) -> str:
-    """The cell output: the explorer in a frame, with a link that opens it in a tab of its own."""
-    src = html.escape(url, quote=True)
-    return (f'<iframe src="{src}" width="100%" height="{int(height)}" style="border:1px solid #ddd" '
-            f'title="Transformer Explorer"></iframe>'
-            f'<div><a href="{src}" target="_blank" rel="noopener">Open the explorer in its own tab</a></div>')
+    """The cell output: the explorer in a frame laid out PAGE_WIDTH wide, as its charts are drawn for, and scaled
+    down to the cell's width (to 60 % at most; a narrower cell scrolls sideways; where the output may run no script,
+    it scrolls), with a link that opens it full size in a tab of its own."""
+    src, box = html.escape(url, quote=True), f"tx-{uuid.uuid4().hex[:12]}"
+    return (f'<div id="{box}" style="width:100%;overflow-x:auto"><iframe src="{src}" title="Transformer Explorer" '
+            f'style="width:{PAGE_WIDTH}px;height:{int(height)}px;border:1px solid #ddd;transform-origin:0 0">'
+            f'</iframe></div>' + FIT.format(id=box, width=PAGE_WIDTH, height=int(height), smallest=0.6)
+            + f'<div><a href="{src}" target="_blank" rel="noopener">Open the explorer full size in its own tab</a>'
+            '</div>')
 
 
 def shown(view: View) -> None:

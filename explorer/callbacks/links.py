@@ -12,7 +12,8 @@ def apply_link(session: Session, query: dict) -> tuple[str, list[str], dict]:
     """query {name: text} -> (model summary, a note per ignored or changed parameter, parsed values).
 
     A named shipped model is opened first, so layer, head and query are checked against that model."""
-    own = {name: text for name, text in dict(query).items() if not name.startswith("__")}  # Gradio's: ?__theme=dark
+    own = {name: text for name, text in dict(query).items()  # not Gradio's (?__theme=dark), nor a notebook view's number
+           if not name.startswith("__") and name != "view"}
     opened = open_read_only_copy(session, own.pop("open")) if "open" in own else []
     values, notes = view_params.parse_params(own)
     notes = opened + notes

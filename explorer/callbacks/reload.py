@@ -12,7 +12,8 @@ def resume_session(browser_key, request: gr.Request) -> str:
     wait_for_warm_up()  # torch and the models are imported by the warm-up, not beside it
     from explorer.state.session import REGISTRY
 
-    return REGISTRY.resume(request.session_hash, browser_key)
+    scope = dict(getattr(request, "query_params", None) or {}).get("view")  # a notebook's view (transformer_explorer)
+    return REGISTRY.resume(request.session_hash, browser_key, scope=str(scope)[:16] if scope else None)
 
 
 def detach_session(request: gr.Request) -> None:

@@ -99,9 +99,13 @@ class SessionRegistry:
         session.last_seen = time.monotonic()
         return session
 
-    def resume(self, page: str, browser_key) -> str:
+    def resume(self, page: str, browser_key, scope: Optional[str] = None) -> str:
         """Attach this page to the session its browser key names (a reload, or a reopened tab within the
-        TTL); otherwise give the page's session a new key. -> the key the browser keeps."""
+        TTL); otherwise give the page's session a new key. -> the key the browser keeps. scope: a notebook view's
+        number (transformer_explorer.show): each view of one browser has a session of its own, under the browser's
+        key and the scope, so two frames of one notebook never share a model."""
+        if scope is not None:
+            return self._resume_scoped(page, browser_key, scope)
         with self._lock:
             if isinstance(browser_key, str) and browser_key in self._sessions:
                 self._attach(page, browser_key)
@@ -117,6 +121,17 @@ class SessionRegistry:
                 self._evicted[key] = notice  # told when the page's first request creates its session
             self._attach(page, key)
             return key
+
+    def _resume_scoped(self, page: str, browser_key, scope: str) -> str:
+        base = browser_key if isinstance(browser_key, str) and len(browser_key) >= 16 else secrets.token_urlsafe(24)
+        key = f"{base}|{scope}"
+        with self._lock:
+            if key not in self._sessions:
+                session = self._sessions.pop(self._aliases.get(page, page), None)
+                if session is not None:
+                    self._sessions[key] = session
+            self._attach(page, key)
+        return base
 
     def _attach(self, page: str, key: str) -> None:
         old = self._aliases.get(page, page)

@@ -21,6 +21,9 @@ def as_tokenizer(given, vocab_size: int):
     if tok.vocab_size > vocab_size:
         raise VocabError(f"the tokenizer has {tok.vocab_size} tokens but the model's logits cover {vocab_size}: "
                          "is this the model's own tokenizer?")
+    if tok.kind in ("char", "word") and tok.vocab_size != vocab_size:  # a subword tokenizer may be padded, not these
+        raise VocabError(f"the vocabulary has {tok.vocab_size} tokens but the model's logits cover {vocab_size}: "
+                         "pass the vocabulary the model was built with.")
     return tok
 
 
