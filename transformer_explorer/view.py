@@ -170,6 +170,7 @@ def frame(url: str, height: int) -> str:
             f'style="width:{PAGE_WIDTH}px;height:{int(height)}px;border:1px solid #ddd;transform-origin:0 0">'
             f'</iframe></div>' + FIT.format(id=box, width=PAGE_WIDTH, height=int(height), smallest=0.6)
             + f'<div><a href="{src}" target="_blank" rel="noopener">Open the explorer full size in its own tab</a>'
+            ' · it runs in this notebook\'s kernel: an empty frame after a restart comes back when the cell runs again'
             '</div>')
 
 
