@@ -30,13 +30,32 @@ _SHARED_APP: dict = {}  # the app_url fixture's process and log, for shared_app_
 
 def pytest_collection_modifyitems(config, items):
     """Runs before pytest's own -m selection (a conftest's hook is called first), so these marks select. Also
-    groups the tests for pytest-xdist's `--dist loadgroup` (`make test`): a module's tests run in one worker, so a
-    module-scoped fixture is built once; see ordered_for_workers for the order."""
+    orders the tests for pytest-xdist's `--dist loadgroup` (`make test`, pytest_xdist_make_scheduler below): see
+    ordered_for_workers."""
     for item in items:
         for mark in tier_marks(item):
             item.add_marker(mark)
-        item.add_marker(pytest.mark.xdist_group(worker_group(item)))
     items[:] = ordered_for_workers(items)
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """`--dist loadgroup` with a module's tests as one group (tiers.worker_group), so that they run in one worker
+    and a module-scoped fixture is built once. xdist 3.8's own loadgroup writes an xdist_group mark's name into
+    `item._nodeid`, which pytest 9 no longer reads (a node's id is its `_id`): every test went out alone, a
+    module's tests were split between the workers, and each worker built the module's fixtures (the JupyterHub,
+    module_page, SmolLM2 opened in its app). The groups go out in ordered_for_workers' order (xdist's would be
+    most tests first: the one-test groups, the lesson walk among them, last)."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModuleGroups(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return worker_group(nodeid)
+
+    config.option.loadscopereorder = False
+    return ModuleGroups(config, log)
 
 
 # ---------------------------------------------------------------- the launched app

@@ -23,9 +23,10 @@ def tier_marks(item) -> set[str]:
 
 # ---------------------------------------------------------------- how `make test` spreads the tests over workers
 
-def worker_group(item) -> str:
-    """The xdist group: the module (its module-scoped fixtures are built once, in one worker)."""
-    return item.path.name
+def worker_group(nodeid: str) -> str:
+    """The xdist group of the test with this node id: its module (its module-scoped fixtures are built once, in
+    one worker)."""
+    return nodeid.split("::", 1)[0]
 
 
 def expected_cost(item) -> int:
@@ -41,7 +42,7 @@ def ordered_for_workers(items: list) -> list:
     other worker's computing fills that wait. A group keeps its tests' order."""
     groups: dict = {}
     for item in items:
-        groups.setdefault(worker_group(item), []).append(item)
+        groups.setdefault(worker_group(item.nodeid), []).append(item)
     cost = {name: max(expected_cost(item) for item in members) for name, members in groups.items()}
     by_cost = sorted(groups, key=lambda name: -cost[name])
     browser = [name for name in by_cost if cost[name] >= 3]
