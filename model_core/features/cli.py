@@ -55,6 +55,32 @@ def build_parser() -> argparse.ArgumentParser:
                        "else collect them and keep them there (to try other settings without collecting again)")
     train.add_argument("--stats-tokens", type=int, default=65_536, help="validation tokens read for the feature "
                        "statistics the app shows (feature_stats.safetensors); 0: none")
+    transcoders = commands.add_parser("train-transcoders", help="collect every FFN's inputs and outputs, train one "
+                                      "TopK transcoder per layer, save the set in circuit-tracer's format")
+    _model_and_text(transcoders)
+    transcoders.add_argument("--features", type=int, required=True, help="features per layer, e.g. 8 x d_model")
+    transcoders.add_argument("--k", type=int, default=32, help="active features per token (default 32)")
+    transcoders.add_argument("--skip", action=argparse.BooleanOptionalAction, default=True,
+                             help="a linear skip connection beside the features (default: on)")
+    transcoders.add_argument("--tokens", type=int, default=262_144, help="pairs to collect and train each layer on")
+    transcoders.add_argument("--epochs", type=float, default=2.0, help="passes over the collected pairs")
+    transcoders.add_argument("--lr", type=float, default=SAETrainConfig.lr, help="Adam's learning rate")
+    transcoders.add_argument("--batch-size", type=int, default=SAETrainConfig.batch_size, help="pairs per step")
+    transcoders.add_argument("--seed", type=int, default=0, help="seed of the windows, initialisation and batches")
+    transcoders.add_argument("--stats-tokens", type=int, default=65_536, help="validation tokens read for each "
+                             "layer's feature statistics (the graph's hover and the feature view); 0: none")
+    transcoders.add_argument("--out", required=True, help="folder to write config.yaml and layer_*.safetensors to")
+    graph = commands.add_parser("graph", help="the attribution graph of a prompt's next token (circuit-tracer's "
+                                "method) on a model with its transcoders, written as safetensors and graph JSON")
+    graph.add_argument("--checkpoint", required=True, help="checkpoint folder or .zip")
+    graph.add_argument("--transcoders", required=True, help="transcoder set folder (ours or circuit-tracer's)")
+    graph.add_argument("--prompt", required=True, help="the text; a start token is put first when it lacks one")
+    graph.add_argument("--out", required=True, help="the .safetensors file to write (graph JSON beside it)")
+    graph.add_argument("--node-threshold", type=float, default=0.8, help="pruning: share of node influence kept")
+    graph.add_argument("--edge-threshold", type=float, default=0.98, help="pruning: share of edge influence kept")
+    graph.add_argument("--double", help="LAYER,POS,FEATURE: also write pre-activations and logits before and after "
+                       "doubling that feature's activation with attention and norms frozen")
+    graph.add_argument("--threads", type=int, help="torch threads (default: torch's choice)")
     evaluate = commands.add_parser("evaluate", help="L0, dead fraction, explained variance, CE loss recovered")
     _model_and_text(evaluate)
     evaluate.add_argument("--sae", required=True, help="SAE folder (or .zip): ours or SAELens's")
@@ -141,6 +167,50 @@ def train_command(args) -> dict:
     return {**result, "seconds": round(trained, 1)}
 
 
+def train_transcoders_command(args) -> dict:
+    from model_core.features.transcoder import Transcoder, TranscoderConfig, check_model
+    from model_core.features.transcoder_evaluation import evaluate_transcoders
+    from model_core.features.transcoder_format import save_transcoders, stats_file
+    from model_core.features.transcoder_training import TranscoderTrainer, collect_pairs
+
+    start = time.perf_counter()
+    ckpt = load_model(args)
+    model = ckpt.model.eval()
+    check_model(model.cfg)
+    train_ids, val_ids, text_name = _splits(args, ckpt)
+    window = args.window or min(model.cfg.block_size, 128)
+    pairs = collect_pairs(model, train_ids, args.tokens, window, seed=args.seed)
+    collected = time.perf_counter() - start
+    _log(f"{len(pairs[0]):,} pairs per layer in {collected:.1f} s")
+    train_cfg = SAETrainConfig(lr=args.lr, batch_size=args.batch_size, epochs=args.epochs, seed=args.seed)
+    transcoders = []
+    for layer, layer_pairs in enumerate(pairs):
+        torch.manual_seed(args.seed + layer)
+        tc = Transcoder(TranscoderConfig(model.cfg.d_model, args.features, args.k, layer, skip=args.skip))
+        trainer = TranscoderTrainer(tc, layer_pairs, train_cfg)
+        trainer.run(lambda m, layer=layer: _log(f"layer {layer} step {m['step']}/{trainer.total_steps}  "
+                                                f"explained variance {m['explained_variance']:.3f}  "
+                                                f"dead {m['dead_fraction']:.1%}"),
+                    report_every=max(1, trainer.total_steps // 4))
+        transcoders.append(tc)
+    trained = time.perf_counter() - start
+    del pairs
+    result = evaluate_transcoders(model, transcoders, val_ids, args.eval_tokens, window).summary()
+    extra = {"model_name": ckpt.corpus or str(args.checkpoint), "dataset_path": text_name, "context_size": window,
+             "training": {**train_cfg.to_dict(), "tokens": args.tokens}, "seconds_activations": round(collected, 1),
+             "seconds_total": round(trained, 1), "evaluation": result}
+    save_transcoders(transcoders, args.out, scan=f"transformer-explorer/{ckpt.corpus or 'model'}", extra=extra)
+    for tc in transcoders if args.stats_tokens else []:
+        feature_stats(model, tc, val_ids[:args.stats_tokens], window).save(args.out, stats_file(tc.cfg.layer))
+    _log(f"saved to {args.out} ({trained:.1f} s to collect and train, {time.perf_counter() - start:.1f} s in all)")
+    return {**result, "seconds": round(trained, 1)}
+
+
+def graph_command(args) -> dict:
+    from model_core.features.graph_files import write_graph_files
+    return write_graph_files(args)
+
+
 def evaluate_command(args) -> dict:
     ckpt = load_model(args)
     model = ckpt.model.eval()
@@ -159,7 +229,9 @@ def main(argv=None) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     try:
-        result = (train_command if args.command == "train" else evaluate_command)(args)
+        command = {"train": train_command, "train-transcoders": train_transcoders_command, "graph": graph_command,
+                   "evaluate": evaluate_command}[args.command]
+        result = command(args)
     except ValueError as err:  # every error of ours carries its fix
         print(f"error: {err}", file=sys.stderr)
         return 1

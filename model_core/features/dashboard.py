@@ -41,17 +41,18 @@ class FeatureStats:
     def n_tokens(self) -> int:
         return len(self.text_ids)
 
-    def save(self, folder) -> Path:
+    def save(self, folder, name: str = STATS_FILE) -> Path:
         arrays = {name: np.ascontiguousarray(getattr(self, name)) for name in self.__dataclass_fields__
                   if isinstance(getattr(self, name), np.ndarray)}
-        path = Path(folder) / STATS_FILE
+        path = Path(folder) / name
         save_file(arrays, str(path), metadata={"window": str(self.window), "neuron_layer": str(self.neuron_layer)})
         return path
 
 
-def load_stats(folder) -> Optional[FeatureStats]:
-    """The stats kept beside an SAE, or None when there are none (they are then computed on demand)."""
-    path = Path(folder) / STATS_FILE
+def load_stats(folder, name: str = STATS_FILE) -> Optional[FeatureStats]:
+    """The stats kept beside an SAE (or a transcoder's layer), or None when there are none (they are then computed
+    on demand)."""
+    path = Path(folder) / name
     if not path.is_file():
         return None
     from safetensors import safe_open

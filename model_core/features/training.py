@@ -72,9 +72,7 @@ class SAETrainer(RunControl):
     def __init__(self, sae: SparseAutoencoder, activations: torch.Tensor, cfg: SAETrainConfig = SAETrainConfig()):
         super().__init__()
         self.sae, self.cfg = sae, cfg.validate()
-        if activations.ndim != 2 or activations.shape[1] != sae.cfg.d_in:
-            raise SAEConfigError(f"activations of shape {list(activations.shape)} do not fit an SAE reading "
-                                 f"{sae.cfg.d_in}-wide activations.")
+        self.check_buffer(activations)
         if len(activations) < cfg.batch_size:
             raise SAEConfigError(f"{len(activations)} activations are fewer than one batch of {cfg.batch_size}.")
         self.acts = activations
@@ -90,6 +88,11 @@ class SAETrainer(RunControl):
         self._order, self._cursor = torch.empty(0, dtype=torch.long), 0
 
     # ------------------------------------------------------------------ set-up
+    def check_buffer(self, activations: torch.Tensor) -> None:
+        if activations.ndim != 2 or activations.shape[1] != self.sae.cfg.d_in:
+            raise SAEConfigError(f"activations of shape {list(activations.shape)} do not fit an SAE reading "
+                                 f"{self.sae.cfg.d_in}-wide activations.")
+
     def _sample(self, n: int) -> torch.Tensor:
         pick = torch.randint(len(self.acts), (min(n, len(self.acts)),), generator=self.gen)
         return self.acts[pick].float()
