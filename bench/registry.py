@@ -21,7 +21,7 @@ ROOT = HERE.parent  # the checkout: a benchmark's interpreter imports bench, exp
 # Cheap ones first: `--all` reports the quick verdicts before the long runs (a class, the app under attack).
 REGRESSION = ("core", "views", "generation", "ablation", "examples", "patching", "startup", "app", "train",
               "first_evaluation", "trainers", "induction_phase", "grokking", "features", "memory", "classroom",
-              "teacher", "hostile_class", "pretrained_views", "pretrained", "hub_class")
+              "teacher", "hostile_class", "pretrained_views", "pretrained", "hub_class", "graphs")
 
 
 @dataclass(frozen=True)

@@ -246,3 +246,26 @@ def test_the_shipped_transcoders_on_the_shakespeare_model():
     assert pruned.node_mask.sum() <= 200 + g.n_pos + len(g.logit_tokens)
     replacement, completeness = graph_scores(g)
     assert 0.3 < completeness <= 1 and 0 < replacement <= 1
+
+
+def test_a_transcoder_run_trains_every_layer_in_the_child_protocol(small):
+    """TranscoderRun as the training child runs it (without the process): its steps run on across the layers, its
+    results hold the evaluation and each layer's feature statistics, and a stop while training ends it."""
+    from model_core.features.transcoder_run import TranscoderRun, TranscoderRunConfig, transcoder_job
+    model, _, _ = small
+    ids = torch.randint(0, 20, (6000,), generator=torch.Generator().manual_seed(2))
+    cfg = TranscoderRunConfig(2, 32, 4, tokens=1024, window=16, eval_tokens=512, stats_tokens=256,
+                              train=SAETrainConfig(batch_size=256, epochs=2))
+    job = transcoder_job(model, ids[:5000], ids[5000:], cfg, "small", "random")
+    run = job.payload["build"](job.payload)
+    assert isinstance(run, TranscoderRun)
+    reports = []
+    assert run.run(reports.append) == "finished"
+    steps = [r["step"] for r in reports if "layer" in r]
+    assert steps == sorted(steps) and steps[-1] == cfg.max_steps == 16
+    assert {r["layer"] for r in reports if "layer" in r} == {0, 1}
+    final = reports[-1]["outputs"]
+    assert len(final["evaluation"]["explained_variance"]) == 2 and len(final["feature_stats"]) == 2
+    stopping = job.payload["build"](job.payload)
+    stopping.stop()
+    assert stopping.run(lambda m: None) == "stopped"

@@ -132,7 +132,8 @@ def sources_of(run: CachedPass, transcoders) -> _Sources:
 def _target_rows(model, run: CachedPass, transcoders, sources: _Sources, active: torch.Tensor,
                  logit_vectors: torch.Tensor, batch: int) -> torch.Tensor:
     """[n + k, N - k] the rows of the feature targets (active [n, 3]) then the logit targets (logit_vectors [k, D],
-    read at the last position): gradients of the frozen forward pass contracted with every source's vector."""
+    read at the last position): the frozen pass's backward (one forward, the backward batched over targets)
+    contracted with every source's vector."""
     L, T, D = run.mlp_in.shape
     tokens = model.embed.weight[run.tokens].detach()  # [T, D]
     layers, positions, features = active.unbind(1)
@@ -140,23 +141,45 @@ def _target_rows(model, run: CachedPass, transcoders, sources: _Sources, active:
     decoders = _by_place(_rows(transcoders, "W_dec", layers, features) * sources.acts_of(active)[:, None],
                          layers * T + positions, L * T)  # [L*T, R, D]: the scaled decoder rows at each place
     slot, rank = layers * T + positions, _ranks(layers * T + positions)
+
     n, k = len(active), len(logit_vectors)
     rows = torch.zeros(n + k, n + L * T + T)
-    for start in range(0, n + k, batch):
-        stop = min(start + batch, n + k)
-        B, f = stop - start, slice(start, min(stop, n))
-        tok = tokens.expand(B, T, D).clone().requires_grad_(True)
-        rest = sources.ffn_rest.expand(B, L, T, D).clone().requires_grad_(True)
-        mlp_in, final = frozen_forward(model, run, transcoders, tok, rest)
-        nf = f.stop - f.start if f.stop > f.start else 0
-        picked = torch.stack(mlp_in, 1)[torch.arange(nf), layers[f], positions[f]]  # [nf, D]
-        readout = (picked * encoders[f]).sum() + (final[nf:, T - 1] * logit_vectors[max(start - n, 0):stop - n]).sum()
-        grad_tok, grad_rest = torch.autograd.grad(readout, (tok, rest), materialize_grads=True)
-        per_place = torch.bmm(grad_rest.reshape(B, L * T, D).transpose(0, 1), decoders.transpose(1, 2))  # [LT, B, R]
-        rows[start:stop] = torch.cat([per_place[slot, :, rank].T,  # features
-                                      (grad_rest * sources.errors).sum(-1).reshape(B, L * T),  # errors
-                                      (grad_tok * tokens).sum(-1)], dim=1)  # tokens
+    # targets in layer l read the stream after l blocks' attention: their backward runs through those blocks only
+    for layer, (first, last) in enumerate(_spans(layers, L, n + k)):
+        backward = _batched_backward(model, run, transcoders, tokens, sources.ffn_rest, layer)
+        for start in range(first, last, batch):
+            stop = min(start + batch, last)
+            B = stop - start
+            at = torch.zeros(B, T, D)  # what each target reads, where
+            if layer < L:
+                at[torch.arange(B), positions[start:stop]] = encoders[start:stop]
+            else:
+                at[:, T - 1] = logit_vectors[start - n:stop - n]
+            grad_tok, grad_rest = backward(at)  # [B, T, D], [B, L, T, D]
+            per_place = torch.bmm(grad_rest.reshape(B, L * T, D).transpose(0, 1), decoders.transpose(1, 2))
+            rows[start:stop] = torch.cat([per_place[slot, :, rank].T,  # features ([LT, B, R] picked)
+                                          (grad_rest * sources.errors).sum(-1).reshape(B, L * T),  # errors
+                                          (grad_tok * tokens).sum(-1)], dim=1)  # tokens
     return rows
+
+
+def _spans(layers: torch.Tensor, n_layers: int, n_rows: int) -> list[tuple[int, int]]:
+    """[(first, last)] row ranges of each layer's feature targets (layers sorted), then of the logits (the rest)."""
+    bounds = torch.searchsorted(layers.contiguous(), torch.arange(n_layers + 1)).tolist()
+    return [(bounds[i], bounds[i + 1]) for i in range(n_layers)] + [(len(layers), n_rows)]
+
+
+def _batched_backward(model, run: CachedPass, transcoders, tokens: torch.Tensor, ffn_rest: torch.Tensor, layer: int):
+    """cotangents [B, T, D] at layer's FFN input (or the final norm's output when layer = L) -> the gradients at the
+    token embeddings [B, T, D] and the FFN outputs [B, L, T, D]: the frozen pass's transpose, batched."""
+    L = len(transcoders)
+
+    def stream(tok, rest):
+        mlp_in, final = frozen_forward(model, run, transcoders, tok[None], rest[None], layers=min(layer + 1, L))
+        return (final if layer == L else mlp_in[layer])[0]
+
+    _, backward = torch.func.vjp(stream, tokens, ffn_rest)
+    return torch.func.vmap(lambda at: backward(at))
 
 
 def _ranks(slots: torch.Tensor) -> torch.Tensor:
@@ -195,8 +218,8 @@ def attribution_graph(model, transcoders, tokens, max_logits: int = MAX_LOGITS, 
                         for layer, (p, f) in enumerate(a.nonzero(as_tuple=True) for a in sources.acts)])
     logit_ids, probs = logit_targets(run.logits[-1], max_logits, logit_mass)
     vectors = demeaned_unembedding(model, logit_ids).detach()
-    with torch.enable_grad():
-        rows = _target_rows(model, run, transcoders, sources, active, vectors, batch).detach()
+    with torch.no_grad():  # torch.func's vjp differentiates its own inputs only
+        rows = _target_rows(model, run, transcoders, sources, active, vectors, batch)
     n, k = len(active), len(logit_ids)
     N = n + L * T + T + k
     adjacency = torch.zeros(N, N)

@@ -55,10 +55,12 @@ def node_influence(graph: AttributionGraph) -> torch.Tensor:
 
 
 def threshold_for(scores: torch.Tensor, keep: float) -> torch.Tensor:
-    """The score above which the largest scores hold `keep` of their total."""
-    ordered = scores.sort(descending=True).values
+    """The score above which the largest scores (>= 0) hold `keep` of their total; 0 when only all of them do.
+    Only the non-zero scores are sorted (an edge matrix is mostly zeros)."""
+    ordered = scores[scores > 0].sort(descending=True).values
     held = ordered.cumsum(0) / ordered.sum()
-    return ordered[min(int(torch.searchsorted(held, torch.tensor(keep))), len(ordered) - 1)]
+    index = int(torch.searchsorted(held, torch.tensor(keep)))
+    return ordered[index] if index < len(ordered) else scores.new_zeros(())
 
 
 def cumulative_scores(scores: torch.Tensor) -> torch.Tensor:

@@ -113,16 +113,20 @@ def frozen_attention(attn, h: torch.Tensor, pattern: torch.Tensor) -> torch.Tens
 
 
 def frozen_forward(model, run: CachedPass, transcoders: list, token_vectors: torch.Tensor,
-                   ffn_rest: torch.Tensor) -> tuple[list[torch.Tensor], torch.Tensor]:
+                   ffn_rest: torch.Tensor, layers: int = None) -> tuple[list[torch.Tensor], torch.Tensor]:
     """The replacement model's stream, linear in its inputs: token_vectors [B, T, D] (the token embeddings),
     ffn_rest [B, L, T, D] (each FFN's output less its transcoder's skip part, which is recomputed from the stream
-    here). -> (each layer's FFN input [B, T, D], the final norm's output [B, T, D])."""
+    here). -> (each layer's FFN input [B, T, D], the final norm's output [B, T, D]); with layers < L only the
+    first layers' FFN inputs (and no final output: None)."""
     x = token_vectors + run.position  # [B, T, D]
     mlp_in = []
-    for i, block in enumerate(model.blocks):
+    L = len(model.blocks)
+    for i, block in enumerate(model.blocks[:layers if layers is not None else L]):
         s1, s2 = run.scales[i]
         x = x + frozen_attention(block.attn, frozen_norm(block.ln1, x, s1), run.patterns[i])
         m = frozen_norm(block.ln2, x, s2)  # [B, T, D]
         mlp_in.append(m)
+        if i + 1 == layers and layers < L:
+            return mlp_in, None
         x = x + ffn_rest[:, i] + transcoders[i].skip(m)
     return mlp_in, frozen_norm(model.ln_final, x, run.final_scale)

@@ -62,11 +62,14 @@ class SAERun(RunControl):
         self.lm = GPT(GPTConfig.from_dict(payload["model_config"]))
         self.lm.load_state_dict({k: torch.from_numpy(v) for k, v in payload["weights"].items()})
         self.lm.eval().requires_grad_(False)
-        self.model = SparseAutoencoder(SAEConfig(**payload["sae_config"]))
+        self.model = self.make_model(payload)
         self.train_ids, self.val_ids = torch.from_numpy(payload["train"]), torch.from_numpy(payload["val"])
         self.cfg: SAERunConfig = payload["cfg"]
         self.trainer: Optional[SAETrainer] = None
         self._state = "idle"
+
+    def make_model(self, payload: dict):
+        return SparseAutoencoder(SAEConfig(**payload["sae_config"]))
 
     @property
     def state(self) -> str:  # the phase that runs answers (the trainer parks in its own wait_while_paused)

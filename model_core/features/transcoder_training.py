@@ -92,9 +92,11 @@ class TranscoderTrainer(SAETrainer):
 
 
 def collect_pairs(model, ids: torch.Tensor, n_tokens: int, window: int, seed: int = 0, batch_tokens: int = 16_384,
-                  progress: Optional[Callable[[int], None]] = None) -> list[torch.Tensor]:
+                  progress: Optional[Callable[[int], None]] = None,
+                  before_batch: Optional[Callable[[], bool]] = None) -> list[torch.Tensor]:
     """Every layer's (FFN input, FFN output) pairs on the same n_tokens positions of random windows of ids (a 1-D
-    token split): a list over layers of [n_tokens, 2 * d_model], from one forward pass per batch."""
+    token split): a list over layers of [n_tokens, 2 * d_model], from one forward pass per batch. before_batch()
+    -> False stops early (the pairs so far are returned)."""
     layers = range(model.cfg.n_layers)
     names = [name for layer in layers for name in hook_names(layer)]
     windows = windows_of(ids, window)
@@ -103,12 +105,16 @@ def collect_pairs(model, ids: torch.Tensor, n_tokens: int, window: int, seed: in
     order = torch.cat([torch.randperm(len(windows), generator=gen) for _ in range(-(-needed // len(windows)))])
     order, per_pass, D = order[:needed], max(1, batch_tokens // window), model.cfg.d_model
     out = [torch.empty(needed * window, 2 * D) for _ in layers]
+    filled = 0
     for start in range(0, needed, per_pass):
+        if before_batch is not None and before_batch() is False:
+            break
         acts = activations_at_hooks(model, windows[order[start:start + per_pass]], names)
         rows = slice(start * window, start * window + acts[names[0]].numel() // D)
         for layer in layers:
             x_name, y_name = hook_names(layer)
             out[layer][rows] = torch.cat([acts[x_name], acts[y_name]], dim=-1).reshape(-1, 2 * D)
+        filled = rows.stop
         if progress is not None:
-            progress(min(rows.stop, n_tokens))
-    return [pairs[:n_tokens] for pairs in out]
+            progress(min(filled, n_tokens))
+    return [pairs[:min(filled, n_tokens)] for pairs in out]
