@@ -5,7 +5,7 @@ CHROMIUM := /usr/bin/chromium
 export GRADIO_ANALYTICS_ENABLED := False
 export HF_HUB_DISABLE_TELEMETRY := 1
 
-.PHONY: run test test-fast bench assets clean
+.PHONY: run test test-fast bench bench-circuit-tracer assets clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -63,8 +63,23 @@ $(VENV)/.bench-deps: requirements-bench.txt | $(VENV)/.dev-deps
 bench: $(VENV)/.dev-deps $(VENV)/.bench-deps $(CHP)
 	$(PY) -m bench --all $(BENCH_ARGS)
 
+# Our attribution graphs against circuit-tracer's own (bench/circuit_tracer_check.py; exits non-zero on a difference).
+# circuit-tracer 0.5.0 needs transformers<=4.57.3 and the app has 5, so it gets a venv of its own; requirements.txt's
+# pins are its constraints (torch stays 2.13.0, CPU) except tokenizers, which transformers 4.57.3 caps at 0.23.0.
+CT_VENV := .venv-ct
+$(CT_VENV)/.deps: requirements.txt bench/requirements-circuit-tracer.txt
+	python3 -m venv $(CT_VENV)
+	grep -v '^tokenizers==' requirements.txt > $(CT_VENV)/constraints.txt
+	$(CT_VENV)/bin/python -m pip install --no-compile -c $(CT_VENV)/constraints.txt -r bench/requirements-circuit-tracer.txt
+	$(CT_VENV)/bin/python -c "import torch; assert torch.__version__ == '2.13.0+cpu', torch.__version__"
+	touch $@
+
+bench-circuit-tracer: $(VENV)/.run-deps $(CT_VENV)/.deps
+	$(CT_VENV)/bin/python -m bench.circuit_tracer_check --checkpoint explorer/assets/models/shakespeare \
+		--transcoders explorer/assets/transcoders/shakespeare $(CT_ARGS)
+
 assets: $(VENV)/.run-deps
 	$(PY) -m model_core.make_assets
 
 clean:
-	rm -rf $(VENV) .pytest_cache tests/screenshots
+	rm -rf $(VENV) $(CT_VENV) .pytest_cache tests/screenshots

@@ -200,7 +200,7 @@ def test_a_transcoder_set_round_trips_and_bad_sets_get_a_sentence(small, tmp_pat
     _, transcoders, _ = small
     save_transcoders(transcoders, tmp_path / "set", scan="test", extra={"note": 1})
     loaded, config = load_transcoders(tmp_path / "set")
-    assert config["activation"] == "topk" and config["k"] == 6 and config["feature_input_hook"] == "ln2.hook_normalized"
+    assert config["activation"] == "topk" and config["k"] == 6 and config["feature_input_hook"] == "mlp.hook_in"
     for a, b in zip(transcoders, loaded):
         for (name, p), (_, q) in zip(a.named_parameters(), b.named_parameters()):
             assert torch.equal(p, q), name

@@ -2,8 +2,9 @@
 layer_{i}.safetensors per layer holding W_enc [d_tc, d_model], W_dec [d_tc, d_model], b_enc [d_tc], b_dec [d_model]
 and, with a skip connection, W_skip [d_model, d_model] (float32).
 
-config.yaml: model_kind "transcoder_set", feature_input_hook "ln2.hook_normalized", feature_output_hook
-"hook_mlp_out" (TransformerLens's names, which are ours too), activation "topk", k, scan (a name for the set) and
+config.yaml: model_kind "transcoder_set", feature_input_hook "mlp.hook_in" and feature_output_hook "mlp.hook_out"
+(circuit-tracer's names on a TransformerLens model: our blocks.L.ln2.hook_normalized and blocks.L.hook_mlp_out),
+activation "topk", k, scan (a name for the set) and
 transcoders (the layer files, relative to the folder: circuit-tracer resolves them from its working directory, so
 a script that loads ours there makes them absolute first). What only this app reads sits under
 `transformer_explorer`. Each layer's feature statistics (model_core.features.dashboard) are kept beside it as
@@ -18,7 +19,7 @@ from safetensors.torch import load_file, save_file
 
 from model_core.checkpoints.fields import size_text
 from model_core.features.sae import SAEConfigError
-from model_core.features.transcoder import INPUT_HOOK, OUTPUT_HOOK, Transcoder, TranscoderConfig
+from model_core.features.transcoder import OUTPUT_HOOK, Transcoder, TranscoderConfig
 
 CONFIG = "config.yaml"
 OURS = "transformer_explorer"
@@ -38,9 +39,15 @@ def stats_file(layer: int) -> str:
     return f"layer_{layer}_stats.safetensors"
 
 
+# circuit-tracer's names for the FFN's input and output on a TransformerLens model (its ReplacementMLP's hooks):
+# TransformerLens calls the norm's output before its weight and bias ln2.hook_normalized, so that name would read
+# another vector there; ours (INPUT_HOOK, after the weight and bias) is the FFN's input, which it calls mlp.hook_in.
+CT_INPUT_HOOK, CT_OUTPUT_HOOK = "mlp.hook_in", "mlp.hook_out"
+
+
 def set_config(transcoders: list[Transcoder], scan: str, extra: dict) -> dict:
     """config.yaml's content for the set."""
-    return {"model_kind": "transcoder_set", "feature_input_hook": INPUT_HOOK, "feature_output_hook": OUTPUT_HOOK,
+    return {"model_kind": "transcoder_set", "feature_input_hook": CT_INPUT_HOOK, "feature_output_hook": CT_OUTPUT_HOOK,
             "activation": "topk", "k": transcoders[0].cfg.k, "scan": scan,
             "transcoders": [layer_file(tc.cfg.layer) for tc in transcoders], OURS: extra}
 
@@ -71,10 +78,11 @@ def read_config(folder: Path) -> dict:
     if not isinstance(config, dict) or config.get("model_kind") != "transcoder_set":
         raise TranscoderFileError(f"{path} does not describe a per-layer transcoder set (model_kind: transcoder_set); "
                                   "cross-layer transcoders are not supported.")
-    for key, expected in (("feature_input_hook", INPUT_HOOK), ("feature_output_hook", OUTPUT_HOOK)):
-        if config.get(key) not in (expected, f"mlp.{'hook_in' if key == 'feature_input_hook' else 'hook_out'}"):
-            raise TranscoderFileError(f"{path} reads {key} {config.get(key)!r}; this app's transcoders read the FFN's "
-                                      f"input ({INPUT_HOOK}) and write its output ({OUTPUT_HOOK}).")
+    if config.get("feature_input_hook") != CT_INPUT_HOOK or config.get("feature_output_hook") not in (CT_OUTPUT_HOOK,
+                                                                                                   OUTPUT_HOOK):
+        raise TranscoderFileError(f"{path} reads {config.get('feature_input_hook')!r} and writes "
+                                  f"{config.get('feature_output_hook')!r}; this app's transcoders read the FFN's input "
+                                  f"({CT_INPUT_HOOK}) and write its output ({CT_OUTPUT_HOOK} or {OUTPUT_HOOK}).")
     return config
 
 
