@@ -79,5 +79,9 @@ def measure(argv=None) -> list[Row]:
     return rows if args.no_training else rows + train_rows(model, train_ids, val_ids, args.tokens)
 
 
+def main(argv=None) -> int:
+    return run_main(measure, argv)
+
+
 if __name__ == "__main__":
-    raise SystemExit(run_main(measure))
+    raise SystemExit(main())

@@ -24,6 +24,7 @@ from explorer.common.controls import ARCH_FIELDS, CONTROL_NAMES, DEFAULT_COMPARI
 from explorer.common.errors import UserError
 from explorer.common.shipped_list import DEFAULT_MODEL
 from explorer.lesson_check_features import FEATURE_MEASURES
+from explorer.lesson_check_graph import GRAPH_MEASURES
 from explorer.state.session import new_session
 from explorer.state.shipped import shipped_template
 from explorer.teaching import view_params
@@ -352,4 +353,5 @@ MEASURES = {  # lesson_claims.QUANTITIES -> the function measuring it (view, *th
     "test accuracy": lambda view: lab(view).test_accuracy,
     "key frequencies": lambda view: len(lab(view).key_frequencies),
     **FEATURE_MEASURES,
+    **GRAPH_MEASURES,
 }

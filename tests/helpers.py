@@ -171,3 +171,16 @@ def app_process(log_path: Path):
     finally:
         if app.poll() is None:
             app.kill()
+
+
+def node_position(key: str, n_pos: int) -> int:
+    """The prompt position of an attribution graph's node key (explorer.callbacks.graph_nodes; a logit's is the
+    last)."""
+    kind, *numbers = key.split(":")
+    return int({"F": lambda: numbers[1], "E": lambda: numbers[1], "T": lambda: numbers[0]}.get(
+        kind, lambda: n_pos - 1)())
+
+
+def graph_edges_across(edges: list[str], n_pos: int) -> list[str]:
+    """The edges ('source key>target key') between two positions: those attention carries."""
+    return [e for e in edges if len({node_position(k, n_pos) for k in e.split(">")}) == 2]

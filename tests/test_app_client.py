@@ -22,7 +22,10 @@ PUBLIC_ENDPOINTS = ("attention", "snapshot", "residual", "embeddings", "ffn", "n
                     "heads", "head_examples", "head_training", "init_model", "blocks", "logit_attribution",
                     "activation_patching", "head_circuits", "composition", "grokking_model", "grokking", "features",
                     "feature", "steer", "load_sae", "train_features", "train_features_pause",
-                    "train_features_resume", "train_features_stop", "train_features_status", "download_sae")
+                    "train_features_resume", "train_features_stop", "train_features_status", "download_sae",
+                    "attribution_graph", "graph_node", "graph_intervene", "qk_attribution", "graph_json",
+                    "train_transcoders", "train_transcoders_pause", "train_transcoders_resume", "train_transcoders_stop",
+                    "train_transcoders_status", "download_transcoders")
 TINY = dict(corpus="first-names", kind="char", n_layers=1, n_heads=2, d_model=16, block_size=8, batch_size=8,
             lr=0.01, warmup_steps=5, eval_interval=10)
 

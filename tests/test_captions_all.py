@@ -16,6 +16,7 @@ from explorer.teaching import captions_circuits as CCirc
 from explorer.teaching import captions_classroom as CC
 from explorer.teaching import captions_experiments as CE
 from explorer.teaching import captions_features as CF
+from explorer.teaching import captions_graph as CGraph
 from explorer.teaching import captions_grokking as CG
 from explorer.teaching import captions_progress as CP
 from explorer.teaching import captions_roles as CR
@@ -209,6 +210,12 @@ CASES = {
                                                      "clean up steps 300–400"),
     "accuracy_figure": lambda: (grokking_case(), "train accuracy reached 100 % at step 100, test accuracy 99 % at "
                                                  "step 300"),
+    "graph_figure": lambda: (CGraph.graph_caption("hear me", "␣", 0.43, "L1 F5 at 3:e", 12),
+                             "top next token is “␣” (43%). 12 features"),
+    "top_logits_figure": lambda: (CGraph.intervention_caption("Setting L1 F5 at 3:e to 0", "␣", 0.43, 0.21, 0.25),
+                                  "“␣” goes from 43% to 21% as the graph predicts"),
+    "qk_pairs_figure": lambda: (CGraph.qk_caption(1, 2, "5:a", "3:b", 1.5, ("token 'a'", "position", 1.2)),
+                                "The largest part, +1.20, is the query's token 'a' times the key's position"),
     "progress_figure": lambda: (CP.progress_caption(STEPS, {"induction": [0.0, 0.1, 0.2, 0.5, 0.6]}, 400),
                                 "it crossed 0.3 at step 300"),
 }

@@ -83,7 +83,7 @@ def context_span(session: Session, stats, pos: int) -> tuple[int, int]:
     return start, min(pos + after + 1, (pos // stats.window + 1) * stats.window, len(stats.text_ids))
 
 
-def _contexts(session: Session, stats, feature: int):
+def top_contexts(session: Session, stats, feature: int):
     """[(labels, index of the top place in them, activations shown)] for the feature's top places."""
     out = []
     for pos, value in zip(stats.top_positions[feature].tolist(), stats.top_values[feature].tolist()):
@@ -124,7 +124,7 @@ def feature_view(session: Session, prompt: str, feature=-1, position=-1, drop_un
     scale = float(stats.top_values[f, 0]) or float(on_prompt.max()) or 1.0
     neurons = neuron_rows(stats, f)
     return (prompt_activation_html(labels, on_prompt, f, scale),
-            examples_html(_contexts(session, stats, f), stats.top_values[f][stats.top_values[f] > 0], f),
+            examples_html(top_contexts(session, stats, f), stats.top_values[f][stats.top_values[f] > 0], f),
             feature_histogram_figure(stats.hist_counts[f], stats.top_values[f, 0], float(stats.density[f]), f,
                                      stats.n_tokens),
             logit_effects_figure([vocab_label(int(i)) for i in up], effects[up], [vocab_label(int(i)) for i in down],

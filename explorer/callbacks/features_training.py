@@ -152,15 +152,17 @@ def features_training_poll(session: Session) -> dict:
         return {"status": f"No SAE training yet ({slots_text()}).", "chart": "", "caption": "", "result": "",
                 "running": False}
     run.heartbeat()
-    chart, caption = _chart(run)
-    return {"status": _status(run), "chart": chart, "caption": caption, "result": _result(run.progress.outputs),
+    chart, caption = chart_json(run)
+    return {"status": run_status(run), "chart": chart, "caption": caption, "result": _result(run.progress.outputs),
             "running": run.active}
 
 
-def _status(run: TrainingRun) -> str:
+def run_status(run: TrainingRun, what: str = "SAE", collected: str = "activations") -> str:
+    """The status line of a feature run (an SAE's, or transcoders': `what`), collecting `collected` then training."""
     p = run.progress
     if p.error:
-        return f"❌ The SAE's training stopped with an error: {p.error}"
+        whose = f"{what}'" if what.endswith("s") else f"{what}'s"
+        return f"❌ The {whose} training stopped with an error: {p.error}"
     if run.expired:
         return f"**stopped** by the server because {run.expired}, to free its slot for others."
     if not p.history:
@@ -168,21 +170,21 @@ def _status(run: TrainingRun) -> str:
             return f"**{p.state}** · starting the training process…"
         got = f"{p.outputs['collected']:,} of {p.cfg.tokens:,} tokens"
         if p.state == "stopped":
-            return f"**stopped** while collecting activations ({got}): no SAE was trained."
-        return f"**{p.state}** · collecting activations: {got}."
+            return f"**stopped** while collecting {collected} ({got}): nothing was trained."
+        return f"**{p.state}** · collecting {collected}: {got}."
     last, eta = p.history[-1], p.eta_seconds() if run.active else 0
-    tail = " · evaluating the SAE and reading its features…" if p.step >= p.cfg.max_steps and run.active else ""
+    tail = f" · evaluating the {what} and reading its features…" if p.step >= p.cfg.max_steps and run.active else ""
     return (f"**{p.state}** · step **{p.step:,} / {p.cfg.max_steps:,}** · loss {last['loss']:.4f} · L0 "
             f"{last['l0']:.1f} · dead {last['dead_fraction']:.1%} · explained variance "
             f"{last['explained_variance']:.3f}" + (f" · ETA {eta:,.0f} s" if 0 < eta < float("inf") else "") + tail)
 
 
-def _chart(run: TrainingRun) -> tuple[str, str]:
-    """The live chart (figure JSON, at most CHART_POINTS steps, the latest always among them) and its caption."""
+def chart_json(run: TrainingRun, points: int = CHART_POINTS) -> tuple[str, str]:
+    """The live chart (figure JSON, at most `points` steps, the latest always among them) and its caption."""
     p = run.progress
     if not p.history:
         return "", ""
-    rows = p.history[:: max(1, len(p.history) // CHART_POINTS)]
+    rows = p.history[:: max(1, len(p.history) // points)]
     rows = rows if rows[-1] is p.history[-1] else [*rows, p.history[-1]]
     steps, series = [m["step"] for m in rows], {key: [m[key] for m in rows] for key in PANELS}
     return (figure_to_json(sae_training_figure(steps, series, p.cfg.max_steps)),

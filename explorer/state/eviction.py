@@ -22,13 +22,13 @@ BLANK_PER_ADDRESS = 8
 
 def holds_work(session) -> bool:
     w, m = session.workspace, session.member
-    return bool(session.inspected.version or w.run is not None or w.sae_run is not None or w.data is not None
-                or w.model_b is not None or m.answers or m.display_name or m.teacher)
+    return bool(session.inspected.version or w.run is not None or w.sae_run is not None
+                or w.transcoder_run is not None or w.data is not None or w.model_b is not None or m.answers or m.display_name or m.teacher)
 
 
 def training(session) -> bool:
     return any(run is not None and run.active and run.progress.requested != "paused"
-               for run in (session.workspace.run, session.workspace.sae_run))
+               for run in (session.workspace.run, session.workspace.sae_run, session.workspace.transcoder_run))
 
 
 def eviction_victim(sessions: dict, newcomer: str) -> str:

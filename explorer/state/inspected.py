@@ -64,6 +64,7 @@ class ModelCaches:
     sae: Optional[SAEChoice] = None  # Features tab: an uploaded SAE or one trained here
     shipped_sae_stats: object = None  # Features tab: statistics of a shipped SAE that ships without them
     heads: HeadResults = field(default_factory=HeadResults)  # Heads tab
+    transcoders: object = None  # Graph tab: transcoders trained here (graph_source.Transcoders)
 
 
 @dataclass

@@ -72,11 +72,12 @@ class Workspace:
     previous: Optional[PreviousRun] = None  # the run before `run` (one at most: each new run replaces it)
     note: Optional[StatusNote] = None  # the Train tab's last refusal, until its next action
     sae_run: Optional[TrainingRun] = None  # an SAE training on the Features tab (its own run, in a training slot)
+    transcoder_run: Optional[TrainingRun] = None  # transcoders training on the Graph tab (a run of their own too)
     model_b: Optional[SecondModel] = None  # Experiments tab
     counted_at: float = 0.0  # the page's stamp of the newest Train-tab parameter count answered (newest_param_count)
 
     def stop_training(self) -> None:
-        for run in (self.run, self.sae_run):
+        for run in (self.run, self.sae_run, self.transcoder_run):
             if run is not None and run.active:
                 run.control(Command.STOP)
 

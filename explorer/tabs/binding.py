@@ -129,7 +129,8 @@ def bind(fn, shared: bool = False, names=None, heavy: bool = False, fields: dict
 # the callback modules whose views read a model's weights, which a model read from its forward pass does not give
 NEEDS_WEIGHTS = {"heads": "heads", "ffn": "ffn", "features": "features", "features_source": "features",
                  "features_training": "features", "blocks": "blocks", "experiments": "experiments",
-                 "circuits": "heads", "attribution": "experiments", "export": "export"}
+                 "circuits": "heads", "attribution": "experiments", "export": "export", "graph": "graph",
+                 "graph_edits": "graph", "graph_source": "graph", "graph_training": "graph"}
 
 
 def refuse_unread(session, fn) -> None:

@@ -50,12 +50,13 @@ def build_features_training() -> None:
         button.click(bind(lambda s, a=action: features_training_control(s, a)), None, status,
                      api_name=f"train_features_{action}", **API)
     polled = {"status": status, "chart": chart, "caption": chart_caption, "result": result, "running": timer}
-    timer.tick(bind(_poll_for_ui, fields=polled), None, list(polled.values()), **quiet)
+    timer.tick(bind(lambda s: polled_for_ui(features_training_poll(s)), fields=polled), None, list(polled.values()),
+               **quiet)
     gr.Button("Refresh", size="sm", visible=False).click(bind(features_training_status), None, [status, evaluation],
                                                          api_name="train_features_status", **API)
     download.click(bind(sae_download), None, file, api_name="download_sae", **API)
 
 
-def _poll_for_ui(session):
-    shown = features_training_poll(session)
+def polled_for_ui(shown: dict) -> dict:
+    """A poll's answer for the page: the timer runs while the run does."""
     return {**shown, "running": gr.Timer(active=shown["running"])}

@@ -30,7 +30,8 @@ draw();
 """
 
 
-# clickable: a click on a point sends .select(evt) with evt.name (its trace's name), evt.curve, evt.x, evt.y.
+# clickable: a click on a point sends .select(evt) with evt.name (its trace's name), evt.curve, evt.x, evt.y and
+# evt.customdata (the point's, when its trace has some).
 # Plotly.purge drops the listener with the plot, so it is attached again once the next figure is drawn.
 CLICK_JS = """
 const listen = () => {
@@ -41,7 +42,8 @@ const listen = () => {
   target.teClick = true;
   target.on('plotly_click', (ev) => {
     const p = ev && ev.points && ev.points[0];
-    if (p) trigger('select', {name: p.data.name, curve: p.curveNumber, x: p.x, y: p.y});
+    if (p) trigger('select', {name: p.data.name, curve: p.curveNumber, x: p.x, y: p.y,
+                              customdata: p.customdata === undefined ? null : p.customdata});
   });
 };
 watch('value', listen);

@@ -116,6 +116,21 @@ QUANTITIES.update({
     "contexts with after": (rf"top contexts of feature {FEATURE} with ({QUOTED}) after", "count",
                             "how many of them show that text after the highlighted token"),
 })
+# The Graph tab: the attribution graph of the step's prompt, pruned at the step's node threshold.
+QUANTITIES.update({
+    "graph top token": (r"graph top token", "text", "the top logit node of the prompt's attribution graph"),
+    "graph top probability": (r"graph top probability", "number", "that token's probability"),
+    "replacement score": (r"replacement score", "number", "the graph's replacement score (the share of the "
+                                                          "prompt's influence on the logits not passing through errors)"),
+    "completeness score": (r"completeness score", "number", "the graph's completeness score"),
+    "graph nodes": (r"graph nodes", "count", "nodes kept in the pruned graph (tokens and logits included)"),
+    "strongest graph feature": (r"strongest graph feature", "text",
+                                "the most influential feature of the pruned graph as the caption names it, "
+                                "L<layer> F<feature> at <position>"),
+    "token influence": (r"influence of token (\d{1,4})", "number",
+                        "the share of the prompt's token nodes' influence on the logits that the token at that "
+                        "position has"),
+})
 # measured from the step's controls alone: the quantities of the Data and Train tabs
 NEEDS_NO_MODEL = tuple(quantity for view in VIEWS if not view.needs_model for quantity in view.quantities)
 NUMBER = r"(-?\d+(?:\.\d+)?(?:e\d+)?)\s*([%kM]?)"

@@ -57,6 +57,8 @@ class SAERun(RunControl):
     """In the child: collect, train, evaluate, read the features. `model` is the SAE (the weights the child sends
     at a pause and at the end); the language model is `lm`."""
 
+    metric_keys = SAE_METRIC_KEYS  # what the reporter sends of the trainer's metrics
+
     def __init__(self, payload: dict):
         super().__init__()
         self.lm = GPT(GPTConfig.from_dict(payload["model_config"]))
@@ -120,8 +122,10 @@ class SAERun(RunControl):
 def sae_reporter(run: SAERun, payload: dict, outbox):
     """run()'s callback in the child: the trainer's metrics under the run's keys (its training seconds as
     "elapsed", for the ETA), collection progress and the results as they are."""
+    keys = run.metric_keys
+
     def report(metrics: dict) -> None:
         if "seconds" in metrics:
-            metrics = {**{k: metrics[k] for k in SAE_METRIC_KEYS if k in metrics}, "elapsed": metrics["seconds"]}
+            metrics = {**{k: metrics[k] for k in keys if k in metrics}, "elapsed": metrics["seconds"]}
         outbox.metrics(metrics)
     return report

@@ -71,6 +71,8 @@ def transcoder_job(model, train_ids: torch.Tensor, val_ids: torch.Tensor, cfg: T
 class TranscoderRun(SAERun):
     """In the child: collect, train layer by layer, evaluate, read the features. `model` is the set."""
 
+    metric_keys = TRANSCODER_METRIC_KEYS
+
     def make_model(self, payload: dict) -> nn.Module:
         return transcoder_set(self.lm.cfg, payload["cfg"])
 
