@@ -7,12 +7,10 @@ from urllib.parse import quote
 import pytest
 from gradio_client import Client
 
-from explorer.state.shipped_transcoders import shipped_transcoder_names
 from tests.browser_helpers import SCREENSHOTS, error_toasts, painted, press, screenshot, visible
 from tests.helpers import graph_edges_across
 
-pytestmark = [pytest.mark.browser,
-              pytest.mark.skipif("shakespeare" not in shipped_transcoder_names(), reason="no transcoders shipped")]
+pytestmark = pytest.mark.browser
 
 PROMPT = "ROMEO:\nI will"
 CHART = "#graph-chart .te-live-plot"

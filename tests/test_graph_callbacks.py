@@ -13,13 +13,10 @@ from explorer.callbacks.features import LOGIT_TOKENS
 from explorer.callbacks.graph_source import graph_tokens, traced
 from explorer.common.errors import UserError
 from explorer.state.session import new_session
-from explorer.state.shipped_transcoders import shipped_transcoder_names
 from model_core.analysis.graph_pruning import prune_graph
 from tests.helpers import graph_edges_across, node_position
 
 PROMPT = "ROMEO:\nI will"  # short: the graph of 13 tokens takes a few seconds
-pytestmark = pytest.mark.skipif("shakespeare" not in shipped_transcoder_names(),
-                                reason="no transcoders shipped for shakespeare")
 
 
 @pytest.fixture(scope="module")
