@@ -266,9 +266,9 @@ def test_every_model_sized_slider_is_resized_when_the_model_changes():
     sized = {b._id for b in demo.blocks.values() if isinstance(b, gr.Slider)
              and any(c.startswith(RANGE_CLASS) for c in b.elem_classes or [])}
     # attention layer/head/query, Heads examples layer, film-strip layer/head and circuits layer/head, residual,
-    # embeddings, FFN layer, Features token, Building blocks layer, Experiments position, and attribution's position
-    # and patching's layer
-    assert len(sized) == 16
+    # embeddings, FFN layer, Features token, Building blocks layer, Experiments position, attribution's position,
+    # patching's layer, and the Graph tab's QK layer and head
+    assert len(sized) == 18
     resize = [d for d in demo.fns.values() if sized <= {b._id for b in d.outputs}]
     assert len(resize) == 1 and [t[1] for t in resize[0].targets] == ["change"]
     assert resize[0].name == "follow_model"  # the one event that follows a model change

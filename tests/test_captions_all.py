@@ -214,8 +214,11 @@ CASES = {
                              "top next token is “␣” (43%). 12 features"),
     "top_logits_figure": lambda: (CGraph.intervention_caption("Setting L1 F5 at 3:e to 0", "␣", 0.43, 0.21, 0.25),
                                   "“␣” goes from 43% to 21% as the graph predicts"),
-    "qk_pairs_figure": lambda: (CGraph.qk_caption(1, 2, "5:a", "3:b", 1.5, ("token 'a'", "position", 1.2)),
-                                "The largest part, +1.20, is the query's token 'a' times the key's position"),
+    "qk_pairs_figure": lambda: (CGraph.qk_caption(1, 2, "5:a", "3:b", 1.5, ("token", "position", 1.3),
+                                                  ("token 'a'", "position", 1.2)),
+                                "the cells add up to the score +1.50 (each row's and column's total is in its label). "
+                                "The largest part, +1.30, is the query's token times the key's position; the largest "
+                                "single pair, +1.20, is the query's token 'a' times the key's position"),
     "progress_figure": lambda: (CP.progress_caption(STEPS, {"induction": [0.0, 0.1, 0.2, 0.5, 0.6]}, 400),
                                 "it crossed 0.3 at step 300"),
 }
@@ -246,3 +249,14 @@ def test_the_grokking_caption_says_the_key_frequencies_carry_the_answer_only_whe
     untrained = SimpleNamespace(embedding_norms=np.ones(3), key_frequencies=[1, 2], test_accuracy=0.16,
                                 final=SimpleNamespace(restricted=1.8, excluded=1.99))
     assert "these frequencies do not carry the answer on their own (yet)" in CG.lab_caption(untrained, None, [], 5)
+
+
+def test_the_training_caption_names_the_dead_window_and_the_layer_trained_last():
+    sae = CF.sae_training_caption([10, 20], [4.0, 1.5], [32.0, 32.0], [0.2, 0.05], [0.5, 0.9], 10_240, 20_480)
+    assert "the SAE explains 90.0%" in sae and "none fired on the last 10,240 tokens" in sae
+    early = CF.sae_training_caption([10, 20], [4.0, 1.5], [32.0, 32.0], [0.0, 0.0], [0.5, 0.9], 10_240, 5_120)
+    assert "not yet measured" in early and "5,120 seen" in early and "0.0% of its features" not in early
+    layer = CF.sae_training_caption([110, 120], [19.4, 9.0], [8.0, 8.0], [0.1, 0.1], [0.5, 0.8], 1_000, 50_000,
+                                    layer=1, start=100)
+    assert layer.startswith("Layer 1, trained last") and "in its 20 steps the loss went from 19.4 to 9" in layer
+    assert "layer 1's transcoder explains 80.0% of its FFN output's variance" in layer and "SAE" not in layer

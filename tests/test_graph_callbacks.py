@@ -10,6 +10,7 @@ import pytest
 from explorer.callbacks import graph as G
 from explorer.callbacks import graph_edits as E
 from explorer.callbacks.features import LOGIT_TOKENS
+from explorer.callbacks.graph_nodes import node_key
 from explorer.callbacks.graph_source import graph_tokens, traced
 from explorer.common.errors import UserError
 from explorer.state.session import new_session
@@ -48,7 +49,7 @@ def test_the_chart_draws_the_pruned_graphs_nodes_and_edges(drawn):
     assert len(traces(fig, "edges")[0]["customdata"]) == int(kept.edge_mask.sum())
     assert f"{int(kept.node_mask.sum()):,} of {graph.n_nodes:,} nodes" in line and "Replacement score" in line
     assert "top next token" in caption
-    assert [label for label in fig["layout"]["yaxis"]["ticktext"]][0].startswith("E") and \
+    assert fig["layout"]["yaxis"]["ticktext"][0] == "token embeddings" and \
         fig["layout"]["yaxis"]["ticktext"][-1] == "logits"
     assert len(fig["layout"]["xaxis"]["ticktext"]) == graph.n_pos and "⏎" in fig["layout"]["xaxis"]["ticktext"][0]
 
@@ -69,16 +70,39 @@ def test_a_feature_node_reads_like_a_feature_page(session, drawn):
     assert weights == sorted(weights, reverse=True)
 
 
+def test_the_tab_shows_a_nodes_name_and_keeps_its_key_aside(session, drawn):
+    """The Node box and the table name nodes as the chart does ("L1 F5 at 3:e"); the keys a row opens stay aside."""
+    key = traces(drawn[0], "features")[0]["customdata"][0]
+    layer, pos, feature = key.split(":")[1:]
+    name, caption, _, _, table, keys = G.graph_node_shown(session, PROMPT, key)
+    assert name.startswith(f"L{layer} F{feature} at {pos}:") and name in caption and ":" not in name.split(" ")[0]
+    assert table["headers"] == ["direction", "node", "weight"] and table["data"]
+    assert all(not str(row[1]).startswith(("F:", "E:", "T:", "L:")) for row in table["data"])
+    assert {row[1] for row in table["data"]} <= set(keys) and all(":" in k for k in keys.values())
+    other = table["data"][0][1]
+    assert G.graph_node_shown(session, PROMPT, keys[other])[0] == other  # a row opens the node it names
+
+
+def test_the_caption_counts_features_in_words():
+    from explorer.teaching.captions_graph import graph_caption
+    assert "1 feature explains it" in graph_caption("a", "b", 0.5, "L0 F1 at 1:a", 1)
+    assert "no feature holds enough influence" in graph_caption("a", "b", 0.5, "", 0).lower()
+
+
 def test_pins_and_a_supernode_make_the_subgraph(session, drawn):
     keys = traces(drawn[0], "features")[0]["customdata"][:3]
-    pins = None
-    for key in keys:
+    pins = E.pin_node(session, PROMPT, keys[0], None)
+    top_logit = traces(drawn[0], "logits (top next tokens)")[0]["customdata"][0]
+    assert pins["pinned"] == [keys[0], top_logit]  # the first pin brings the top logit: the subgraph has an edge
+    for key in keys[1:]:
         pins = E.pin_node(session, PROMPT, key, pins)
     pins = E.group_nodes(pins, keys[1:], "pair")
     loose, editable, fig, caption = E.pinned_view(session, PROMPT, pins)
-    assert [k for _, k in loose] == keys[:1] and editable[-1][1] == ",".join(keys[1:])
+    assert [k for _, k in loose] == [keys[0], top_logit] and editable[-1][1] == ",".join(keys[1:])
     names = [n for t in fig.to_plotly_json()["data"] if t.get("name") == "features" for n in t["text"]]
-    assert len(names) == 2 and "pair" in names and "1 pinned node and 1 supernode" in caption
+    assert len(names) == 2 and "pair" in names and "2 pinned nodes and 1 supernode" in caption
+    lone = E.pinned_view(session, PROMPT, {**E.pins_for(None, pins["ids"]), "pinned": keys[:1]})[3]
+    assert "pin at least two connected nodes" in lone.lower()
     assert E.pinned_view(session, PROMPT, None)[:2] == ([], [])
     assert E.pins_for(pins, [0, 1]) == {"ids": [0, 1], "pinned": [], "groups": {}}  # another prompt starts empty
 
@@ -96,8 +120,35 @@ def test_the_qk_split_and_the_head_behind_an_edge(session, drawn):
     edge = graph_edges_across(edges, n_pos)[0]
     layer, head, query, key = E.edge_head(session, PROMPT, edge)
     assert (key, query) == tuple(node_position(k, n_pos) for k in edge.split(">"))
-    heatmap, caption = E.graph_qk(session, PROMPT, layer, head, query, key)
+    heatmap, caption, pairs = E.graph_qk(session, PROMPT, layer, head, query, key)
     assert f"L{layer}·H{head}" in caption and heatmap.to_plotly_json()["data"][0]["type"] == "heatmap"
+    assert E.edge_qk(session, PROMPT, edge)[:4] == (layer, head, query, key)
+
+
+def test_the_qk_groups_add_up_to_the_score(session):
+    """The heatmap's cells (query-side groups x key-side groups) sum to the head's score, which the caption names."""
+    heatmap, caption, pairs = E.graph_qk(session, PROMPT, 2, 1, -1, 3)
+    trace = heatmap.to_plotly_json()["data"][0]
+    cells = np.asarray(trace["z"], dtype=float)
+    score = float(caption.split("the cells add up to the score ")[1].split(" ")[0])
+    assert abs(cells.sum() - score) < 0.01 + 1e-3 * abs(score)
+    rows = [label.split(" (Σ")[0] for label in trace["y"]]
+    assert rows[:2] == ["token", "position"] and rows[-1] == "bias" and "L0 attention" in rows
+    assert {"features", "errors"} <= set(rows) and len(pairs) == E.QK_PARTS
+    assert [abs(p[2]) for p in pairs] == sorted((abs(p[2]) for p in pairs), reverse=True)
+
+
+def test_an_edge_within_one_position_goes_through_no_head(session, drawn):
+    graph, kept = drawn[3], drawn[4]
+    within = next(f"{node_key(graph, s)}>{node_key(graph, t)}" for t, s in kept.edge_mask.nonzero().tolist()
+                  if graph.place(s)[1] == graph.place(t)[1])
+    with pytest.raises(E.NoHead, match="goes through no head"):
+        E.edge_head(session, PROMPT, within)
+
+
+def test_a_model_without_transcoders_says_so_in_the_tabs_caption():
+    chart, scores, caption = G.graph_tab_view(new_session("first-names"), "Ann", 0.8)
+    assert chart == scores == "" and "has no transcoders" in caption
 
 
 def test_the_json_export_is_circuit_tracers(session, drawn):
@@ -144,3 +195,11 @@ def test_a_bad_number_is_refused_in_a_sentence_or_answered(session, drawn, name,
 def test_a_model_without_transcoders_is_refused_in_a_sentence():
     with pytest.raises(UserError, match="has no transcoders"):
         G.attribution_graph_view(new_session("first-names"), "Ann", 0.8)
+
+
+def test_the_transcoder_settings_follow_the_model():
+    """Opening "Train transcoders on this model" sets 8 x d_model features (64 wide: 512) and tokens that fit."""
+    from explorer.callbacks.graph_training import DEFAULT_TOKENS, transcoders_training_setup
+    names = new_session("first-names")
+    shown = transcoders_training_setup(names)
+    assert shown["features"] == 8 * names.inspected.config.d_model and 0 < shown["tokens"] <= DEFAULT_TOKENS

@@ -10,6 +10,7 @@ from explorer.callbacks import heads as H
 from explorer.callbacks.common import analyse
 from explorer.callbacks.experiments import evaluation_set, importance_view
 from explorer.callbacks.features_source import current_sae, load_sae_upload
+from explorer.callbacks.graph_source import Transcoders
 from explorer.common.errors import UserError
 from explorer.state.inspected import ModelCaches
 from model_core.features.sae import SAEConfig, SparseAutoencoder
@@ -37,6 +38,7 @@ def test_changing_the_inspected_model_forgets_every_cache_of_the_old_one(tmp_pat
             z.writestr(f"sae/{file}", data)
     load_sae_upload(session, str(path))
     assert current_sae(session).source == "uploaded: sae.zip" and current_sae(session).stats is not None
+    session.inspected.caches.transcoders = Transcoders([], [], "trained:test")  # as the Graph tab's training adopts
     caches, empty = session.inspected.caches, ModelCaches()
     # a cache added later must be filled here too
     assert all(getattr(caches, f.name) != getattr(empty, f.name) for f in fields(ModelCaches))

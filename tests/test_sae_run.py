@@ -59,13 +59,13 @@ def test_the_status_follows_the_phases(session):
     run = TrainingRun(job_for(session, small_cfg()), "shakespeare")  # not started: messages fed by hand
     p = run.progress
     p.state = "running"
-    assert "starting the training process" in features_training._status(run)
+    assert "starting the training process" in features_training.run_status(run)
     p.apply(Steps([{"outputs": {"collected": 2048}}]))
-    assert "collecting activations: 2,048 of 4,096 tokens" in features_training._status(run)
+    assert "collecting activations: 2,048 of 4,096 tokens" in features_training.run_status(run)
     p.apply(Steps([sae_step(1), sae_step(3)]))
-    status = features_training._status(run)
+    status = features_training.run_status(run)
     assert f"step **3 / {p.cfg.max_steps}**" in status and "L0 8.0" in status and "explained variance 0.667" in status
-    chart, caption = features_training._chart(run)
+    chart, caption = features_training.chart_json(run)
     assert chart.startswith("{") and "In 3 steps the loss went from 10 to 3.33" in caption
     assert "66.7% of the activations' variance" in caption
 
@@ -100,7 +100,7 @@ def test_a_run_stopped_while_collecting_is_not_adopted(session):
     run.remote.receive(Steps([{"outputs": {"collected": 1024}}]))
     assert run.remote.receive(Done("stopped"))
     assert session.inspected.caches.sae is before
-    assert "stopped** while collecting activations (1,024 of 4,096 tokens): no SAE" in features_training._status(run)
+    assert "stopped** while collecting activations (1,024 of 4,096 tokens): nothing was trained" in features_training.run_status(run)
 
 
 def run_in_thread(sae_run: SAERun, sent: list) -> threading.Thread:

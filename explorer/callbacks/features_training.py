@@ -34,7 +34,7 @@ from model_core.features.budget import (
 from model_core.features.evaluation import EVAL_TOKENS
 from model_core.features.saelens_format import save_sae
 from model_core.features.texts import text_splits
-from model_core.features.training import SAETrainConfig
+from model_core.features.training import SAETrainConfig, default_dead_tokens
 from model_core.training.run_protocol import Command
 
 EXPANSION = 8  # features per dimension of the activation by default (the shipped SAE's 1,024 = 8 x 128)
@@ -180,16 +180,30 @@ def run_status(run: TrainingRun, what: str = "SAE", collected: str = "activation
 
 
 def chart_json(run: TrainingRun, points: int = CHART_POINTS) -> tuple[str, str]:
-    """The live chart (figure JSON, at most `points` steps, the latest always among them) and its caption."""
+    """The live chart (figure JSON, at most `points` steps, the latest always among them) and its caption. A
+    transcoder run (its history has a "layer") marks where each layer starts and its caption reads the layer
+    trained last."""
     p = run.progress
     if not p.history:
         return "", ""
     rows = p.history[:: max(1, len(p.history) // points)]
     rows = rows if rows[-1] is p.history[-1] else [*rows, p.history[-1]]
     steps, series = [m["step"] for m in rows], {key: [m[key] for m in rows] for key in PANELS}
-    return (figure_to_json(sae_training_figure(steps, series, p.cfg.max_steps)),
+    layer = p.history[-1].get("layer")
+    per_layer = getattr(p.cfg, "steps_per_layer", p.cfg.max_steps)
+    width = getattr(p.cfg, "d_sae", None) or getattr(p.cfg, "d_transcoder", 0)
+    window = p.cfg.train.dead_tokens or default_dead_tokens(width, p.cfg.k)
+    starts = {} if layer is None else {n: n * per_layer for n in range(layer + 1)}
+    title = "Training the SAE" if layer is None else "Training the transcoders (one layer after another)"
+    figure = sae_training_figure(steps, series, p.cfg.max_steps, title, window, starts)
+    start = starts.get(layer, 0)
+    if layer is not None:  # the caption reads the layer trained last
+        kept = [i for i, m in enumerate(rows) if m.get("layer") == layer]
+        steps, series = [steps[i] for i in kept], {key: [v[i] for i in kept] for key, v in series.items()}
+    seen = (p.history[-1]["step"] - start) * p.cfg.train.batch_size
+    return (figure_to_json(figure),
             sae_training_caption(steps, series["loss"], series["l0"], series["dead_fraction"],
-                                 series["explained_variance"]))
+                                 series["explained_variance"], window, seen, layer, start))
 
 
 def _result(outputs: dict) -> str:

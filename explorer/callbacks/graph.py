@@ -11,6 +11,7 @@ from explorer.callbacks.features import logit_ranking, top_contexts
 from explorer.callbacks.graph_nodes import drawing, node_index, node_key, node_name
 from explorer.callbacks.graph_source import current_transcoders, graph_tokens, pruned, traced
 from explorer.callbacks.prompting import token_labels
+from explorer.common.errors import UserError
 from explorer.common.tempfiles import new_temp_dir
 from explorer.figures import export
 from explorer.figures.common import figure_to_json, note_figure
@@ -22,7 +23,8 @@ from explorer.teaching.captions_graph import graph_caption, node_caption, scores
 from model_core.analysis.graph_json import circuit_tracer_json, node_record
 
 EDGES_LISTED = 8  # strongest incoming and outgoing edges listed for a node
-EDGE_HEADERS = ["direction", "node", "key", "weight"]
+EDGE_HEADERS = ["direction", "node", "key", "weight"]  # the API's rows (the key opens the node: /graph_node)
+SHOWN_EDGE_HEADERS = ["direction", "node", "weight"]  # the tab's table (the keys kept aside, by node name)
 
 
 def threshold(value) -> float:
@@ -35,6 +37,24 @@ def _opened(session: Session, prompt: str, drop_unknown: bool):
     ids = graph_tokens(session, prompt, drop_unknown)
     found = traced(session, ids)
     return found, token_labels(session.inspected.tokenizer, ids)
+
+
+def transcoders_missing(session: Session) -> str:
+    """'' when the inspected model has transcoders, else the sentence that says how to get some."""
+    try:
+        current_transcoders(session)
+    except UserError as err:
+        return str(err)
+    return ""
+
+
+def graph_tab_view(session: Session, prompt: str, node_threshold=0.8, drop_unknown: bool = False):
+    """attribution_graph_view for the page: a model without transcoders gets its sentence in the caption and an
+    empty chart, no refusal (a refusal's error badges stayed on the outputs until the next graph)."""
+    missing = transcoders_missing(session)
+    if missing:
+        return "", "", missing
+    return attribution_graph_view(session, prompt, node_threshold, drop_unknown)
 
 
 def attribution_graph_view(session: Session, prompt: str, node_threshold=0.8, drop_unknown: bool = False):
@@ -63,6 +83,16 @@ def edge_rows(graph, i: int, labels: list[str], vocab_label) -> list[list]:
         rows += [[direction, node_name(graph, int(j), labels, vocab_label), node_key(graph, int(j)),
                   round(float(weights[j]), 4)] for j in order.tolist() if weights[j] != 0]
     return rows
+
+
+def graph_node_shown(session: Session, prompt: str, node: str = "", drop_unknown: bool = False):
+    """The tab's node panel: (the node's name, caption, contexts, logit effects, edge rows [direction, node, weight],
+    {node name: key} of the rows' nodes, for a click on a row)."""
+    caption, contexts, logits, rows = graph_node_view(session, prompt, node, drop_unknown)
+    found, labels = _opened(session, prompt, drop_unknown)
+    name = node_name(found.graph, node_index(found.graph, node), labels, session.inspected.tokenizer.token_label)
+    return (name, caption, contexts, logits, {"headers": SHOWN_EDGE_HEADERS, "data": [[d, n, w] for d, n, _, w in rows]},
+            {n: k for _, n, k, _ in rows})
 
 
 def graph_node_view(session: Session, prompt: str, node: str = "", drop_unknown: bool = False):

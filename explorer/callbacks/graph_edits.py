@@ -7,7 +7,7 @@ import torch
 
 from explorer.callbacks import validation
 from explorer.callbacks.graph import _opened
-from explorer.callbacks.graph_nodes import node_index, node_name, shown_name
+from explorer.callbacks.graph_nodes import node_index, node_key, node_name, shown_name
 from explorer.callbacks.graph_source import current_transcoders, graph_tokens
 from explorer.common.errors import UserError
 from explorer.figures.common import compact, note_figure
@@ -35,10 +35,18 @@ def pins_for(pins, ids: list[int]) -> dict:
 def pin_node(session: Session, prompt: str, node: str, pins=None, drop_unknown: bool = False) -> dict:
     """-> the state with the node pinned (checked against the prompt's graph)."""
     found, _ = _opened(session, prompt, drop_unknown)
-    state = pins_for(pins, found.graph.tokens.tolist())
-    node_index(found.graph, node)
+    graph = found.graph
+    state = pins_for(pins, graph.tokens.tolist())
+    node = str(node or "").strip()
+    if not node:
+        raise UserError("Click a node in the chart first, then pin it.")
+    i = node_index(graph, node)
+    first = not state["pinned"] and not state["groups"]
     if node not in state["pinned"] and not any(node in keys for keys in state["groups"].values()):
-        state["pinned"].append(str(node).strip())
+        state["pinned"].append(node)
+    top_logit = node_key(graph, graph.logit_start)  # the first pin brings the top logit, so the subgraph has an edge
+    if first and graph.kind(i) != "logit" and top_logit != node:
+        state["pinned"].append(top_logit)
     return state
 
 
@@ -66,6 +74,8 @@ def _members(state: dict) -> list[tuple[str, list[str]]]:
 def pinned_view(session: Session, prompt: str, pins=None, drop_unknown: bool = False):
     """-> ([(label, key)] of the loose pinned nodes, [(label, keys)] of what an intervention can edit, the subgraph
     (the pinned nodes and supernodes with every edge between them: a supernode's are its members' sums), caption)."""
+    if not isinstance(pins, dict) or not (pins.get("pinned") or pins.get("groups")):  # nothing pinned (or unpinned)
+        return [], [], note_figure("Pin nodes (click one, then “Pin this node”) to draw them here.", "Subgraph"), ""
     state = pins_for(pins, graph_tokens(session, prompt, drop_unknown))
     members = _members(state)
     if not members:
@@ -150,47 +160,90 @@ def _position(value, name: str, n: int) -> int:
     return p % n
 
 
-def graph_qk(session: Session, prompt: str, layer=0, head=0, query=-1, key=0, drop_unknown: bool = False):
+def part_group(label: str) -> str:
+    """A QK part's group: its token, its position, each earlier layer's attention, features, errors, the FFNs' biases
+    and skips, the norm's and projection's bias."""
+    if label.startswith("token "):
+        return "token"
+    if label.endswith(" feature") or " feature " in label:
+        return "features"
+    if label.endswith(" error"):
+        return "errors"
+    if label.endswith("FFN bias and skip"):
+        return "FFN biases and skips"
+    return label  # "position", "L0 attention", "bias"
+
+
+def grouped(labels: list[str], matrix: np.ndarray, axis: int) -> tuple[list[str], np.ndarray]:
+    """(group names in the parts' order, matrix summed over each group's parts along axis)."""
+    names = list(dict.fromkeys(part_group(label) for label in labels))
+    names = [n for n in names if n != "bias"] + (["bias"] if "bias" in names else [])
+    which = np.array([names.index(part_group(label)) for label in labels])
+    sums = [matrix.take(np.flatnonzero(which == g), axis=axis).sum(axis) for g in range(len(names))]
+    return names, np.stack(sums, axis)
+
+
+def graph_qk(session: Session, prompt: str, layer=0, head=0, query_position=-1, key_position=0,
+             drop_unknown: bool = False):
     """The score of head `head` in `layer` from position query to key of the graph's tokens (the start token is
-    position 0) split into query-side x key-side parts -> (heatmap of the top parts, caption)."""
+    position 0) split into query-side x key-side parts -> (heatmap of the parts grouped (token, position, each earlier
+    layer's attention, features, errors, biases; its cells add up to the score), caption, rows [query side, key side,
+    part] of the QK_PARTS largest single pairs)."""
     transcoders = current_transcoders(session).transcoders
     ids = graph_tokens(session, prompt, drop_unknown)
     cfg, tok = session.inspected.config, session.inspected.tokenizer
     layer = validation.whole_number(layer, "Layer", minimum=0, maximum=cfg.n_layers - 1, default=0)
     head = validation.whole_number(head, "Head", minimum=0, maximum=cfg.n_heads - 1, default=0)
-    q, k = _position(query, "Query position", len(ids)), _position(key, "Key position", len(ids))
+    q, k = _position(query_position, "Query position", len(ids)), _position(key_position, "Key position", len(ids))
     if k > q:
         raise UserError(f"The key position ({k}) must not come after the query ({q}): a head only looks back.")
     qk = qk_attribution(session.inspected.model, transcoders, ids, layer, head, q, k,
                         decode=tok.token_label)
-    m = qk.matrix.numpy()
-    rows = np.argsort(-np.abs(m).sum(1))[:QK_PARTS]
-    cols = np.argsort(-np.abs(m).sum(0))[:QK_PARTS]
+    m = qk.matrix.numpy().astype(np.float64)
+    rows, by_rows = grouped(qk.query_parts, m, 0)
+    cols, cells = grouped(qk.key_parts, by_rows, 1)  # [query groups, key groups]
     labels = [tok.token_label(i) for i in ids]
     where = f"{q}:{labels[q]}", f"{k}:{labels[k]}"
-    return (qk_pairs_figure([qk.query_parts[r] for r in rows], [qk.key_parts[c] for c in cols], m[np.ix_(rows, cols)],
-                            f"L{layer}·H{head}: why {where[0]} attends to {where[1]} (score {qk.score:+.2f})"),
-            qk_caption(layer, head, *where, qk.score, qk.top_pairs(1)[0]))
+    big = np.unravel_index(int(np.argmax(np.abs(cells))), cells.shape)
+    pairs = qk.top_pairs(QK_PARTS)
+    figure = qk_pairs_figure([f"{r} (Σ {v:+.2f})" for r, v in zip(rows, cells.sum(1))],
+                             [f"{c} (Σ {v:+.2f})" for c, v in zip(cols, cells.sum(0))], cells,
+                             f"L{layer}·H{head}: why {where[0]} attends to {where[1]} (score {qk.score:+.2f})")
+    return (figure, qk_caption(layer, head, *where, qk.score, (rows[big[0]], cols[big[1]], float(cells[big])),
+                               pairs[0]),
+            [[a, b, round(v, 4)] for a, b, v in pairs])
+
+
+class NoHead(UserError):
+    """An edge no attention head carries (it stays at one position)."""
 
 
 def edge_head(session: Session, prompt: str, edge: str, drop_unknown: bool = False) -> tuple[int, int, int, int]:
     """'source key>target key' -> (layer, head, query, key): the head that, among the layers that can carry the edge
-    (after the source writes, up to the target's), attends most from the target's position to the source's."""
+    (after the source writes, up to the target's), attends most from the target's position to the source's; NoHead
+    for an edge within one position."""
     found, _ = _opened(session, prompt, drop_unknown)
     graph = found.graph
     source, target = (node_index(graph, k) for k in str(edge).split(">", 1))
     (s_layer, key), (t_layer, query) = graph.place(source), graph.place(target)
     if key == query:
-        raise UserError("This edge stays at one position, where the residual stream carries it: pick an edge between "
-                        "two positions, or choose a head and positions below.")
+        raise NoHead("This edge stays within one position, so it goes through no head (the residual stream carries "
+                     "it): click an edge between two positions.")
     first = s_layer + 1 if graph.kind(source) in ("feature", "error") else 0
     last = min(t_layer, graph.n_layers - 1)
     if first > last:
-        raise UserError("This edge passes through no attention layer: its source writes where its target reads.")
+        raise NoHead("This edge passes through no attention layer: its source writes where its target reads.")
     patterns = cached_pass(session.inspected.model, graph.tokens).patterns  # per layer [H, T, T]
     weights = torch.stack([patterns[layer][:, query, key] for layer in range(first, last + 1)])  # [layers, H]
     best = int(weights.flatten().argmax())
     return first + best // weights.shape[1], best % weights.shape[1], query, key
+
+
+def edge_qk(session: Session, prompt: str, edge: str, drop_unknown: bool = False):
+    """A clicked edge -> (layer, head, query, key, then graph_qk's heatmap, caption and rows for them), in one call so
+    the split never runs on values from before the click."""
+    layer, head, query, key = edge_head(session, prompt, edge, drop_unknown)
+    return (layer, head, query, key, *graph_qk(session, prompt, layer, head, query, key, drop_unknown))
 
 
 def group_pinned(session: Session, pins=None, selected=None, name: str = "") -> dict:

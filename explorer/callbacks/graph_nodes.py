@@ -7,7 +7,6 @@ import numpy as np
 
 from explorer.callbacks.features import top_contexts, top_place_tokens
 from explorer.common.errors import UserError
-from explorer.figures.common import visible_tick
 from explorer.figures.graph import GraphDrawing
 from explorer.state.session import Session
 
@@ -89,7 +88,8 @@ def node_hover(session: Session, graph, i: int, labels: list[str], stats: list, 
     elif kind == "error":
         lines.append("what the transcoder misses of the FFN's output here")
     elif kind == "logit":
-        lines.append(f"probability {float(graph.logit_probabilities[i - graph.logit_start]):.1%}")
+        lines += [f"probability {float(graph.logit_probabilities[i - graph.logit_start]):.1%}",
+                  f"as the next token after the last position ({len(labels) - 1}:{_escape(labels[-1])})"]
     if kind != "logit":
         lines.append(f"influence on the logits {influence:.3f}")
     return "<br>".join(lines + ["click to read it"])
@@ -122,6 +122,6 @@ def shown_name(graph, i: int, labels: list[str], vocab_label, every_node: bool) 
     """The text drawn beside a node: a logit's token and probability; every node's name when every_node."""
     if graph.kind(i) == "logit":
         j = i - graph.logit_start
-        token = visible_tick(_escape(vocab_label(int(graph.logit_tokens[j]))), 1.3)
-        return f"{token}<br>{float(graph.logit_probabilities[j]):.0%}"
+        token = _escape(vocab_label(int(graph.logit_tokens[j])))
+        return f"“{token}” {float(graph.logit_probabilities[j]):.0%}"  # quoted as the columns' labels are
     return _escape(node_name(graph, i, labels, vocab_label)).replace(" at ", "<br>") if every_node else ""

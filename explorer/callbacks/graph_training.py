@@ -38,6 +38,25 @@ def _settings(session: Session, features, k, tokens) -> TranscoderRunConfig:
     return TranscoderRunConfig(cfg.n_layers, d_tc, k, tokens, min(cfg.block_size, 128), eval_tokens, stats_tokens)
 
 
+def transcoders_training_setup(session: Session) -> dict:
+    """The training controls for the inspected model: 8 x d_model features, k 32, and the default tokens, or as many
+    as fit this server's time and memory (a large model's pass is slow)."""
+    require_model(session)
+    cfg = session.inspected.config
+    d_tc = min(MAX_FEATURES, EXPANSION * cfg.d_model)
+    eval_tokens, stats_tokens = _reads(session)
+
+    def fits(tokens: int) -> bool:
+        s = TranscoderRunConfig(cfg.n_layers, d_tc, DEFAULT_K, tokens, min(cfg.block_size, 128), eval_tokens,
+                                stats_tokens)
+        return (transcoder_run_seconds(cfg, s, budget().threads) <= budget().max_seconds
+                and tokens * cfg.n_layers * 2 * cfg.d_model * 4 <= MAX_PAIR_BYTES)
+    tokens = DEFAULT_TOKENS
+    while tokens > TOKEN_STEP and not fits(tokens):
+        tokens = max(TOKEN_STEP, tokens // 2 // TOKEN_STEP * TOKEN_STEP)
+    return {"features": d_tc, "k": DEFAULT_K, "tokens": tokens}
+
+
 def _check_budget(session: Session, s: TranscoderRunConfig) -> float:
     cfg, limit = session.inspected.config, budget()
     seconds = transcoder_run_seconds(cfg, s, limit.threads)

@@ -26,7 +26,9 @@ def encode_prompt(tokenizer, prompt: str, block_size: int, drop_unknown: bool = 
     try:
         ids = tokenizer.encode(prompt)
     except UnknownTokenError as err:
-        raise UserError(f"{err} Tick “Drop unknown characters” to remove them automatically.") from None
+        shown = ", ".join(repr(u) for u in sorted(err.unknown)[:20])
+        raise UserError(f"The prompt has {len(err.unknown)} characters this model's tokenizer never saw: {shown}. "
+                        "Remove them, or tick “Drop unknown characters” to drop them automatically.") from None
     if not ids:
         raise UserError("Nothing is left of the prompt after dropping unknown characters; type something else.")
     if len(ids) > block_size:

@@ -75,7 +75,7 @@ VIEWS = (
              api={"/attribution_graph": ("prompt", "node_threshold", "drop_unknown"),
                   "/graph_node": ("prompt", "node", "drop_unknown"),
                   "/graph_intervene": ("prompt", "features", "mode", "value", "drop_unknown"),
-                  "/qk_attribution": ("prompt", "layer", "head", "query", "key", "drop_unknown"),
+                  "/qk_attribution": ("prompt", "layer", "head", "query_position", "key_position", "drop_unknown"),
                   "/graph_json": ("prompt", "node_threshold", "drop_unknown"),
                   "/train_transcoders": ("features", "k", "tokens"), "/train_transcoders_pause": (),
                   "/train_transcoders_resume": (), "/train_transcoders_stop": (), "/train_transcoders_status": (),

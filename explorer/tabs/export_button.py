@@ -38,8 +38,9 @@ if (!window.teExportInstalled) {
   };
   const fileName = (gd) => {
     const tab = document.querySelector('[role="tab"][aria-selected="true"]');
-    const parts = [slug(tab ? tab.textContent : 'app').toLowerCase(),
-                   slug(chartName(gd)).toLowerCase().replace(/_/g, '-'), slug(modelName())];
+    const tabName = slug(tab ? tab.textContent : 'app').toLowerCase();
+    const chart = slug(chartName(gd)).toLowerCase().replace(/_/g, '-');  // 'graph-chart' on the Graph tab: no 'graph-graph-'
+    const parts = [tabName, chart.startsWith(tabName + '-') ? chart.slice(tabName.length + 1) : chart, slug(modelName())];
     const prompt = promptText();
     if (prompt.trim()) parts.push(slug(prompt, 24));
     return parts.join('-');
@@ -49,7 +50,8 @@ if (!window.teExportInstalled) {
   document.addEventListener('click', (ev) => {
     const button = ev.target.closest && ev.target.closest('.modebar-btn[data-title^="Download plot"]');
     const gd = button && button.closest('.js-plotly-plot');
-    if (gd && gd._context) options(gd).filename = fileName(gd);
+    // The format is set on every click: the SVG button's click on the camera must not leave 'svg' behind
+    if (gd && gd._context) Object.assign(options(gd), {filename: fileName(gd), format: gd.teImageFormat || 'png'});
   }, true);
   const SVG_ICON = '<svg viewBox="0 0 48 24" height="1em" width="2em"><text x="0" y="19" font-size="19" '
     + 'font-weight="700" font-family="sans-serif" fill="currentColor">SVG</text></svg>';
@@ -67,10 +69,9 @@ if (!window.teExportInstalled) {
     svg.innerHTML = SVG_ICON;
     svg.addEventListener('click', (e) => {
       e.preventDefault();
-      const opts = options(gd);
-      opts.format = 'svg';
+      gd.teImageFormat = 'svg';  // read by the click listener above when the camera's click reaches it
       camera.click();  // Plotly reads the options synchronously, then renders and downloads
-      opts.format = 'png';
+      gd.teImageFormat = undefined;
     });
     camera.parentNode.insertBefore(svg, camera.nextSibling);
   });

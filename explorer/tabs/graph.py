@@ -2,6 +2,7 @@
 in full; pinned nodes and supernodes drawn as a subgraph; interventions; why a head attends where it does."""
 import gradio as gr
 
+from explorer.common.errors import UserError
 from explorer.tabs.binding import bind
 from explorer.tabs.common import ANALYSIS, API, HEAVY, caption, clear_when_changed, model_slider, run_button
 from explorer.tabs.export_button import data_button
@@ -10,12 +11,15 @@ from explorer.tabs.lazy import callbacks
 from explorer.tabs.live_plot import live_plot
 from explorer.tabs.raw_inputs import RawDropdown, RawNumber, RawRadio, RawSlider
 
-graph_view, node_view, json_file, json_api_file = callbacks("graph", "attribution_graph_view", "graph_node_view",
-                                                           "graph_json_file", "graph_json")
-pin_node, group_pinned, pinned_view, graph_intervene, graph_qk, edge_head = callbacks(
-    "graph_edits", "pin_node", "group_pinned", "pinned_view", "graph_intervene", "graph_qk", "edge_head")
+graph_view, tab_view, missing, node_view, node_shown, json_file, json_api_file = callbacks(
+    "graph", "attribution_graph_view", "graph_tab_view", "transcoders_missing", "graph_node_view", "graph_node_shown",
+    "graph_json_file", "graph_json")
+pin_node, group_pinned, pinned_view, graph_intervene, graph_qk, edge_qk = callbacks(
+    "graph_edits", "pin_node", "group_pinned", "pinned_view", "graph_intervene", "graph_qk", "edge_qk")
 MODES = ["set to", "multiply by"]  # explorer.callbacks.graph_edits.MODES (read before torch)
-EDGE_HEADERS = ["direction", "node", "key", "weight"]
+EDGE_HEADERS = ["direction", "node", "key", "weight"]  # explorer.callbacks.graph's (the API's rows)
+SHOWN_EDGE_HEADERS = ["direction", "node", "weight"]  # the table's (a row's key is kept aside, by node name)
+PAIR_HEADERS = ["query side", "key side", "part of the score"]
 
 # The clicked node gets a ring (a layout shape, in the page alone: the next figure drawn replaces it). Plotly.purge
 # drops the listener with the plot, so it is attached again once the next figure is drawn.
@@ -61,16 +65,23 @@ def build_graph_tab(prompt, drop, model_info):
     note = caption()
     chart = live_plot(760, clickable=True, elem_id="graph-chart")
     inputs, outputs = [prompt, threshold, drop], [chart, scores, note]
-    view = bind(graph_view, shared=True, heavy=True)
-    trace.click(view, inputs, outputs, api_name="attribution_graph", **API, **HEAVY)
-    threshold.release(view, inputs, outputs, api_visibility="private", trigger_mode="always_last", **HEAVY)
-    node, edge, pins = _build_node_panel(prompt, drop, chart, model_info)
-    _build_subgraph(prompt, drop, node, pins, model_info)
+    traced = bind(_traced, heavy=True)
+    trace.click(traced, inputs, outputs, api_visibility="private", **HEAVY)
+    threshold.release(traced, inputs, outputs, api_visibility="private", trigger_mode="always_last", **HEAVY)
+    endpoint = gr.Button("Trace", visible=False)  # the API's endpoint: it refuses a model without transcoders
+    endpoint.click(bind(graph_view, shared=True, heavy=True), inputs, outputs, api_name="attribution_graph", **API,
+                   **HEAVY)
+    view = bind(tab_view, shared=True, heavy=True)  # the tab's own draws (opened, a lesson step): no toast
+    clear_when_changed([model_info], outputs, "Trace")
+    key, edge, pins = _build_node_panel(prompt, drop, chart, model_info)
+    _build_subgraph(prompt, drop, key, pins, model_info)
     _build_qk(prompt, drop, edge, model_info)
     data_button("graph", outputs, inputs)
     with gr.Row():
         to_json = gr.Button("Download the graph as circuit-tracer's JSON", size="sm", scale=0, min_width=320)
         graph_file = gr.File(label="Graph JSON", interactive=False, scale=2, height=60, visible=False)
+    for changed in (prompt, model_info):  # the file of another prompt or model goes
+        changed.change(None, None, graph_file, js="() => null", api_visibility="private", concurrency_limit=None)
     to_json.click(bind(_json_download), [prompt, threshold, pins, drop], graph_file, api_visibility="private",
                   **ANALYSIS)
     json_api = gr.Button("Graph JSON", visible=False)  # the API's endpoint, the file's path as its answer
@@ -80,48 +91,68 @@ def build_graph_tab(prompt, drop, model_info):
     return (view, inputs, outputs), {"node_threshold": threshold}
 
 
+def _traced(session, prompt, node_threshold, drop_unknown):
+    """Trace in the page: a model without transcoders is told so once (a toast, and the caption under an empty
+    chart), with no error badges left on the outputs."""
+    said = missing(session)
+    if said:
+        gr.Warning(said.replace("**", ""))
+        return "", "", said
+    return graph_view(session, prompt, node_threshold, drop_unknown)
+
+
 def _json_download(session, prompt, node_threshold, pins, drop_unknown):
     return gr.File(value=json_file(session, prompt, node_threshold, pins, drop_unknown), visible=True)
 
 
 def _build_node_panel(prompt, drop, chart, model_info):
     """The clicked node: what it is, its top contexts and logit effects (a feature), its strongest edges.
-    -> (the node key box, the clicked edge's box, the pins' state)."""
+    -> (the node's key (hidden), the clicked edge's box, the pins' state)."""
     gr.Markdown("### The clicked node")
     with gr.Row(equal_height=True):
         node = gr.Textbox("", label="Node (click one in the chart)", interactive=False, scale=3, elem_id="graph-node")
         pin = gr.Button("Pin this node", scale=1)
+    key = gr.Textbox("", visible=False, elem_id="graph-node-key")  # its key (F:layer:position:feature...)
     edge = gr.Textbox(visible=False)
+    keys = gr.State({})  # {node name: key} of the table's rows
     about = caption()
     with gr.Row():
         contexts = gr.HTML(label="Top activating contexts in the validation text", elem_id="graph-contexts")
         logits = gr.Plot(label="Tokens it promotes and suppresses")
-    edges = gr.Dataframe(headers=EDGE_HEADERS, label="Strongest incoming and outgoing edges (click a row to open "
-                         "that node)", interactive=False, elem_id="graph-edges")
-    panel = [about, contexts, logits, edges]
+    edges = gr.Dataframe(value={"headers": SHOWN_EDGE_HEADERS, "data": []}, headers=SHOWN_EDGE_HEADERS,
+                         label="Strongest incoming and outgoing edges (click a row to open that node)",
+                         interactive=False, elem_id="graph-edges")
+    panel = [node, about, contexts, logits, edges, keys]
     shown = bind(_node_shown)
-    chart.select(_clicked, None, [node, edge], api_visibility="private", concurrency_limit=None).then(
-        shown, [prompt, node, drop], panel, api_visibility="private", **ANALYSIS)
-    edges.select(_row_key, None, node, api_visibility="private", concurrency_limit=None).then(
-        shown, [prompt, node, drop], panel, api_visibility="private", **ANALYSIS)
+    chart.select(_clicked, None, [key, edge], api_visibility="private", concurrency_limit=None).then(
+        shown, [prompt, key, drop], panel, api_visibility="private", **ANALYSIS)
+    edges.select(_row_key, keys, key, api_visibility="private", concurrency_limit=None).then(
+        shown, [prompt, key, drop], panel, api_visibility="private", **ANALYSIS)
     gr.HTML(js_on_load=MARK_JS, html_template="", apply_default_css=False)
-    endpoint = gr.Button("Show node", visible=False)  # the API's endpoint
-    endpoint.click(bind(node_view), [prompt, node, drop], panel, api_name="graph_node", **API, **ANALYSIS)
-    clear_when_changed([prompt, model_info], panel, "Trace, then click a node")
+    endpoint = gr.Button("Show node", visible=False)  # the API's endpoint: its rows keep the key column
+    api_edges = gr.Dataframe(headers=EDGE_HEADERS, visible=False)
+    endpoint.click(bind(node_view), [prompt, key, drop], [about, contexts, logits, api_edges], api_name="graph_node",
+                   **API, **ANALYSIS)
+    clear_when_changed([prompt, model_info], [contexts, logits, edges, about], "Trace, then click a node")
+    for changed in (prompt, model_info):  # no node (nor edge) of another prompt or model stays picked
+        changed.change(None, None, [node, key, edge], js="() => ['', '', '']", api_visibility="private",
+                       concurrency_limit=None)
     pins = gr.State(None)
-    pin.click(bind(pin_node), [prompt, node, pins, drop], pins, api_visibility="private", **ANALYSIS)
-    return node, edge, pins
+    pin.click(bind(pin_node), [prompt, key, pins, drop], pins, api_visibility="private", **ANALYSIS)
+    model_info.change(lambda: None, None, pins, api_visibility="private", concurrency_limit=None)
+    return key, edge, pins
 
 
-def _node_shown(session, prompt, node, drop_unknown):
-    """The clicked node's panel (nothing before a node was clicked)."""
-    return node_view(session, prompt, node, drop_unknown) if node else [gr.skip()] * 4
+def _node_shown(session, prompt, key, drop_unknown):
+    """The clicked node's name and panel (nothing before a node was clicked)."""
+    return node_shown(session, prompt, key, drop_unknown) if key else [gr.skip()] * 6
 
 
-def _row_key(evt: gr.SelectData):
-    """A click on a row of the edges table -> the key of the node at its other end."""
+def _row_key(keys, evt: gr.SelectData):
+    """A click on a row of the edges table -> the key of the node at its other end (found by its name)."""
     row = evt.row_value if isinstance(getattr(evt, "row_value", None), list) else None
-    return str(row[2]) if row and len(row) > 2 and row[2] else gr.skip()
+    found = (keys or {}).get(str(row[1])) if row and len(row) > 1 else None
+    return found or gr.skip()
 
 
 def _clicked(evt: gr.EventData):
@@ -133,7 +164,7 @@ def _clicked(evt: gr.EventData):
     return (gr.skip(), key) if ">" in key else (key, gr.skip())
 
 
-def _build_subgraph(prompt, drop, node, pins, model_info) -> None:
+def _build_subgraph(prompt, drop, key, pins, model_info) -> None:
     """Pinned nodes, grouping them into supernodes, the subgraph, and the intervention on pinned features."""
     gr.Markdown("### Subgraph: the nodes you pinned\nTick pinned nodes and name them to group them into a "
                 "**supernode** (features that mean the same thing); the subgraph draws a supernode as one node.")
@@ -176,20 +207,36 @@ def _build_qk(prompt, drop, edge, model_info) -> None:
     """Why a head attends where it does: the score split into query-side x key-side parts."""
     gr.Markdown("### Why does this head attend there?\nThe graph freezes attention. A head's score from a query "
                 "position to a key position is a sum of products: each part of the query's residual stream (its "
-                "token, position, earlier features and attention outputs) times each part of the key's. Click an "
-                "edge's middle in the graph to pick the head that carries it most, or choose below (positions count "
-                "the start token as 0).")
+                "token, position, earlier layers' attention outputs, features, errors and biases) times each part of "
+                "the key's. The heatmap groups the parts, so its cells add up to the score; the table lists the "
+                "largest single pairs. Click an edge's middle in the graph to pick the head that carries it most, or "
+                "choose below (positions count the start token as 0).")
     with gr.Row():
         layer = model_slider("layer", "Layer")
         head = model_slider("head", "Head")
         query = RawNumber(-1, label="Query position (-1 = last)", precision=0, minimum=-64, maximum=63)
         key = RawNumber(0, label="Key position", precision=0, minimum=-64, maximum=63)
     explain = gr.Button("Split the score", variant="primary")
-    pairs = gr.Plot(label="Query-side × key-side parts of the score")
+    with gr.Row():
+        pairs = gr.Plot(label="Query-side × key-side parts of the score, grouped", scale=3)
+        top = gr.Dataframe(value={"headers": PAIR_HEADERS, "data": []}, headers=PAIR_HEADERS, interactive=False,
+                           label="The largest single pairs", scale=2, wrap=True, elem_id="graph-qk-pairs")
     pairs_note = caption()
     qk_inputs = [prompt, layer, head, query, key, drop]
-    split = bind(graph_qk)
-    explain.click(split, qk_inputs, [pairs, pairs_note], api_name="qk_attribution", **API, **ANALYSIS)
-    edge.change(bind(edge_head), [prompt, edge, drop], [layer, head, query, key], api_visibility="private",
-                **ANALYSIS).then(split, qk_inputs, [pairs, pairs_note], api_visibility="private", **ANALYSIS)
-    clear_when_changed([prompt, model_info], [pairs, pairs_note], "Split the score")
+    explain.click(bind(graph_qk), qk_inputs, [pairs, pairs_note, top], api_name="qk_attribution", **API, **ANALYSIS)
+    # the head behind a clicked edge and its split in one call (never a split of the values before the click)
+    edge.change(bind(_edge_split), [prompt, edge, drop], [layer, head, query, key, pairs, pairs_note, top],
+                api_visibility="private", **ANALYSIS)
+    clear_when_changed([prompt, model_info], [pairs, top, pairs_note], "Split the score")
+
+
+def _edge_split(session, prompt, edge, drop_unknown):
+    """A clicked edge -> its head and positions, and their split; an edge no head carries (within one position) says
+    so in a toast and leaves the QK inputs and outputs as they were."""
+    if not edge:
+        return [gr.skip()] * 7
+    try:
+        return edge_qk(session, prompt, edge, drop_unknown)
+    except UserError as err:
+        gr.Info(str(err))
+        return [gr.skip()] * 7

@@ -8,9 +8,10 @@ from explorer.tabs.lazy import callbacks
 from explorer.tabs.live_plot import live_plot
 from explorer.tabs.raw_inputs import RawNumber
 
-(train_transcoders, transcoders_training_control, transcoders_training_poll, transcoders_training_status,
- transcoders_download) = callbacks("graph_training", "train_transcoders", "transcoders_training_control",
-                                   "transcoders_training_poll", "transcoders_training_status", "transcoders_download")
+(transcoders_training_setup, train_transcoders, transcoders_training_control, transcoders_training_poll,
+ transcoders_training_status, transcoders_download) = callbacks(
+    "graph_training", "transcoders_training_setup", "train_transcoders", "transcoders_training_control",
+    "transcoders_training_poll", "transcoders_training_status", "transcoders_download")
 
 ABOUT = """Train one transcoder per layer for the inspected model, in a training slot like a model's run: the model reads
 its training text once and every FFN's inputs and outputs are collected, then each layer's transcoder learns to write
@@ -19,7 +20,7 @@ evaluated with every FFN replaced. The graphs above then use it. About 2 minutes
 
 
 def build_transcoder_training() -> None:
-    with gr.Accordion("Train transcoders on this model", open=False):
+    with gr.Accordion("Train transcoders on this model", open=False) as section:
         gr.Markdown(ABOUT)
         with gr.Row():
             features = RawNumber(1024, label="Features per layer", precision=0, minimum=1, elem_id="tc-features",
@@ -40,6 +41,8 @@ def build_transcoder_training() -> None:
             file = gr.File(label="Transcoders", interactive=False, elem_id="tc-file")
         evaluation = gr.Textbox(visible=False)  # /train_transcoders_status's evaluation (JSON)
     quiet = dict(api_visibility="private", concurrency_limit=None)
+    setup = {"features": features, "k": k, "tokens": tokens}  # the inspected model's defaults, as the SAE's
+    section.expand(bind(transcoders_training_setup, fields=setup), None, list(setup.values()), **quiet)
     start.click(bind(train_transcoders), [features, k, tokens], status, api_name="train_transcoders", **API,
                 **START_QUEUE).success(lambda: gr.Timer(active=True), None, timer, api_visibility="private")
     for button, action in ((pause, "pause"), (resume, "resume"), (stop, "stop")):

@@ -91,11 +91,23 @@ def steering_caption(feature: int, strength: float, peak: float, plain: str, ste
             f"text) times its decoder direction at every position. {change}")
 
 
-def sae_training_caption(steps, loss, l0, dead, explained) -> str:
-    """What the SAE training chart shows so far: the loss from its first to its latest value, and the latest L0, dead
-    fraction and explained variance."""
+def sae_training_caption(steps, loss, l0, dead, explained, dead_tokens: int = 0, seen: int = 0,
+                         layer: int | None = None, start: int = 0) -> str:
+    """What the training chart shows so far: the loss from its first to its latest value, and the latest L0, dead
+    fraction and explained variance; of an SAE, or (layer given) of the transcoder of the layer trained last (the
+    series then hold that layer's steps only). dead_tokens: the run's dead window; seen: tokens trained on so far
+    (the dead fraction is not measured before a window has passed); start: the step the layer started at."""
     if not len(steps):
         return ""
-    return (f"In {steps[-1]:,} steps the loss went from {loss[0]:.3g} to {loss[-1]:.3g}; on the latest batches "
-            f"{l0[-1]:.1f} features are active per token, the SAE explains {explained[-1]:.1%} of the activations' "
-            f"variance, and {dead[-1]:.1%} of its features are dead (none fired on the last 50k tokens).")
+    who = "the SAE explains" if layer is None else f"layer {layer}'s transcoder explains"
+    what = "the activations'" if layer is None else "its FFN output's"
+    lead = (f"In {steps[-1]:,} steps" if layer is None else
+            f"Layer {layer}, trained last (a dotted line marks where each layer starts): in its {steps[-1] - start:,} "
+            "steps")
+    window = f"{dead_tokens:,} tokens" if dead_tokens else "the dead window"
+    dead_part = (f"{dead[-1]:.1%} of its features are dead (none fired on the last {window})"
+                 if not dead_tokens or seen >= dead_tokens else
+                 f"dead features are not yet measured (a feature counts as dead once it has not fired for {window}; "
+                 f"{seen:,} seen so far)")
+    return (f"{lead} the loss went from {loss[0]:.3g} to {loss[-1]:.3g}; on the latest batches {l0[-1]:.1f} "
+            f"features are active per token, {who} {explained[-1]:.1%} of {what} variance, and {dead_part}.")
