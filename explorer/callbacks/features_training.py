@@ -51,7 +51,7 @@ def budget() -> SAEBudget:
     return SAEBudget(LIMITS.max_sae_minutes * 60, MAX_ACTIVATION_BYTES, cores())
 
 
-def _reads(session: Session) -> tuple[int, int]:
+def evaluation_reads(session: Session) -> tuple[int, int]:
     """(evaluation tokens, statistics tokens) for the inspected model."""
     large = is_large(session.inspected.config)
     return (LARGE_EVAL_TOKENS, LARGE_STATS_TOKENS) if large else (EVAL_TOKENS, STATS_TOKENS)
@@ -67,7 +67,7 @@ def sae_training_setup(session: Session) -> dict:
     require_model(session)
     cfg, hook = session.inspected.config, default_hook(session.inspected.config)
     d_sae = EXPANSION * cfg.d_model
-    tokens = tokens_that_fit(cfg, hook, d_sae, 1.0, *_reads(session), budget())
+    tokens = tokens_that_fit(cfg, hook, d_sae, 1.0, *evaluation_reads(session), budget())
     note = (f"The shipped setting ({DEFAULT_TOKENS:,} tokens) fits this server's time limit."
             if tokens >= DEFAULT_TOKENS else
             f"A pass of this model is slow: {tokens:,} tokens fit this server's {minutes(budget().max_seconds)}."
@@ -84,7 +84,7 @@ def _settings(session: Session, hook, features, k, tokens) -> SAERunConfig:
                                     default=EXPANSION * cfg.d_model)
     k = validation.whole_number(k, "k (active features per token)", minimum=1, maximum=d_sae, default=DEFAULT_K)
     tokens = validation.whole_number(tokens, "Tokens", minimum=TOKEN_STEP, maximum=MAX_TOKENS, default=DEFAULT_TOKENS)
-    eval_tokens, stats_tokens = _reads(session)
+    eval_tokens, stats_tokens = evaluation_reads(session)
     return SAERunConfig(hook, d_sae, k, tokens, min(cfg.block_size, 128), eval_tokens, stats_tokens, SAETrainConfig())
 
 
@@ -138,9 +138,13 @@ def _adopt(caches: ModelCaches, run: TrainingRun, final: bool) -> bool:
 
 
 def features_training_control(session: Session, action: str) -> str:
-    run = session.workspace.sae_run
+    return control_run(session.workspace.sae_run, action, "No SAE is training")
+
+
+def control_run(run, action: str, idle: str) -> str:
+    """Pause, resume or stop a feature run (an SAE's, transcoders'); idle: the refusal when none is going."""
     if run is None or not run.active:
-        raise UserError("No SAE is training: press Start first.")
+        raise UserError(f"{idle}: press Start first.")
     run.control(Command[action.upper()])
     return {"pause": "Pausing…", "resume": "Resumed.", "stop": "Stopping…"}[action]
 

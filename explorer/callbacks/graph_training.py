@@ -7,7 +7,15 @@ import shutil
 import uuid
 
 from explorer.callbacks import validation
-from explorer.callbacks.features_training import CHART_POINTS, _reads, budget, chart_json, run_status, training_text
+from explorer.callbacks.features_training import (
+    CHART_POINTS,
+    budget,
+    chart_json,
+    control_run,
+    evaluation_reads,
+    run_status,
+    training_text,
+)
 from explorer.callbacks.graph_source import Transcoders
 from explorer.common.errors import UserError
 from explorer.common.tempfiles import new_temp_dir
@@ -18,7 +26,6 @@ from model_core.analysis.replacement import ReplacementError, check_model
 from model_core.features.budget import TOKEN_STEP, minutes
 from model_core.features.transcoder_format import save_transcoders, stats_file
 from model_core.features.transcoder_run import TranscoderRunConfig, transcoder_job, transcoder_run_seconds
-from model_core.training.run_protocol import Command
 
 EXPANSION, DEFAULT_K, DEFAULT_TOKENS, MAX_FEATURES, MAX_TOKENS = 8, 32, 262_144, 8_192, 1_048_576
 MAX_PAIR_BYTES = 1_024_000_000  # the collected pairs of every layer (float32) one run may keep
@@ -34,7 +41,7 @@ def _settings(session: Session, features, k, tokens) -> TranscoderRunConfig:
                                    default=EXPANSION * cfg.d_model)
     k = validation.whole_number(k, "k (active features per token)", minimum=1, maximum=d_tc, default=DEFAULT_K)
     tokens = validation.whole_number(tokens, "Tokens", minimum=TOKEN_STEP, maximum=MAX_TOKENS, default=DEFAULT_TOKENS)
-    eval_tokens, stats_tokens = _reads(session)
+    eval_tokens, stats_tokens = evaluation_reads(session)
     return TranscoderRunConfig(cfg.n_layers, d_tc, k, tokens, min(cfg.block_size, 128), eval_tokens, stats_tokens)
 
 
@@ -44,7 +51,7 @@ def transcoders_training_setup(session: Session) -> dict:
     require_model(session)
     cfg = session.inspected.config
     d_tc = min(MAX_FEATURES, EXPANSION * cfg.d_model)
-    eval_tokens, stats_tokens = _reads(session)
+    eval_tokens, stats_tokens = evaluation_reads(session)
 
     def fits(tokens: int) -> bool:
         s = TranscoderRunConfig(cfg.n_layers, d_tc, DEFAULT_K, tokens, min(cfg.block_size, 128), eval_tokens,
@@ -107,11 +114,7 @@ def _adopt(inspected: Inspected, caches: ModelCaches, run: TrainingRun, final: b
 
 
 def transcoders_training_control(session: Session, action: str) -> str:
-    run = session.workspace.transcoder_run
-    if run is None or not run.active:
-        raise UserError("No transcoders are training: press Start first.")
-    run.control(Command[action.upper()])
-    return {"pause": "Pausing…", "resume": "Resumed.", "stop": "Stopping…"}[action]
+    return control_run(session.workspace.transcoder_run, action, "No transcoders are training")
 
 
 def transcoders_training_poll(session: Session) -> dict:
