@@ -47,7 +47,25 @@ class SAEConfig:
         return asdict(self)
 
 
-class SparseAutoencoder(nn.Module):
+class UnitDecoder:
+    """Decoder rows W_dec [features, width] kept at unit norm while training (SAEs and transcoders)."""
+
+    @torch.no_grad()
+    def normalize_decoder_(self) -> None:
+        """Scale every decoder row back to unit norm (training keeps them there)."""
+        self.W_dec.div_(self.W_dec.norm(dim=-1, keepdim=True).clamp_min(1e-8))
+
+    @torch.no_grad()
+    def remove_parallel_gradient_(self) -> None:
+        """Drop the part of W_dec's gradient along each row: a step then turns a row rather than stretching
+        it, so renormalising after the step undoes little (Bricken et al. 2023)."""
+        if self.W_dec.grad is None:
+            return
+        along = (self.W_dec.grad * self.W_dec).sum(dim=-1, keepdim=True)  # [d_sae, 1]
+        self.W_dec.grad.sub_(along * self.W_dec)
+
+
+class SparseAutoencoder(UnitDecoder, nn.Module):
     """Encoder, sparse activation, decoder (see the module docstring for the formulas)."""
 
     def __init__(self, cfg: SAEConfig):
@@ -81,20 +99,6 @@ class SparseAutoencoder(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.decode(self.encode(x))
-
-    @torch.no_grad()
-    def normalize_decoder_(self) -> None:
-        """Scale every decoder row back to unit norm (training keeps them there)."""
-        self.W_dec.div_(self.W_dec.norm(dim=-1, keepdim=True).clamp_min(1e-8))
-
-    @torch.no_grad()
-    def remove_parallel_gradient_(self) -> None:
-        """Drop the part of W_dec's gradient along each row: a step then turns a row rather than stretching
-        it, so renormalising after the step undoes little (Bricken et al. 2023)."""
-        if self.W_dec.grad is None:
-            return
-        along = (self.W_dec.grad * self.W_dec).sum(dim=-1, keepdim=True)  # [d_sae, 1]
-        self.W_dec.grad.sub_(along * self.W_dec)
 
     def direction(self, feature: int) -> torch.Tensor:
         """Feature's decoder direction [d_in] (unit norm)."""

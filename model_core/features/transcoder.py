@@ -14,7 +14,7 @@ import torch
 import torch.nn as nn
 
 from model_core.analysis.replacement import INPUT_HOOK, OUTPUT_HOOK, check_model, hook_names  # noqa: F401 (re-exported)
-from model_core.features.sae import SAEConfigError
+from model_core.features.sae import SAEConfigError, UnitDecoder
 
 
 @dataclass
@@ -59,7 +59,7 @@ def top_k(pre: torch.Tensor, k: int) -> torch.Tensor:
     return torch.zeros_like(pre).scatter(-1, top.indices, top.values)
 
 
-class Transcoder(nn.Module):
+class Transcoder(UnitDecoder, nn.Module):
     """Encoder, TopK, decoder, optional skip (see the module docstring)."""
 
     def __init__(self, cfg: TranscoderConfig):
@@ -93,18 +93,6 @@ class Transcoder(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.decode(self.encode(x), x)
-
-    @torch.no_grad()
-    def normalize_decoder_(self) -> None:
-        self.W_dec.div_(self.W_dec.norm(dim=-1, keepdim=True).clamp_min(1e-8))
-
-    @torch.no_grad()
-    def remove_parallel_gradient_(self) -> None:
-        """Drop the part of W_dec's gradient along each row (as the SAE trainer does)."""
-        if self.W_dec.grad is None:
-            return
-        along = (self.W_dec.grad * self.W_dec).sum(dim=-1, keepdim=True)  # [d_tc, 1]
-        self.W_dec.grad.sub_(along * self.W_dec)
 
     @property
     def n_features(self) -> int:
